@@ -1,0 +1,473 @@
+//! Hive Metastore (HMS) client.
+//!
+//! Speaks the HMS Thrift protocol (binary, buffered or framed) through code generated from our
+//! own IDL in `thrift/`. One binary serves HMS 2.3, 3.1 and 4.x: every call is tried in its
+//! request-style form first and falls back to the legacy method when the server does not know
+//! it (HMS 4.0.1 removed `get_table`, older servers lack the `*_req` calls).
+//!
+//! The thrift crate's client is blocking; each call runs on tokio's blocking pool, one at a
+//! time per [`Metastore`] (the connection is a single request/reply stream).
+//!
+//! Do not build [`Table`] or [`Partition`] with `Default::default()`: the generated defaults
+//! fill fields such as `cat_name` with `""` and `write_id` with 0, which the server then stores
+//! or acts on. Start from `None` fields, or from what the metastore returned.
+
+mod config;
+mod error;
+mod gen;
+mod session;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+pub use config::{parse_uris, MetastoreConfig, MetastoreUri, Transport};
+pub use error::MetastoreError;
+pub use gen::{
+    CheckLockRequest, ColumnStatistics, DataOperationType, Database, EnvironmentContext,
+    FieldSchema, LockComponent, LockLevel, LockRequest, LockResponse, LockState, LockType, Order,
+    Partition, PrincipalPrivilegeSet, PrincipalType, PrivilegeGrantInfo, SerDeInfo, SkewedInfo,
+    StorageDescriptor, Table,
+};
+
+use gen::TThriftHiveMetastoreSyncClient as _;
+use session::{Call, Client, Fallbacks, Session};
+
+pub type Result<T, E = MetastoreError> = std::result::Result<T, E>;
+
+/// Environment-context key that stops the metastore from recomputing basic statistics
+/// (numFiles, totalSize, ...) on `alter_partition`: the parameters sent are kept as sent.
+pub const DO_NOT_UPDATE_STATS: &str = "DO_NOT_UPDATE_STATS";
+
+/// The catalog every pre-catalog (HMS 2.x) object lives in on HMS 3+. Named in every request,
+/// as Hive's own client does: some HMS 4.0.1 handlers fail on a null catalog
+/// (get_database_req, fetch_partition_names_req); older servers skip the unknown field.
+const DEFAULT_CATALOG: &str = "hive";
+
+/// Sent as `processorIdentifier` so the metastore's logs can tell our calls apart.
+const PROCESSOR: &str = "hive-orc-compactor";
+
+/// A connection to the metastore (with failover). Cheap to clone; clones share the
+/// connection, and their calls queue behind each other.
+#[derive(Clone)]
+pub struct Metastore {
+    session: Arc<Mutex<Session>>,
+    answered: Arc<Mutex<Option<MetastoreUri>>>,
+    uris: String,
+}
+
+fn lock(session: &Mutex<Session>) -> MutexGuard<'_, Session> {
+    // A panic mid-call leaves the stream in an unknown state; the session then reconnects
+    // on the next broken call, so the data behind a poisoned lock is still usable.
+    session.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Metastore {
+    /// Connects to the first URI of `cfg` that answers a probe call.
+    pub async fn connect(cfg: MetastoreConfig) -> Result<Self> {
+        let answered = Arc::new(Mutex::new(None));
+        let uris = cfg.uri_list();
+        let mut session = Session::new(cfg, answered.clone());
+        let session = tokio::task::spawn_blocking(move || session.connect().map(|()| session))
+            .await
+            .map_err(|e| MetastoreError::Client(e.to_string()))??;
+        Ok(Metastore {
+            session: Arc::new(Mutex::new(session)),
+            answered,
+            uris,
+        })
+    }
+
+    /// The URI that answered last; while disconnected, the configured list (for messages).
+    pub fn uri(&self) -> String {
+        match &*self.answered.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some(uri) => uri.to_string(),
+            None => self.uris.clone(),
+        }
+    }
+
+    /// Request-style methods the current server lacks (their legacy forms are used instead).
+    pub async fn unsupported_methods(&self) -> Vec<&'static str> {
+        let session = self.session.clone();
+        tokio::task::spawn_blocking(move || lock(&session).unsupported_methods())
+            .await
+            .unwrap_or_default()
+    }
+
+    async fn run<T, F>(&self, method: &'static str, what: String, kind: Call, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnMut(&mut Client, &mut Fallbacks) -> thrift::Result<T> + Send + 'static,
+    {
+        let session = self.session.clone();
+        tokio::task::spawn_blocking(move || lock(&session).call(method, &what, kind, f))
+            .await
+            .map_err(|e| MetastoreError::Client(e.to_string()))?
+    }
+
+    pub async fn databases(&self) -> Result<Vec<String>> {
+        self.run(
+            "get_all_databases",
+            "databases".into(),
+            Call::Idempotent,
+            |c, _| c.get_all_databases(),
+        )
+        .await
+    }
+
+    pub async fn database(&self, name: &str) -> Result<Database> {
+        let name = name.to_owned();
+        let what = format!("database {name}");
+        self.run("get_database_req", what, Call::Idempotent, move |c, fb| {
+            fb.call(
+                c,
+                "get_database_req",
+                |c| {
+                    c.get_database_req(gen::GetDatabaseRequest {
+                        name: Some(name.clone()),
+                        catalog_name: Some(DEFAULT_CATALOG.to_owned()),
+                        processor_capabilities: None,
+                        processor_identifier: Some(PROCESSOR.to_owned()),
+                    })
+                },
+                |c| c.get_database(name.clone()),
+            )
+        })
+        .await
+    }
+
+    /// Table names of `db`; `pattern` is the metastore's pattern syntax (`*` wildcards, `|`).
+    pub async fn tables(&self, db: &str, pattern: Option<&str>) -> Result<Vec<String>> {
+        let db = db.to_owned();
+        let pattern = pattern.map(str::to_owned);
+        let what = format!("database {db}");
+        self.run(
+            "get_tables",
+            what,
+            Call::Idempotent,
+            move |c, _| match &pattern {
+                Some(p) => c.get_tables(db.clone(), p.clone()),
+                None => c.get_all_tables(db.clone()),
+            },
+        )
+        .await
+    }
+
+    pub async fn get_table(&self, db: &str, table: &str) -> Result<Table> {
+        let (db, table) = (db.to_owned(), table.to_owned());
+        let what = format!("table {db}.{table}");
+        self.run("get_table_req", what, Call::Idempotent, move |c, fb| {
+            fb.call(
+                c,
+                "get_table_req",
+                |c| {
+                    c.get_table_req(gen::GetTableRequest {
+                        db_name: db.clone(),
+                        tbl_name: table.clone(),
+                        capabilities: None,
+                        cat_name: Some(DEFAULT_CATALOG.to_owned()),
+                        valid_write_id_list: None,
+                        get_column_stats: None,
+                        processor_capabilities: None,
+                        processor_identifier: Some(PROCESSOR.to_owned()),
+                        engine: None,
+                        id: None,
+                    })
+                    .map(|r| r.table)
+                },
+                |c| c.get_table(db.clone(), table.clone()),
+            )
+        })
+        .await
+    }
+
+    /// `name` is the metastore's escaped partition name, e.g. `dt=2024-01-01/hour=03`.
+    pub async fn get_partition_by_name(
+        &self,
+        db: &str,
+        table: &str,
+        name: &str,
+    ) -> Result<Partition> {
+        let (db, table, name) = (db.to_owned(), table.to_owned(), name.to_owned());
+        let what = format!("partition {db}.{table}/{name}");
+        self.run(
+            "get_partition_by_name",
+            what,
+            Call::Idempotent,
+            move |c, _| c.get_partition_by_name(db.clone(), table.clone(), name.clone()),
+        )
+        .await
+    }
+
+    /// `values` in the order of the table's partition keys.
+    pub async fn get_partition_by_values(
+        &self,
+        db: &str,
+        table: &str,
+        values: &[String],
+    ) -> Result<Partition> {
+        let (db, table, values) = (db.to_owned(), table.to_owned(), values.to_vec());
+        let what = format!("partition {db}.{table} {values:?}");
+        self.run("get_partition_req", what, Call::Idempotent, move |c, fb| {
+            fb.call(
+                c,
+                "get_partition_req",
+                |c| {
+                    c.get_partition_req(gen::GetPartitionRequest {
+                        cat_name: Some(DEFAULT_CATALOG.to_owned()),
+                        db_name: db.clone(),
+                        tbl_name: table.clone(),
+                        part_vals: values.clone(),
+                        valid_write_id_list: None,
+                        id: None,
+                    })
+                    .map(|r| r.partition)
+                },
+                |c| c.get_partition(db.clone(), table.clone(), values.clone()),
+            )
+        })
+        .await
+    }
+
+    /// All partition names of a table.
+    pub async fn partition_names(&self, db: &str, table: &str) -> Result<Vec<String>> {
+        let (db, table) = (db.to_owned(), table.to_owned());
+        let what = format!("table {db}.{table}");
+        self.run(
+            "fetch_partition_names_req",
+            what,
+            Call::Idempotent,
+            move |c, fb| {
+                fb.call(
+                    c,
+                    "fetch_partition_names_req",
+                    |c| c.fetch_partition_names_req(partitions_request(&db, &table, None)),
+                    |c| c.get_partition_names(db.clone(), table.clone(), -1),
+                )
+            },
+        )
+        .await
+    }
+
+    /// Partitions matching a metastore filter such as `dt >= "2024-01-01"`; `max` of `None`
+    /// means all.
+    pub async fn partitions_by_filter(
+        &self,
+        db: &str,
+        table: &str,
+        filter: &str,
+        max: Option<i16>,
+    ) -> Result<Vec<Partition>> {
+        let (db, table, filter) = (db.to_owned(), table.to_owned(), filter.to_owned());
+        let max = max.unwrap_or(-1);
+        let what = format!("table {db}.{table}");
+        self.run(
+            "get_partitions_by_filter_req",
+            what,
+            Call::Idempotent,
+            move |c, fb| {
+                fb.call(
+                    c,
+                    "get_partitions_by_filter_req",
+                    |c| {
+                        c.get_partitions_by_filter_req(gen::GetPartitionsByFilterRequest {
+                            cat_name: Some(DEFAULT_CATALOG.to_owned()),
+                            db_name: Some(db.clone()),
+                            tbl_name: Some(table.clone()),
+                            filter: Some(filter.clone()),
+                            max_parts: Some(max),
+                            skip_column_schema_for_partition: None,
+                            include_param_key_pattern: None,
+                            exclude_param_key_pattern: None,
+                        })
+                    },
+                    |c| c.get_partitions_by_filter(db.clone(), table.clone(), filter.clone(), max),
+                )
+            },
+        )
+        .await
+    }
+
+    /// Partitions of a table, at most `max` (`None`: all).
+    pub async fn partitions(
+        &self,
+        db: &str,
+        table: &str,
+        max: Option<i16>,
+    ) -> Result<Vec<Partition>> {
+        let (db, table) = (db.to_owned(), table.to_owned());
+        let max = max.unwrap_or(-1);
+        let what = format!("table {db}.{table}");
+        self.run(
+            "get_partitions_req",
+            what,
+            Call::Idempotent,
+            move |c, fb| {
+                fb.call(
+                    c,
+                    "get_partitions_req",
+                    |c| {
+                        c.get_partitions_req(partitions_request(&db, &table, Some(max)))
+                            .map(|r| r.partitions)
+                    },
+                    |c| c.get_partitions(db.clone(), table.clone(), max),
+                )
+            },
+        )
+        .await
+    }
+
+    /// Replaces a partition (identified by its values) with `partition`, passing `env` as the
+    /// environment context (e.g. [`DO_NOT_UPDATE_STATS`]). Never resent automatically: on
+    /// `Timeout`/`ConnectionLost` the outcome is unknown, so read the partition back.
+    pub async fn alter_partition(
+        &self,
+        db: &str,
+        table: &str,
+        mut partition: Partition,
+        env: BTreeMap<String, String>,
+    ) -> Result<()> {
+        // The parameters sent replace the stored ones (and carry the statistics); a null map
+        // is never what we mean, so an absent map goes out as an empty one.
+        partition.parameters.get_or_insert_with(BTreeMap::new);
+        let (db, table) = (db.to_owned(), table.to_owned());
+        let what = format!(
+            "partition {db}.{table} {:?}",
+            partition.values.as_deref().unwrap_or_default()
+        );
+        let env = EnvironmentContext {
+            properties: Some(env),
+        };
+        self.run(
+            "alter_partition_with_environment_context",
+            what,
+            Call::Once,
+            move |c, _| {
+                c.alter_partition_with_environment_context(
+                    db.clone(),
+                    table.clone(),
+                    partition.clone(),
+                    env.clone(),
+                )
+            },
+        )
+        .await
+    }
+
+    pub async fn create_database(&self, database: Database) -> Result<()> {
+        let what = format!("database {}", database.name.as_deref().unwrap_or_default());
+        self.run("create_database", what, Call::Once, move |c, _| {
+            c.create_database(database.clone())
+        })
+        .await
+    }
+
+    pub async fn drop_database(&self, name: &str, delete_data: bool, cascade: bool) -> Result<()> {
+        let name = name.to_owned();
+        let what = format!("database {name}");
+        self.run("drop_database", what, Call::Once, move |c, _| {
+            c.drop_database(name.clone(), delete_data, cascade)
+        })
+        .await
+    }
+
+    pub async fn create_table(&self, table: Table) -> Result<()> {
+        let what = format!(
+            "table {}.{}",
+            table.db_name.as_deref().unwrap_or_default(),
+            table.table_name.as_deref().unwrap_or_default()
+        );
+        self.run("create_table", what, Call::Once, move |c, _| {
+            c.create_table(table.clone())
+        })
+        .await
+    }
+
+    pub async fn drop_table(&self, db: &str, table: &str, delete_data: bool) -> Result<()> {
+        let (db, table) = (db.to_owned(), table.to_owned());
+        let what = format!("table {db}.{table}");
+        self.run("drop_table", what, Call::Once, move |c, _| {
+            c.drop_table(db.clone(), table.clone(), delete_data)
+        })
+        .await
+    }
+
+    /// Adds partitions (all of one table); returns how many were added.
+    pub async fn add_partitions(&self, partitions: Vec<Partition>) -> Result<i32> {
+        let what = match partitions.first() {
+            Some(p) => format!(
+                "partitions of {}.{}",
+                p.db_name.as_deref().unwrap_or_default(),
+                p.table_name.as_deref().unwrap_or_default()
+            ),
+            None => return Ok(0),
+        };
+        self.run("add_partitions", what, Call::Once, move |c, _| {
+            c.add_partitions(partitions.clone())
+        })
+        .await
+    }
+
+    /// Requests a lock. A metastore without a transaction manager answers `Internal`
+    /// ("Internal error processing lock").
+    pub async fn lock(&self, request: LockRequest) -> Result<LockResponse> {
+        self.run("lock", "lock".into(), Call::Once, move |c, _| {
+            c.lock(request.clone())
+        })
+        .await
+    }
+
+    pub async fn check_lock(&self, lock_id: i64) -> Result<LockResponse> {
+        self.run(
+            "check_lock",
+            format!("lock {lock_id}"),
+            Call::Idempotent,
+            move |c, _| {
+                c.check_lock(CheckLockRequest {
+                    lockid: lock_id,
+                    txnid: None,
+                    elapsed_ms: None,
+                })
+            },
+        )
+        .await
+    }
+
+    pub async fn heartbeat(&self, lock_id: i64) -> Result<()> {
+        self.run(
+            "heartbeat",
+            format!("lock {lock_id}"),
+            Call::Idempotent,
+            move |c, _| {
+                c.heartbeat(gen::HeartbeatRequest {
+                    lockid: Some(lock_id),
+                    txnid: None,
+                })
+            },
+        )
+        .await
+    }
+
+    pub async fn unlock(&self, lock_id: i64) -> Result<()> {
+        self.run(
+            "unlock",
+            format!("lock {lock_id}"),
+            Call::Once,
+            move |c, _| c.unlock(gen::UnlockRequest { lockid: lock_id }),
+        )
+        .await
+    }
+}
+
+fn partitions_request(db: &str, table: &str, max: Option<i16>) -> gen::PartitionsRequest {
+    gen::PartitionsRequest {
+        cat_name: Some(DEFAULT_CATALOG.to_owned()),
+        db_name: db.to_owned(),
+        tbl_name: table.to_owned(),
+        max_parts: max,
+        valid_write_id_list: None,
+        id: None,
+        skip_column_schema_for_partition: None,
+        include_param_key_pattern: None,
+        exclude_param_key_pattern: None,
+    }
+}

@@ -1,0 +1,519 @@
+//! The synchronous core: one connection at a time, failover across URIs, retries of
+//! idempotent reads, and the request-style/legacy method fallback.
+
+use std::collections::BTreeSet;
+use std::error::Error as StdError;
+use std::io::{self, Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::{Arc, Mutex};
+
+use thrift::protocol::{TBinaryInputProtocol, TBinaryOutputProtocol};
+use thrift::transport::{
+    TBufferedReadTransport, TBufferedWriteTransport, TFramedReadTransport, TFramedWriteTransport,
+};
+use thrift::{ApplicationErrorKind, TransportErrorKind};
+
+use super::config::{MetastoreConfig, MetastoreUri, Transport};
+use super::error::{one_line, MetastoreError};
+use super::gen::{self, TThriftHiveMetastoreSyncClient};
+
+pub(crate) type Client = gen::ThriftHiveMetastoreSyncClient<
+    TBinaryInputProtocol<Box<dyn Read + Send>>,
+    TBinaryOutputProtocol<Box<dyn Write + Send>>,
+>;
+
+/// Whether a call may be sent again after the connection broke mid-call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Call {
+    /// Reads (and heartbeats): repeating them changes nothing.
+    Idempotent,
+    /// Writes: the server may have applied the first attempt, so never resend automatically.
+    Once,
+}
+
+/// Remembers, per connection, which request-style methods the server lacks, so that an older
+/// metastore costs one failed round trip per method rather than one per call.
+#[derive(Debug, Default)]
+pub(crate) struct Fallbacks {
+    missing: BTreeSet<&'static str>,
+}
+
+impl Fallbacks {
+    /// Calls `preferred` unless this server already said it lacks it; on UNKNOWN_METHOD
+    /// remembers that and calls `legacy` instead.
+    pub(crate) fn call<C, T>(
+        &mut self,
+        ctx: &mut C,
+        preferred: &'static str,
+        request: impl FnOnce(&mut C) -> thrift::Result<T>,
+        legacy: impl FnOnce(&mut C) -> thrift::Result<T>,
+    ) -> thrift::Result<T> {
+        if !self.missing.contains(preferred) {
+            match request(ctx) {
+                Err(e) if is_unknown_method(&e) => {
+                    tracing::debug!(
+                        method = preferred,
+                        "metastore lacks it; using the legacy call"
+                    );
+                    self.missing.insert(preferred);
+                }
+                other => return other,
+            }
+        }
+        legacy(ctx)
+    }
+
+    pub(crate) fn missing(&self) -> Vec<&'static str> {
+        self.missing.iter().copied().collect()
+    }
+}
+
+fn is_unknown_method(e: &thrift::Error) -> bool {
+    matches!(e, thrift::Error::Application(a) if a.kind == ApplicationErrorKind::UnknownMethod)
+}
+
+/// A socket whose timeouts surface as `TimedOut`: on Unix an expired read timeout is reported
+/// as `WouldBlock`, which the thrift crate would file as an unknown transport error.
+struct Socket(TcpStream);
+
+fn timed_out(e: io::Error) -> io::Error {
+    if e.kind() == io::ErrorKind::WouldBlock {
+        io::Error::new(io::ErrorKind::TimedOut, "timed out")
+    } else {
+        e
+    }
+}
+
+impl Read for Socket {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.read(buf).map_err(timed_out)
+    }
+}
+
+impl Write for Socket {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf).map_err(timed_out)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush().map_err(timed_out)
+    }
+}
+
+struct Connection {
+    client: Client,
+    fallbacks: Fallbacks,
+    uri: usize,
+}
+
+fn tcp_connect(cfg: &MetastoreConfig, uri: &MetastoreUri) -> Result<TcpStream, String> {
+    let addrs = (uri.host.as_str(), uri.port)
+        .to_socket_addrs()
+        .map_err(|e| format!("{uri}: cannot resolve {}: {e}", uri.host))?;
+    let mut last = format!("{uri}: {} resolves to no address", uri.host);
+    for addr in addrs {
+        match TcpStream::connect_timeout(&addr, cfg.connect_timeout) {
+            Ok(stream) => return Ok(stream),
+            Err(e) => last = format!("{uri}: {}", timed_out(e)),
+        }
+    }
+    Err(last)
+}
+
+fn open(cfg: &MetastoreConfig, uri: &MetastoreUri) -> Result<Client, String> {
+    let stream = tcp_connect(cfg, uri)?;
+    let setup = |e: io::Error| format!("{uri}: {e}");
+    stream.set_nodelay(true).map_err(setup)?;
+    stream
+        .set_read_timeout(Some(cfg.io_timeout))
+        .map_err(setup)?;
+    stream
+        .set_write_timeout(Some(cfg.io_timeout))
+        .map_err(setup)?;
+    let reader = Socket(stream.try_clone().map_err(setup)?);
+    let writer = Socket(stream);
+    let (input, output): (Box<dyn Read + Send>, Box<dyn Write + Send>) = match cfg.transport {
+        Transport::Buffered => (
+            Box::new(TBufferedReadTransport::new(reader)),
+            Box::new(TBufferedWriteTransport::new(writer)),
+        ),
+        Transport::Framed => (
+            Box::new(TFramedReadTransport::new(reader)),
+            Box::new(TFramedWriteTransport::new(writer)),
+        ),
+    };
+    // Java servers write strict binary messages; reading leniently costs nothing.
+    let mut client = Client::new(
+        TBinaryInputProtocol::new(input, false),
+        TBinaryOutputProtocol::new(output, true),
+    );
+
+    // A TCP accept proves little (a wrong transport, SASL, or a hung server all accept), so
+    // make one cheap call that touches no metastore database.
+    match client.get_config_value("hive.metastore.warehouse.dir".to_owned(), String::new()) {
+        Ok(_) | Err(thrift::Error::User(_)) | Err(thrift::Error::Application(_)) => Ok(client),
+        Err(thrift::Error::Transport(e)) if e.kind == TransportErrorKind::TimedOut => Err(format!(
+            "{uri} accepted the connection but did not answer within {:?}",
+            cfg.io_timeout
+        )),
+        Err(thrift::Error::Transport(e))
+            if matches!(
+                e.kind,
+                TransportErrorKind::EndOfFile | TransportErrorKind::NotOpen
+            ) =>
+        {
+            Err(format!(
+                "{uri} closed the connection at the first call ({}); if the metastore is up, \
+                 check that the {} transport matches it (framed or not, SASL/Kerberos)",
+                one_line(&e.message),
+                cfg.transport
+            ))
+        }
+        Err(e) => Err(format!("{uri}: {}", one_line(&e.to_string()))),
+    }
+}
+
+pub(crate) struct Session {
+    cfg: MetastoreConfig,
+    conn: Option<Connection>,
+    /// The URI to try first on the next connect.
+    next: usize,
+    answered: Arc<Mutex<Option<MetastoreUri>>>,
+}
+
+enum Failure {
+    /// The connection is unusable (I/O error, EOF, timeout); the call may be resent.
+    Broken { timed_out: bool, message: String },
+    /// The byte stream is out of step; drop the connection, but do not resend.
+    Desync(String),
+    /// The server answered: the connection is fine and the error is final.
+    Answered(MetastoreError),
+}
+
+impl Session {
+    pub(crate) fn new(cfg: MetastoreConfig, answered: Arc<Mutex<Option<MetastoreUri>>>) -> Self {
+        Session {
+            cfg,
+            conn: None,
+            next: 0,
+            answered,
+        }
+    }
+
+    /// Connects to the first URI that answers, starting from `next` and going round once.
+    pub(crate) fn connect(&mut self) -> Result<(), MetastoreError> {
+        self.drop_connection();
+        let n = self.cfg.uris.len();
+        let mut last_error = String::from("no URI configured");
+        for k in 0..n {
+            let i = (self.next + k) % n;
+            let uri = &self.cfg.uris[i];
+            match open(&self.cfg, uri) {
+                Ok(client) => {
+                    tracing::info!(%uri, "connected to metastore");
+                    self.next = i;
+                    *self.answered.lock().unwrap_or_else(|p| p.into_inner()) = Some(uri.clone());
+                    self.conn = Some(Connection {
+                        client,
+                        fallbacks: Fallbacks::default(),
+                        uri: i,
+                    });
+                    return Ok(());
+                }
+                Err(e) => {
+                    tracing::warn!(%uri, error = %e, "metastore did not answer");
+                    last_error = e;
+                }
+            }
+        }
+        Err(MetastoreError::Unreachable {
+            uris: self.cfg.uri_list(),
+            last_error,
+        })
+    }
+
+    fn drop_connection(&mut self) {
+        self.conn = None;
+        *self.answered.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    pub(crate) fn unsupported_methods(&self) -> Vec<&'static str> {
+        self.conn
+            .as_ref()
+            .map(|c| c.fallbacks.missing())
+            .unwrap_or_default()
+    }
+
+    /// Runs `f` on a live connection, reconnecting (next URI first) when the connection
+    /// broke, and resending only `Call::Idempotent` calls.
+    pub(crate) fn call<T>(
+        &mut self,
+        method: &'static str,
+        what: &str,
+        kind: Call,
+        mut f: impl FnMut(&mut Client, &mut Fallbacks) -> thrift::Result<T>,
+    ) -> Result<T, MetastoreError> {
+        let mut attempt = 0;
+        loop {
+            if self.conn.is_none() {
+                self.connect()?;
+            }
+            let conn = self.conn.as_mut().expect("connected above");
+            let uri_index = conn.uri;
+            let err = match f(&mut conn.client, &mut conn.fallbacks) {
+                Ok(v) => return Ok(v),
+                Err(e) => e,
+            };
+            let uri = self.cfg.uris[uri_index].to_string();
+            match classify(err, &uri, method, what) {
+                Failure::Answered(e) => return Err(e),
+                Failure::Desync(message) => {
+                    self.drop_connection();
+                    return Err(MetastoreError::Protocol {
+                        uri,
+                        method,
+                        message,
+                    });
+                }
+                Failure::Broken { timed_out, message } => {
+                    // A server that broke the call is the least likely to serve the next one.
+                    self.drop_connection();
+                    self.next = (uri_index + 1) % self.cfg.uris.len();
+                    if kind == Call::Idempotent && attempt < self.cfg.retries {
+                        attempt += 1;
+                        let pause = self.cfg.backoff(attempt);
+                        tracing::warn!(%uri, method, error = %message, attempt, ?pause,
+                            "metastore call failed; retrying");
+                        std::thread::sleep(pause);
+                        continue;
+                    }
+                    let outcome_unknown = kind == Call::Once;
+                    return Err(if timed_out {
+                        MetastoreError::Timeout {
+                            uri,
+                            method,
+                            after: self.cfg.io_timeout,
+                            outcome_unknown,
+                        }
+                    } else {
+                        MetastoreError::ConnectionLost {
+                            uri,
+                            method,
+                            message,
+                            outcome_unknown,
+                        }
+                    });
+                }
+            }
+        }
+    }
+}
+
+fn classify(err: thrift::Error, uri: &str, method: &'static str, what: &str) -> Failure {
+    match err {
+        thrift::Error::Transport(e) => Failure::Broken {
+            timed_out: e.kind == TransportErrorKind::TimedOut,
+            message: one_line(&e.message),
+        },
+        thrift::Error::Protocol(e) => Failure::Desync(one_line(&e.message)),
+        thrift::Error::Application(e) => match e.kind {
+            ApplicationErrorKind::UnknownMethod => {
+                Failure::Answered(MetastoreError::UnknownMethod {
+                    uri: uri.to_owned(),
+                    method,
+                })
+            }
+            // Raised by our own client when a reply does not belong to the call.
+            ApplicationErrorKind::BadSequenceId
+            | ApplicationErrorKind::WrongMethodName
+            | ApplicationErrorKind::InvalidMessageType => Failure::Desync(one_line(&e.message)),
+            _ => Failure::Answered(MetastoreError::Internal {
+                uri: uri.to_owned(),
+                method,
+                message: one_line(&e.message),
+            }),
+        },
+        thrift::Error::User(e) => Failure::Answered(declared(&*e, uri, method, what)),
+    }
+}
+
+/// Maps an exception the IDL declares to the error callers branch on.
+fn declared(
+    e: &(dyn StdError + Send + Sync + 'static),
+    uri: &str,
+    method: &'static str,
+    what: &str,
+) -> MetastoreError {
+    macro_rules! find {
+        ($($ty:ident),*) => {
+            $(if let Some(x) = e.downcast_ref::<gen::$ty>() {
+                (stringify!($ty), one_line(x.message.as_deref().unwrap_or("")))
+            } else)* {
+                ("unknown exception", one_line(&e.to_string()))
+            }
+        };
+    }
+    let (exception, message) = find!(
+        NoSuchObjectException,
+        UnknownTableException,
+        UnknownDBException,
+        NoSuchLockException,
+        NoSuchTxnException,
+        AlreadyExistsException,
+        MetaException,
+        InvalidObjectException,
+        InvalidOperationException,
+        TxnAbortedException,
+        TxnOpenException
+    );
+    let (uri, what) = (uri.to_owned(), what.to_owned());
+    match exception {
+        "NoSuchObjectException"
+        | "UnknownTableException"
+        | "UnknownDBException"
+        | "NoSuchLockException"
+        | "NoSuchTxnException" => MetastoreError::NotFound { what, uri, message },
+        "AlreadyExistsException" => MetastoreError::AlreadyExists { what, uri, message },
+        _ => MetastoreError::Server {
+            uri,
+            method,
+            exception,
+            message,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use thrift::ApplicationError;
+
+    fn unknown_method() -> thrift::Error {
+        thrift::Error::Application(ApplicationError::new(
+            ApplicationErrorKind::UnknownMethod,
+            "Invalid method name: 'x_req'",
+        ))
+    }
+
+    #[test]
+    fn request_style_answer_is_used_when_the_server_has_it() {
+        let mut fb = Fallbacks::default();
+        let mut log = Vec::new();
+        let r = fb.call(
+            &mut log,
+            "x_req",
+            |l: &mut Vec<&str>| {
+                l.push("x_req");
+                Ok(1)
+            },
+            |l| {
+                l.push("x");
+                Ok(2)
+            },
+        );
+        assert_eq!(r.unwrap(), 1);
+        assert_eq!(log, ["x_req"]);
+        assert!(fb.missing().is_empty());
+    }
+
+    #[test]
+    fn unknown_method_falls_back_once_and_is_remembered() {
+        let mut fb = Fallbacks::default();
+        let mut log = Vec::new();
+        for _ in 0..3 {
+            let r = fb.call(
+                &mut log,
+                "x_req",
+                |l: &mut Vec<&str>| {
+                    l.push("x_req");
+                    Err(unknown_method())
+                },
+                |l| {
+                    l.push("x");
+                    Ok(2)
+                },
+            );
+            assert_eq!(r.unwrap(), 2);
+        }
+        assert_eq!(log, ["x_req", "x", "x", "x"]);
+        assert_eq!(fb.missing(), ["x_req"]);
+    }
+
+    #[test]
+    fn other_errors_do_not_fall_back() {
+        let mut fb = Fallbacks::default();
+        let mut legacy_called = false;
+        let r: thrift::Result<()> = fb.call(
+            &mut legacy_called,
+            "x_req",
+            |_| {
+                Err(thrift::Error::User(Box::new(gen::NoSuchObjectException {
+                    message: Some("t not found".into()),
+                })))
+            },
+            |called| {
+                *called = true;
+                Ok(())
+            },
+        );
+        assert!(r.is_err());
+        assert!(!legacy_called);
+        assert!(fb.missing().is_empty());
+    }
+
+    #[test]
+    fn declared_exceptions_map_to_what_callers_branch_on() {
+        let nf = gen::NoSuchObjectException {
+            message: Some("db.t\ntable not found".into()),
+        };
+        let e = declared(&nf, "thrift://h:1", "get_table_req", "table db.t");
+        assert!(
+            matches!(&e, MetastoreError::NotFound { what, message, .. }
+                if what == "table db.t" && message == "db.t table not found"),
+            "{e:?}"
+        );
+        let meta = gen::MetaException {
+            message: Some("boom".into()),
+        };
+        let e = declared(&meta, "thrift://h:1", "get_table_req", "table db.t");
+        assert!(matches!(
+            e,
+            MetastoreError::Server {
+                exception: "MetaException",
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn broken_and_desynced_connections_are_told_apart() {
+        let io: thrift::Error = io::Error::new(io::ErrorKind::TimedOut, "read timed out").into();
+        assert!(matches!(
+            classify(io, "u", "m", "w"),
+            Failure::Broken {
+                timed_out: true,
+                ..
+            }
+        ));
+        let eof: thrift::Error = io::Error::new(io::ErrorKind::UnexpectedEof, "eof").into();
+        assert!(matches!(
+            classify(eof, "u", "m", "w"),
+            Failure::Broken {
+                timed_out: false,
+                ..
+            }
+        ));
+        let seq = thrift::Error::Application(ApplicationError::new(
+            ApplicationErrorKind::BadSequenceId,
+            "out of order",
+        ));
+        assert!(matches!(classify(seq, "u", "m", "w"), Failure::Desync(_)));
+        let internal = thrift::Error::Application(ApplicationError::new(
+            ApplicationErrorKind::InternalError,
+            "Internal error processing lock",
+        ));
+        assert!(matches!(
+            classify(internal, "u", "lock", "w"),
+            Failure::Answered(MetastoreError::Internal { .. })
+        ));
+    }
+}
