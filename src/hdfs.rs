@@ -1,0 +1,214 @@
+//! HDFS access through hdfs-native: locations as the metastore stores them, one client per
+//! namespace, and directory listings classified the way Hive's readers see them.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use hdfs_native::{Client, ClientBuilder, HdfsError};
+use serde::Serialize;
+
+/// A metastore location split into its filesystem (`hdfs://nn:8020`) and its path.
+///
+/// The path is kept exactly as written: Hive's partition directories contain literal `%XX`
+/// sequences (its own escaping), spaces and non-ASCII characters, so URL parsing or
+/// percent-decoding would name a different directory.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct Location {
+    /// `scheme://authority`, or `scheme://` when the location relies on the default filesystem.
+    pub fs: String,
+    pub path: String,
+}
+
+impl Location {
+    pub fn parse(location: &str) -> Result<Self, FsError> {
+        let bad = || FsError::BadLocation(location.to_string());
+        let (scheme, rest) = location.split_once("://").ok_or_else(bad)?;
+        let scheme = scheme.to_ascii_lowercase();
+        if scheme != "hdfs" && scheme != "viewfs" {
+            return Err(bad());
+        }
+        let (authority, path) = match rest.find('/') {
+            Some(i) => rest.split_at(i),
+            None => (rest, "/"),
+        };
+        // Hadoop normalises repeated and trailing slashes; do the same so two spellings of a
+        // directory compare equal.
+        let mut norm = String::with_capacity(path.len());
+        for part in path.split('/').filter(|p| !p.is_empty()) {
+            norm.push('/');
+            norm.push_str(part);
+        }
+        if norm.is_empty() {
+            norm.push('/');
+        }
+        Ok(Location {
+            fs: format!("{scheme}://{authority}"),
+            path: norm,
+        })
+    }
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}{}", self.fs, self.path)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FsError {
+    #[error("'{0}' is not an HDFS location (expected hdfs://namenode/path or viewfs://cluster/path)")]
+    BadLocation(String),
+    #[error("cannot set up an HDFS client for {fs}: {source} (check HADOOP_CONF_DIR)")]
+    Client { fs: String, source: HdfsError },
+    #[error("{op} {location} failed: {}", describe(.source))]
+    Io {
+        op: &'static str,
+        location: String,
+        source: HdfsError,
+    },
+}
+
+/// hdfs-native reports server exceptions as (Java class, message); the class alone says most.
+fn describe(e: &HdfsError) -> String {
+    match e {
+        HdfsError::RPCError(class, msg) | HdfsError::FatalRPCError(class, msg) => {
+            let short = class.rsplit('.').next().unwrap_or(class);
+            let first = msg.lines().next().unwrap_or("");
+            format!("{short}: {first}")
+        }
+        HdfsError::IOError(io) => format!("{io} (is the NameNode up and reachable?)"),
+        other => other.to_string(),
+    }
+}
+
+/// One client per filesystem, built lazily: a table's partitions may live on several
+/// namespaces (viewfs, federation, old locations on another cluster).
+#[derive(Default)]
+pub struct Hdfs {
+    clients: Mutex<HashMap<String, Client>>,
+}
+
+/// One entry of a directory listing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Entry {
+    pub name: String,
+    pub length: u64,
+    pub modification_time: u64,
+    pub owner: String,
+    pub group: String,
+    pub permission: u16,
+}
+
+/// A partition directory as Hive's readers see it.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Listing {
+    /// Non-hidden files: what queries read.
+    pub files: Vec<Entry>,
+    /// Names starting with `.` or `_` (`_SUCCESS`, `.hive-staging*`): every engine skips them.
+    pub hidden: Vec<String>,
+    /// Non-hidden subdirectories: not part of a plain partition; the tool will not touch them.
+    pub subdirs: Vec<String>,
+}
+
+/// Hive, Spark, Trino and Impala all skip these names when they list a partition.
+pub fn is_hidden(name: &str) -> bool {
+    name.starts_with('.') || name.starts_with('_')
+}
+
+impl Hdfs {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn client(&self, location: &Location) -> Result<Client, FsError> {
+        let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = clients.get(&location.fs) {
+            return Ok(c.clone());
+        }
+        let mut builder = ClientBuilder::new();
+        // `hdfs:///path` means "the default filesystem": let hdfs-native take fs.defaultFS.
+        if !location.fs.ends_with("://") {
+            builder = builder.with_url(location.fs.clone());
+        }
+        let client = builder.build().map_err(|source| FsError::Client {
+            fs: location.fs.clone(),
+            source,
+        })?;
+        clients.insert(location.fs.clone(), client.clone());
+        Ok(client)
+    }
+
+    /// Lists a directory once. `Ok(None)` when it does not exist.
+    pub async fn list(&self, dir: &Location) -> Result<Option<Listing>, FsError> {
+        let client = self.client(dir)?;
+        let statuses = match client.list_status(&dir.path, false).await {
+            Ok(s) => s,
+            Err(HdfsError::FileNotFound(_)) => return Ok(None),
+            Err(source) => {
+                return Err(FsError::Io {
+                    op: "listing",
+                    location: dir.to_string(),
+                    source,
+                })
+            }
+        };
+        let mut listing = Listing::default();
+        for s in statuses {
+            let name = s.path.rsplit('/').next().unwrap_or(&s.path).to_string();
+            if is_hidden(&name) {
+                listing.hidden.push(name);
+            } else if s.isdir {
+                listing.subdirs.push(name);
+            } else {
+                listing.files.push(Entry {
+                    name,
+                    length: s.length as u64,
+                    modification_time: s.modification_time,
+                    owner: s.owner,
+                    group: s.group,
+                    permission: s.permission,
+                });
+            }
+        }
+        listing.files.sort_by(|a, b| a.name.cmp(&b.name));
+        listing.hidden.sort();
+        listing.subdirs.sort();
+        Ok(Some(listing))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_locations_without_decoding() {
+        let l = Location::parse("hdfs://nn:8020/warehouse/t/k=a%2Fb/c=é x").unwrap();
+        assert_eq!(l.fs, "hdfs://nn:8020");
+        assert_eq!(l.path, "/warehouse/t/k=a%2Fb/c=é x");
+        assert_eq!(l.to_string(), "hdfs://nn:8020/warehouse/t/k=a%2Fb/c=é x");
+    }
+
+    #[test]
+    fn normalises_slashes_and_default_fs() {
+        let l = Location::parse("HDFS:///a//b/").unwrap();
+        assert_eq!((l.fs.as_str(), l.path.as_str()), ("hdfs://", "/a/b"));
+        let l = Location::parse("viewfs://cluster").unwrap();
+        assert_eq!((l.fs.as_str(), l.path.as_str()), ("viewfs://cluster", "/"));
+    }
+
+    #[test]
+    fn refuses_other_filesystems() {
+        for bad in ["s3a://b/t", "file:/tmp/t", "/warehouse/t", ""] {
+            assert!(Location::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn hidden_names() {
+        assert!(is_hidden("_SUCCESS"));
+        assert!(is_hidden(".hive-staging_hive_2026"));
+        assert!(!is_hidden("000000_0"));
+        assert!(!is_hidden("part-00000.orc"));
+    }
+}

@@ -1,0 +1,11 @@
+//! hive-orc-compactor: the engine. It knows nothing of command-line flags; `main.rs` is a thin
+//! layer over it.
+
+pub mod config;
+pub mod eligibility;
+pub mod exit;
+pub mod hdfs;
+pub mod metastore;
+pub mod operations;
+pub mod partition_spec;
+pub mod table;
