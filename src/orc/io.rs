@@ -1,0 +1,59 @@
+use std::future::Future;
+use std::io;
+use std::ops::Range;
+
+use bytes::Bytes;
+
+use super::error::OrcError;
+
+/// Random-access reads of one immutable file.
+///
+/// The contract the engine keeps: it never asks for bytes past `len()`. hdfs-native's
+/// `FileReader::read_range` panics past the end of the file, so every offset and length found
+/// inside a file is checked against `len()` before it is used, and a bad one becomes a typed
+/// [`OrcError`], never a read.
+///
+/// The futures are `Send` so a caller may spawn reads of many files on a multi-threaded runtime.
+// An `is_empty` would only be `len() == 0` behind another await; the engine needs the number.
+#[allow(clippy::len_without_is_empty)]
+pub trait RangeRead: Sync {
+    /// Length of the file in bytes.
+    fn len(&self) -> impl Future<Output = io::Result<u64>> + Send;
+    /// Exactly the bytes of `range`, which always lies within `0..len()`.
+    fn read(&self, range: Range<u64>) -> impl Future<Output = io::Result<Bytes>> + Send;
+}
+
+/// An append-only destination for one output file (hdfs-native's `FileWriter::write_bytes` in
+/// production). Taking `Bytes` lets stripe chunks pass through without another copy.
+pub trait Sink: Send {
+    fn write(&mut self, data: Bytes) -> impl Future<Output = io::Result<()>> + Send;
+}
+
+/// Reads `range` after checking it against the file length, and checks the reader returned
+/// exactly what was asked: a short read would otherwise turn into a silently shorter stripe.
+pub(crate) async fn read_checked<R: RangeRead>(
+    reader: &R,
+    range: Range<u64>,
+    file_len: u64,
+    what: &str,
+) -> Result<Bytes, OrcError> {
+    if range.start > range.end || range.end > file_len {
+        return Err(OrcError::Truncated(format!(
+            "{what}: bytes {}..{} lie outside the file of {file_len} bytes",
+            range.start, range.end
+        )));
+    }
+    let want = range.end - range.start;
+    let bytes = reader.read(range.clone()).await?;
+    if bytes.len() as u64 != want {
+        return Err(OrcError::Io(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            format!(
+                "{what}: asked for {want} bytes at {}, the reader returned {}",
+                range.start,
+                bytes.len()
+            ),
+        )));
+    }
+    Ok(bytes)
+}

@@ -1,0 +1,316 @@
+//! The merge key: which files may share an output.
+
+use std::collections::BTreeMap;
+
+use orc_rust::proto::{self, r#type::Kind};
+use prost::Message;
+
+use super::compress::Compression;
+use super::tail::OrcTail;
+
+/// What must be equal for stripes of two files to live in one file (`orc-merge.md`).
+///
+/// Stripes are copied untouched, so everything a reader needs to decode them but finds only in
+/// the tail must agree: the type tree, the codec and its block size, the versions that select
+/// per-writer workarounds, the row index stride, and the calendar. The software version is
+/// included too, because the output claims to be written by the same software as its inputs.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct MergeKey {
+    /// The type tree rendered as ORC schema text, for dry runs and messages.
+    pub schema: String,
+    /// The encoded type messages: every attribute, field name, precision, scale and length.
+    types: Vec<u8>,
+    pub compression: Compression,
+    pub compression_block_size: u64,
+    pub file_version: Vec<u32>,
+    pub writer: u32,
+    pub writer_version: u32,
+    pub software_version: Option<String>,
+    pub row_index_stride: u32,
+    pub calendar: i32,
+    /// Whether the file has one stripe-statistics entry per stripe: an output can only carry
+    /// stripe statistics if all its inputs do.
+    pub stripe_statistics: bool,
+}
+
+/// Files that agree on a [`MergeKey`] and whose user metadata does not conflict.
+#[derive(Clone, Debug)]
+pub struct MergeGroup {
+    pub key: MergeKey,
+    /// Indices into the slice given to [`group_tails`], in the order given.
+    pub files: Vec<usize>,
+}
+
+/// A file that cannot be merged with any other, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unmergeable {
+    pub file: usize,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Grouping {
+    pub groups: Vec<MergeGroup>,
+    pub unmergeable: Vec<Unmergeable>,
+}
+
+/// The merge key of one file, or the reason it can never be merged.
+pub fn merge_key(tail: &OrcTail) -> Result<MergeKey, String> {
+    if tail.footer.encryption.is_some() {
+        return Err("uses column encryption".into());
+    }
+    if tail.compression == Compression::Lzo {
+        return Err("compressed with LZO, which this tool cannot rewrite".into());
+    }
+    let columns = tail.footer.types.len();
+    if tail.footer.statistics.len() != columns {
+        return Err(format!(
+            "has file statistics for {} of {columns} columns",
+            tail.footer.statistics.len()
+        ));
+    }
+    // Without a value count a merged count would be a guess, and Java reads a missing one as
+    // "no values", which lets it skip the data: such files are left as they are.
+    if let Some(c) = tail
+        .footer
+        .statistics
+        .iter()
+        .position(|s| s.number_of_values.is_none())
+    {
+        return Err(format!("file statistics of column {c} have no value count"));
+    }
+    Ok(MergeKey {
+        schema: schema_text(&tail.footer.types, 0),
+        types: tail
+            .footer
+            .types
+            .iter()
+            .flat_map(|t| t.encode_length_delimited_to_vec())
+            .collect(),
+        compression: tail.compression,
+        compression_block_size: tail.compression_block_size,
+        file_version: tail.file_version.clone(),
+        writer: tail.writer,
+        writer_version: tail.writer_version,
+        software_version: tail.software_version.clone(),
+        row_index_stride: tail.footer.row_index_stride.unwrap_or(0),
+        calendar: tail.footer.calendar.unwrap_or(0),
+        stripe_statistics: tail.has_stripe_statistics(),
+    })
+}
+
+/// Groups files by merge key. Within a key, a file joins the first group whose user metadata
+/// it does not contradict (same key, different value): the output's user metadata is the
+/// union, and one key cannot carry two values. Groups keep the files' given order, so outputs
+/// are deterministic for the same listing.
+pub fn group_tails(tails: &[&OrcTail]) -> Grouping {
+    let mut grouping = Grouping::default();
+    let mut metadata: Vec<BTreeMap<&str, &[u8]>> = Vec::new();
+    for (file, tail) in tails.iter().enumerate() {
+        let key = match merge_key(tail) {
+            Ok(key) => key,
+            Err(reason) => {
+                grouping.unmergeable.push(Unmergeable { file, reason });
+                continue;
+            }
+        };
+        let items = match user_metadata(tail) {
+            Ok(items) => items,
+            Err(reason) => {
+                grouping.unmergeable.push(Unmergeable { file, reason });
+                continue;
+            }
+        };
+        let slot = grouping
+            .groups
+            .iter()
+            .zip(&metadata)
+            .position(|(g, union)| {
+                g.key == key
+                    && items
+                        .iter()
+                        .all(|(k, v)| union.get(k).is_none_or(|u| u == v))
+            });
+        match slot {
+            Some(i) => {
+                grouping.groups[i].files.push(file);
+                metadata[i].extend(items);
+            }
+            None => {
+                grouping.groups.push(MergeGroup {
+                    key,
+                    files: vec![file],
+                });
+                metadata.push(items.into_iter().collect());
+            }
+        }
+    }
+    grouping
+}
+
+/// A file's user metadata as name → value. A name repeated with two values inside one file
+/// has no single meaning to carry forward.
+pub(crate) fn user_metadata(tail: &OrcTail) -> Result<Vec<(&str, &[u8])>, String> {
+    let mut seen: BTreeMap<&str, &[u8]> = BTreeMap::new();
+    for item in &tail.footer.metadata {
+        let name = item.name.as_deref().unwrap_or("");
+        let value = item.value.as_deref().unwrap_or(&[]);
+        if let Some(prev) = seen.insert(name, value) {
+            if prev != value {
+                return Err(format!(
+                    "user metadata {name:?} appears twice with different values"
+                ));
+            }
+        }
+    }
+    Ok(seen.into_iter().collect())
+}
+
+/// ORC's schema notation (`struct<a:int,b:array<string>>`). Children are validated to come after
+/// their parent when the tail is read, so this recursion ends.
+fn schema_text(types: &[proto::Type], id: usize) -> String {
+    let Some(t) = types.get(id) else {
+        return "?".into();
+    };
+    let child = |i: usize| {
+        t.subtypes
+            .get(i)
+            .map_or_else(|| "?".to_string(), |&c| schema_text(types, c as usize))
+    };
+    let children = || {
+        (0..t.subtypes.len())
+            .map(child)
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    match Kind::try_from(t.kind.unwrap_or(-1)) {
+        Ok(Kind::Boolean) => "boolean".into(),
+        Ok(Kind::Byte) => "tinyint".into(),
+        Ok(Kind::Short) => "smallint".into(),
+        Ok(Kind::Int) => "int".into(),
+        Ok(Kind::Long) => "bigint".into(),
+        Ok(Kind::Float) => "float".into(),
+        Ok(Kind::Double) => "double".into(),
+        Ok(Kind::String) => "string".into(),
+        Ok(Kind::Binary) => "binary".into(),
+        Ok(Kind::Timestamp) => "timestamp".into(),
+        Ok(Kind::TimestampInstant) => "timestamp with local time zone".into(),
+        Ok(Kind::Date) => "date".into(),
+        Ok(Kind::Decimal) => format!(
+            "decimal({},{})",
+            t.precision.unwrap_or(38),
+            t.scale.unwrap_or(10)
+        ),
+        Ok(Kind::Varchar) => format!("varchar({})", t.maximum_length.unwrap_or(0)),
+        Ok(Kind::Char) => format!("char({})", t.maximum_length.unwrap_or(0)),
+        Ok(Kind::List) => format!("array<{}>", child(0)),
+        Ok(Kind::Map) => format!("map<{},{}>", child(0), child(1)),
+        Ok(Kind::Union) => format!("uniontype<{}>", children()),
+        Ok(Kind::Struct) => {
+            let fields = (0..t.subtypes.len())
+                .map(|i| {
+                    let name = t.field_names.get(i).map_or("?", String::as_str);
+                    format!("{name}:{}", child(i))
+                })
+                .collect::<Vec<_>>()
+                .join(",");
+            format!("struct<{fields}>")
+        }
+        Err(_) => "?".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::orc::tail::read_tail;
+    use crate::orc::testutil::{block_on, MemFile, ALL_TYPES_LZ4, MULTI_STRIPE_ZSTD};
+
+    fn tail(bytes: &[u8]) -> OrcTail {
+        block_on(read_tail(&MemFile::new(bytes.to_vec())))
+            .unwrap()
+            .unwrap()
+    }
+
+    #[test]
+    fn schema_text_matches_java() {
+        let key = merge_key(&tail(ALL_TYPES_LZ4)).unwrap();
+        assert_eq!(
+            key.schema,
+            "struct<b:boolean,t:tinyint,si:smallint,i:int,l:bigint,f:float,d:double,s:string,\
+             vc:varchar(10),c:char(5),bin:binary,dec:decimal(38,10),dec2:decimal(10,2),dt:date,\
+             ts:timestamp,tsl:timestamp with local time zone,lst:array<int>,m:map<string,int>,\
+             st:struct<x:int,y:string>,u:uniontype<int,string>>"
+        );
+        assert_eq!(key.compression, Compression::Lz4);
+        assert!(key.stripe_statistics);
+    }
+
+    #[test]
+    fn groups_split_by_key_and_by_conflicting_user_metadata() {
+        let a = tail(ALL_TYPES_LZ4);
+        let b = tail(MULTI_STRIPE_ZSTD);
+        let with_meta = |t: &OrcTail, v: &str| {
+            let mut t = t.clone();
+            t.footer.metadata.push(proto::UserMetadataItem {
+                name: Some("spark.version".into()),
+                value: Some(v.as_bytes().to_vec()),
+            });
+            t
+        };
+        let a1 = with_meta(&a, "3.5.1");
+        let a2 = with_meta(&a, "3.5.1");
+        let a3 = with_meta(&a, "3.4.0");
+        let g = group_tails(&[&a, &b, &a1, &a2, &a3]);
+        let files: Vec<Vec<usize>> = g.groups.iter().map(|g| g.files.clone()).collect();
+        assert_eq!(files, vec![vec![0, 2, 3], vec![1], vec![4]]);
+        assert!(g.unmergeable.is_empty());
+    }
+
+    #[test]
+    fn key_parts_each_separate_files() {
+        let a = tail(MULTI_STRIPE_ZSTD);
+        type Change = Box<dyn Fn(&mut OrcTail)>;
+        let variants: Vec<Change> = vec![
+            Box::new(|t| t.compression_block_size *= 2),
+            Box::new(|t| t.writer = 1),
+            Box::new(|t| t.writer_version += 1),
+            Box::new(|t| t.software_version = Some("ORC C++ 1.7.0".into())),
+            Box::new(|t| t.footer.row_index_stride = Some(5000)),
+            Box::new(|t| t.footer.calendar = Some(2)),
+            Box::new(|t| t.file_version = vec![0, 11]),
+            Box::new(|t| t.metadata.stripe_stats.clear()),
+            Box::new(|t| {
+                t.footer.types[1].attributes.push(proto::StringPair {
+                    key: Some("k".into()),
+                    value: Some("v".into()),
+                })
+            }),
+            Box::new(|t| t.footer.types[0].field_names[0] = "renamed".into()),
+        ];
+        for (i, change) in variants.iter().enumerate() {
+            let mut b = a.clone();
+            change(&mut b);
+            let g = group_tails(&[&a, &b]);
+            assert_eq!(g.groups.len(), 2, "variant {i} merged");
+        }
+    }
+
+    #[test]
+    fn unmergeable_files_carry_a_reason() {
+        let a = tail(MULTI_STRIPE_ZSTD);
+        let mut encrypted = a.clone();
+        encrypted.footer.encryption = Some(proto::Encryption::default());
+        let mut no_count = a.clone();
+        no_count.footer.statistics[1].number_of_values = None;
+        let mut no_stats = a.clone();
+        no_stats.footer.statistics.clear();
+        let g = group_tails(&[&encrypted, &no_count, &no_stats, &a]);
+        assert_eq!(g.groups.len(), 1);
+        assert_eq!(g.groups[0].files, vec![3]);
+        let reasons: Vec<&str> = g.unmergeable.iter().map(|u| u.reason.as_str()).collect();
+        assert!(reasons[0].contains("encryption"), "{reasons:?}");
+        assert!(reasons[1].contains("value count"), "{reasons:?}");
+        assert!(reasons[2].contains("file statistics"), "{reasons:?}");
+    }
+}

@@ -1,0 +1,384 @@
+//! The merge writer: stripes copied byte for byte, a new tail written after them.
+
+use bytes::{Bytes, BytesMut};
+use orc_rust::proto;
+use prost::Message;
+use xxhash_rust::xxh3::Xxh3;
+
+use super::compress::compress;
+use super::error::OrcError;
+use super::io::{read_checked, RangeRead, Sink};
+use super::key::{merge_key, user_metadata};
+use super::plan::{layout, OutputPlan};
+use super::stats::merge_file_statistics;
+use super::tail::OrcTail;
+use super::ORC_MAGIC;
+
+/// One input of an output: its tail (as planned) and a reader over its bytes.
+pub struct MergeInput<'a, R> {
+    pub tail: &'a OrcTail,
+    pub reader: &'a R,
+}
+
+#[derive(Clone, Debug)]
+pub struct MergeOptions {
+    /// Largest read (and write) while copying a stripe: memory stays bounded by this, not by
+    /// the stripe or file size.
+    pub chunk_size: u64,
+}
+
+impl Default for MergeOptions {
+    fn default() -> Self {
+        Self {
+            chunk_size: 8 << 20,
+        }
+    }
+}
+
+/// The checksum of one copied stripe, taken from the input's bytes as they were read, so a
+/// re-read of the output proves the bytes landed unchanged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StripeChecksum {
+    pub output_stripe: usize,
+    /// Index into [`OutputPlan::inputs`].
+    pub input: usize,
+    pub input_stripe: usize,
+    pub length: u64,
+    /// XXH3-64 of the stripe's bytes.
+    pub xxh3: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct MergedOutput {
+    pub length: u64,
+    pub rows: u64,
+    pub stripe_checksums: Vec<StripeChecksum>,
+}
+
+/// Writes one planned output to `sink`: header, every stripe in bounded chunks, then Metadata,
+/// Footer, PostScript and its length byte. The caller closes the sink.
+///
+/// Everything that can be refused (incompatible inputs, a plan that does not match the tails)
+/// is checked and the whole tail is built before the first byte is written.
+pub async fn write_merged<R: RangeRead, S: Sink>(
+    plan: &OutputPlan,
+    inputs: &[MergeInput<'_, R>],
+    sink: &mut S,
+    opts: &MergeOptions,
+) -> Result<MergedOutput, OrcError> {
+    let tails: Vec<&OrcTail> = inputs.iter().map(|i| i.tail).collect();
+    check_plan(plan, &tails)?;
+    let tail_bytes = build_tail(plan, &tails)?;
+    let chunk = opts.chunk_size.max(1);
+
+    sink.write(Bytes::from_static(ORC_MAGIC)).await?;
+    let mut stripe_checksums = Vec::with_capacity(plan.stripes.len());
+    for (output_stripe, stripe) in plan.stripes.iter().enumerate() {
+        let input = &inputs[stripe.input];
+        let file_length = input.tail.file_length;
+        let mut hasher = Xxh3::new();
+        let end = stripe.source_offset + stripe.length;
+        let mut pos = stripe.source_offset;
+        while pos < end {
+            let next = end.min(pos + chunk);
+            let bytes = read_checked(input.reader, pos..next, file_length, "stripe").await?;
+            hasher.update(&bytes);
+            sink.write(bytes).await?;
+            pos = next;
+        }
+        stripe_checksums.push(StripeChecksum {
+            output_stripe,
+            input: stripe.input,
+            input_stripe: stripe.input_stripe,
+            length: stripe.length,
+            xxh3: hasher.digest(),
+        });
+    }
+    let length = plan.content_length + tail_bytes.len() as u64;
+    sink.write(tail_bytes).await?;
+    Ok(MergedOutput {
+        length,
+        rows: plan.rows,
+        stripe_checksums,
+    })
+}
+
+/// The plan must be exactly the layout of its inputs' stripes: file-level statistics are merged
+/// from whole files, so an output holding part of a file would claim wrong statistics.
+fn check_plan(plan: &OutputPlan, tails: &[&OrcTail]) -> Result<(), OrcError> {
+    if plan.inputs.len() != tails.len() {
+        return Err(OrcError::Plan(format!(
+            "plan has {} inputs, {} were given",
+            plan.inputs.len(),
+            tails.len()
+        )));
+    }
+    if tails.is_empty() {
+        return Err(OrcError::Plan("an output needs at least one input".into()));
+    }
+    let indices: Vec<usize> = (0..tails.len()).collect();
+    let expected = layout(&indices, tails);
+    if expected.stripes != plan.stripes
+        || expected.rows != plan.rows
+        || expected.content_length != plan.content_length
+    {
+        return Err(OrcError::Plan(
+            "planned stripes differ from the inputs' stripes (was a file replaced?)".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Builds Metadata, Footer, PostScript and the length byte for the output.
+fn build_tail(plan: &OutputPlan, tails: &[&OrcTail]) -> Result<Bytes, OrcError> {
+    let first = tails[0];
+    let key = merge_key(first).map_err(OrcError::Incompatible)?;
+    for (i, t) in tails.iter().enumerate().skip(1) {
+        let other = merge_key(t).map_err(|r| OrcError::Incompatible(format!("input {i} {r}")))?;
+        if other != key {
+            return Err(OrcError::Incompatible(format!(
+                "input {i} has a different merge key than input 0"
+            )));
+        }
+    }
+
+    // User metadata: the union, in first-seen order; one name with two values is a conflict.
+    let mut items: Vec<proto::UserMetadataItem> = Vec::new();
+    for (i, t) in tails.iter().enumerate() {
+        for (name, value) in user_metadata(t).map_err(OrcError::Incompatible)? {
+            match items.iter().find(|m| m.name.as_deref() == Some(name)) {
+                Some(m) if m.value.as_deref() != Some(value) => {
+                    return Err(OrcError::Incompatible(format!(
+                        "input {i} gives user metadata {name:?} another value"
+                    )))
+                }
+                Some(_) => {}
+                None => items.push(proto::UserMetadataItem {
+                    name: Some(name.to_owned()),
+                    value: Some(value.to_vec()),
+                }),
+            }
+        }
+    }
+
+    let stripes = plan
+        .stripes
+        .iter()
+        .map(|s| {
+            let src = &tails[s.input].stripes[s.input_stripe];
+            proto::StripeInformation {
+                offset: Some(s.output_offset),
+                index_length: Some(src.index_length),
+                data_length: Some(src.data_length),
+                footer_length: Some(src.footer_length),
+                number_of_rows: Some(src.rows),
+                ..Default::default()
+            }
+        })
+        .collect();
+    let file_stats: Vec<&[proto::ColumnStatistics]> = tails
+        .iter()
+        .map(|t| t.footer.statistics.as_slice())
+        .collect();
+    let footer = proto::Footer {
+        header_length: Some(ORC_MAGIC.len() as u64),
+        content_length: Some(plan.content_length),
+        stripes,
+        types: first.footer.types.clone(),
+        metadata: items,
+        number_of_rows: Some(plan.rows),
+        statistics: merge_file_statistics(&file_stats),
+        row_index_stride: first.footer.row_index_stride,
+        writer: first.footer.writer,
+        encryption: None,
+        calendar: first.footer.calendar,
+        software_version: first.footer.software_version.clone(),
+    };
+    let metadata = if key.stripe_statistics {
+        proto::Metadata {
+            stripe_stats: plan
+                .stripes
+                .iter()
+                .map(|s| tails[s.input].metadata.stripe_stats[s.input_stripe].clone())
+                .collect(),
+        }
+    } else {
+        proto::Metadata::default()
+    };
+
+    let kind = first.compression;
+    let block = first.compression_block_size;
+    let metadata_bytes = compress(kind, block, &metadata.encode_to_vec())?;
+    let footer_bytes = compress(kind, block, &footer.encode_to_vec())?;
+    let postscript = proto::PostScript {
+        footer_length: Some(footer_bytes.len() as u64),
+        compression: Some(kind.to_proto()),
+        compression_block_size: first.postscript.compression_block_size,
+        version: first.file_version.clone(),
+        metadata_length: Some(metadata_bytes.len() as u64),
+        writer_version: first.postscript.writer_version,
+        stripe_statistics_length: None,
+        magic: Some("ORC".into()),
+    };
+    let ps_bytes = postscript.encode_to_vec();
+    let ps_len = u8::try_from(ps_bytes.len())
+        .map_err(|_| OrcError::Plan(format!("PostScript of {} bytes", ps_bytes.len())))?;
+
+    let mut out =
+        BytesMut::with_capacity(metadata_bytes.len() + footer_bytes.len() + ps_bytes.len() + 1);
+    out.extend_from_slice(&metadata_bytes);
+    out.extend_from_slice(&footer_bytes);
+    out.extend_from_slice(&ps_bytes);
+    out.extend_from_slice(&[ps_len]);
+    Ok(out.freeze())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::orc::tail::read_tail;
+    use crate::orc::testutil::{block_on, MemFile, VecSink, ALL_TYPES_LZ4, MULTI_STRIPE_ZSTD};
+    use crate::orc::verify::verify_output;
+    use crate::orc::{group_tails, plan_group, PlanOptions, VerifyFailure};
+
+    fn merge_copies(file: &[u8], copies: usize, chunk: u64) -> (Vec<u8>, MergedOutput, OutputPlan) {
+        let reader = MemFile::new(file.to_vec());
+        let tail = block_on(read_tail(&reader)).unwrap().unwrap();
+        let tails: Vec<&OrcTail> = (0..copies).map(|_| &tail).collect();
+        let grouping = group_tails(&tails);
+        assert_eq!(grouping.groups.len(), 1);
+        let plan = plan_group(&grouping.groups[0].files, &tails, &PlanOptions::default());
+        assert_eq!(plan.outputs.len(), 1);
+        let out = plan.outputs[0].clone();
+        let inputs: Vec<MergeInput<'_, MemFile>> = out
+            .inputs
+            .iter()
+            .map(|&f| MergeInput {
+                tail: tails[f],
+                reader: &reader,
+            })
+            .collect();
+        let mut sink = VecSink::default();
+        let merged = block_on(write_merged(
+            &out,
+            &inputs,
+            &mut sink,
+            &MergeOptions { chunk_size: chunk },
+        ))
+        .unwrap();
+        assert!(
+            sink.largest_write as u64 <= chunk.max(4096),
+            "bounded writes"
+        );
+        (sink.data, merged, out)
+    }
+
+    #[test]
+    fn merged_output_reads_back_and_verifies() {
+        for file in [ALL_TYPES_LZ4, MULTI_STRIPE_ZSTD] {
+            let (bytes, merged, plan) = merge_copies(file, 3, 100);
+            assert_eq!(merged.length, bytes.len() as u64);
+            let reader = MemFile::new(bytes);
+            let tail = block_on(read_tail(&reader)).unwrap().unwrap();
+            let input = block_on(read_tail(&MemFile::new(file.to_vec())))
+                .unwrap()
+                .unwrap();
+            assert_eq!(tail.rows, 3 * input.rows);
+            assert_eq!(tail.stripes.len(), 3 * input.stripes.len());
+            assert_eq!(tail.metadata.stripe_stats.len(), tail.stripes.len());
+            assert_eq!(tail.compression, input.compression);
+            assert_eq!(tail.writer_version, input.writer_version);
+            assert_eq!(tail.software_version, input.software_version);
+            assert_eq!(
+                tail.footer.statistics[0].number_of_values,
+                Some(3 * input.footer.statistics[0].number_of_values.unwrap())
+            );
+            block_on(verify_output(&plan, &merged, &tail, &reader, 64)).unwrap();
+        }
+    }
+
+    #[test]
+    fn verification_catches_a_changed_byte_and_wrong_checksums() {
+        let (mut bytes, merged, plan) = merge_copies(MULTI_STRIPE_ZSTD, 2, 1 << 20);
+        let reader = MemFile::new(bytes.clone());
+        let tail = block_on(read_tail(&reader)).unwrap().unwrap();
+        let mut wrong = merged.clone();
+        wrong.stripe_checksums[1].xxh3 ^= 1;
+        assert!(matches!(
+            block_on(verify_output(&plan, &wrong, &tail, &reader, 1 << 20)),
+            Err(OrcError::Verify(VerifyFailure::Checksum { stripe: 1, .. }))
+        ));
+        bytes[10] ^= 0xff;
+        let reader = MemFile::new(bytes);
+        assert!(matches!(
+            block_on(verify_output(&plan, &merged, &tail, &reader, 1 << 20)),
+            Err(OrcError::Verify(VerifyFailure::Checksum { stripe: 0, .. }))
+        ));
+        let mut short = plan.clone();
+        short.rows += 1;
+        assert!(matches!(
+            block_on(verify_output(&short, &merged, &tail, &reader, 1 << 20)),
+            Err(OrcError::Verify(VerifyFailure::Rows { .. }))
+        ));
+    }
+
+    #[test]
+    fn mismatched_plans_and_inputs_are_refused_before_writing() {
+        let reader = MemFile::new(MULTI_STRIPE_ZSTD.to_vec());
+        let a = block_on(read_tail(&reader)).unwrap().unwrap();
+        let other = MemFile::new(ALL_TYPES_LZ4.to_vec());
+        let b = block_on(read_tail(&other)).unwrap().unwrap();
+        let tails = [&a, &a];
+        let plan = plan_group(&[0, 1], &tails, &PlanOptions::default())
+            .outputs
+            .remove(0);
+        let mut sink = VecSink::default();
+        let mixed = [
+            MergeInput {
+                tail: &a,
+                reader: &reader,
+            },
+            MergeInput {
+                tail: &b,
+                reader: &other,
+            },
+        ];
+        let err = block_on(write_merged(
+            &plan,
+            &mixed,
+            &mut sink,
+            &MergeOptions::default(),
+        ));
+        assert!(matches!(err, Err(OrcError::Plan(_))), "{err:?}");
+        assert!(sink.data.is_empty());
+
+        let mut conflicting = a.clone();
+        conflicting.footer.metadata.push(proto::UserMetadataItem {
+            name: Some("k".into()),
+            value: Some(b"1".to_vec()),
+        });
+        let mut conflicting2 = a.clone();
+        conflicting2.footer.metadata.push(proto::UserMetadataItem {
+            name: Some("k".into()),
+            value: Some(b"2".to_vec()),
+        });
+        let inputs = [
+            MergeInput {
+                tail: &conflicting,
+                reader: &reader,
+            },
+            MergeInput {
+                tail: &conflicting2,
+                reader: &reader,
+            },
+        ];
+        let err = block_on(write_merged(
+            &plan,
+            &inputs,
+            &mut sink,
+            &MergeOptions::default(),
+        ));
+        assert!(matches!(err, Err(OrcError::Incompatible(_))), "{err:?}");
+        assert!(sink.data.is_empty());
+    }
+}

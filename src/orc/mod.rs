@@ -1,0 +1,40 @@
+//! ORC tails and the stripe-level merge, as a pure engine.
+//!
+//! This module knows nothing about HDFS or the metastore: it reads bytes through [`RangeRead`]
+//! and writes them through [`Sink`], so the same code runs against HDFS in production and
+//! against local files in tests. The rules it follows are in `orc-merge.md`; in short, stripes
+//! are copied byte for byte and only the file tail (Metadata, Footer, PostScript) is rebuilt.
+//!
+//! The flow for one partition: [`read_tail`] every file, [`group_tails`] by [`MergeKey`],
+//! [`plan_group`] each group into [`OutputPlan`]s, [`write_merged`] each plan, re-read the
+//! output's tail and [`verify_output`] it.
+
+mod compress;
+mod error;
+mod io;
+mod key;
+mod merge;
+mod plan;
+mod stats;
+mod tail;
+mod verify;
+
+#[cfg(test)]
+mod testutil;
+
+pub use compress::Compression;
+pub use error::{OrcError, VerifyFailure};
+pub use io::{RangeRead, Sink};
+pub use key::{group_tails, merge_key, Grouping, MergeGroup, MergeKey, Unmergeable};
+pub use merge::{write_merged, MergeInput, MergeOptions, MergedOutput, StripeChecksum};
+pub use plan::{plan_group, GroupPlan, LeftAlone, OutputPlan, PlanOptions, PlannedStripe};
+pub use stats::{merge_column_statistics, merge_file_statistics};
+pub use tail::{read_tail, OrcTail, StripeInfo};
+pub use verify::verify_output;
+
+/// The ORC protobuf messages (PostScript, Footer, Metadata, statistics), re-exported so callers
+/// can inspect an [`OrcTail`] without depending on `orc-rust` themselves.
+pub use orc_rust::proto;
+
+/// Every ORC file starts with these bytes, and a current PostScript ends with them too.
+pub const ORC_MAGIC: &[u8; 3] = b"ORC";

@@ -1,0 +1,389 @@
+//! Reading an ORC file's tail: PostScript, Footer and Metadata.
+
+use bytes::{Bytes, BytesMut};
+use orc_rust::proto;
+use prost::Message;
+
+use super::compress::{decompress, Compression};
+use super::error::{corrupt, OrcError};
+use super::io::{read_checked, RangeRead};
+use super::ORC_MAGIC;
+
+/// How much of the end of a file is read before knowing the tail's size. Most tails of small
+/// files fit, so one read usually suffices (Java ORC guesses the same amount).
+const SPECULATIVE_TAIL: u64 = 16 * 1024;
+
+/// The block size readers assume when a PostScript does not say (Java ORC's default).
+const DEFAULT_BLOCK_SIZE: u64 = 256 * 1024;
+
+/// One stripe as the Footer describes it: the unit the merge copies byte for byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StripeInfo {
+    pub offset: u64,
+    pub index_length: u64,
+    pub data_length: u64,
+    pub footer_length: u64,
+    pub rows: u64,
+}
+
+impl StripeInfo {
+    /// Bytes on disk: index streams, data streams and stripe footer, back to back.
+    pub fn length(&self) -> u64 {
+        self.index_length + self.data_length + self.footer_length
+    }
+
+    pub fn end(&self) -> u64 {
+        self.offset + self.length()
+    }
+}
+
+/// Everything the merge needs from one file's tail, already validated against the file length.
+#[derive(Clone, Debug)]
+pub struct OrcTail {
+    pub postscript: proto::PostScript,
+    pub footer: proto::Footer,
+    /// The per-stripe statistics; empty when the file has none.
+    pub metadata: proto::Metadata,
+    pub file_length: u64,
+    /// Bytes of Metadata + Footer + PostScript + the final length byte.
+    pub tail_length: u64,
+    pub rows: u64,
+    pub stripes: Vec<StripeInfo>,
+    pub compression: Compression,
+    pub compression_block_size: u64,
+    /// The Footer's writer id (0 = ORC Java, 1 = ORC C++, ...); absent means Java.
+    pub writer: u32,
+    /// The PostScript's writer version; absent means the original writer.
+    pub writer_version: u32,
+    pub software_version: Option<String>,
+    pub file_version: Vec<u32>,
+}
+
+impl OrcTail {
+    /// Where the stripes end and the tail begins.
+    pub fn content_end(&self) -> u64 {
+        self.file_length - self.tail_length
+    }
+
+    /// True when the Metadata holds exactly one entry per stripe, so the output's Metadata can
+    /// be the inputs' entries concatenated.
+    pub fn has_stripe_statistics(&self) -> bool {
+        self.metadata.stripe_stats.len() == self.stripes.len()
+    }
+}
+
+/// Reads and validates the tail of one file.
+///
+/// Returns `Ok(None)` for a zero-length file: it holds zero rows and has no tail, and what to do
+/// with it is the caller's decision. A file that is not ORC, is cut short, or whose tail does
+/// not add up is a typed error naming what is wrong; no offset from the file is trusted before
+/// it is checked against `reader.len()`.
+pub async fn read_tail<R: RangeRead>(reader: &R) -> Result<Option<OrcTail>, OrcError> {
+    let file_length = reader.len().await?;
+    if file_length == 0 {
+        return Ok(None);
+    }
+    let spec_len = file_length.min(SPECULATIVE_TAIL);
+    let mut buf = read_checked(
+        reader,
+        file_length - spec_len..file_length,
+        file_length,
+        "tail",
+    )
+    .await?;
+
+    // Check the header first: for a file of another format the magic is the useful message,
+    // not whatever its last bytes fail to parse as.
+    let header = if file_length <= spec_len {
+        buf.slice(..file_length.min(3) as usize)
+    } else {
+        read_checked(reader, 0..3, file_length, "header").await?
+    };
+    if header.as_ref() != ORC_MAGIC.as_slice() {
+        if file_length < 3 && ORC_MAGIC.starts_with(&header) {
+            return Err(OrcError::Truncated(format!("only {file_length} bytes")));
+        }
+        return Err(OrcError::NotOrc(
+            "the file does not start with \"ORC\"".into(),
+        ));
+    }
+    // Header, PostScript length byte, and a PostScript of at least one byte.
+    if file_length < 5 {
+        return Err(OrcError::Truncated(format!(
+            "only {file_length} bytes, no room for a tail"
+        )));
+    }
+
+    let ps_len = u64::from(buf[buf.len() - 1]);
+    if ps_len == 0 {
+        return Err(corrupt("PostScript length is 0"));
+    }
+    if ps_len + 1 > file_length - 3 {
+        return Err(OrcError::Truncated(format!(
+            "PostScript of {ps_len} bytes does not fit in a file of {file_length} bytes"
+        )));
+    }
+    // spec_len >= 5 here and ps_len + 1 <= spec_len - 3 is implied when the whole file was
+    // read; otherwise spec_len is 16 KiB, far above the 256 a PostScript can claim.
+    let ps_bytes = buf.slice(buf.len() - 1 - ps_len as usize..buf.len() - 1);
+    let postscript = proto::PostScript::decode(ps_bytes)
+        .map_err(|e| corrupt(format!("PostScript does not parse: {e}")))?;
+    match postscript.magic.as_deref() {
+        Some("ORC") => {}
+        // Files from ORC 0.11 writers have no magic in the PostScript; the header was checked.
+        None => {}
+        Some(other) => {
+            return Err(OrcError::NotOrc(format!(
+                "PostScript magic is {other:?}, not \"ORC\""
+            )))
+        }
+    }
+    let file_version = postscript.version.clone();
+    if !(file_version == [0, 11] || file_version == [0, 12]) {
+        return Err(OrcError::Unsupported(format!(
+            "file version {file_version:?}"
+        )));
+    }
+    let compression = Compression::from_proto(postscript.compression)?;
+    compression.ensure_supported()?;
+    let compression_block_size = postscript
+        .compression_block_size
+        .unwrap_or(DEFAULT_BLOCK_SIZE);
+    compression.check_block_size(compression_block_size)?;
+
+    let footer_len = postscript
+        .footer_length
+        .ok_or_else(|| corrupt("PostScript has no footer length"))?;
+    let metadata_len = postscript.metadata_length.unwrap_or(0);
+    if postscript.stripe_statistics_length.unwrap_or(0) != 0 {
+        return Err(OrcError::Unsupported(
+            "encrypted stripe statistics (column encryption)".into(),
+        ));
+    }
+    let tail_length = 1u64
+        .checked_add(ps_len)
+        .and_then(|n| n.checked_add(footer_len))
+        .and_then(|n| n.checked_add(metadata_len))
+        .filter(|&n| n <= file_length - 3)
+        .ok_or_else(|| {
+            OrcError::Truncated(format!(
+                "Footer ({footer_len} bytes) and Metadata ({metadata_len} bytes) claim more than \
+                 the file's {file_length} bytes"
+            ))
+        })?;
+
+    if tail_length > buf.len() as u64 {
+        let start = file_length - tail_length;
+        let missing = read_checked(
+            reader,
+            start..file_length - buf.len() as u64,
+            file_length,
+            "tail",
+        )
+        .await?;
+        let mut joined = BytesMut::with_capacity(tail_length as usize);
+        joined.extend_from_slice(&missing);
+        joined.extend_from_slice(&buf);
+        buf = joined.freeze();
+    }
+    let tail = buf.slice(buf.len() - tail_length as usize..);
+    let metadata_bytes = tail.slice(..metadata_len as usize);
+    let footer_bytes = tail.slice(metadata_len as usize..(metadata_len + footer_len) as usize);
+
+    let footer = decode_section::<proto::Footer>(
+        compression,
+        compression_block_size,
+        &footer_bytes,
+        "Footer",
+    )?;
+    let metadata = decode_section::<proto::Metadata>(
+        compression,
+        compression_block_size,
+        &metadata_bytes,
+        "Metadata",
+    )?;
+
+    let content_end = file_length - tail_length;
+    let stripes = validate_stripes(&footer, content_end)?;
+    validate_types(&footer.types)?;
+    let rows = footer
+        .number_of_rows
+        .ok_or_else(|| corrupt("Footer has no row count"))?;
+    let stripe_rows = stripes
+        .iter()
+        .try_fold(0u64, |acc, s| acc.checked_add(s.rows))
+        .ok_or_else(|| corrupt("stripe row counts overflow"))?;
+    if stripe_rows != rows {
+        return Err(corrupt(format!(
+            "Footer claims {rows} rows, its stripes hold {stripe_rows}"
+        )));
+    }
+
+    Ok(Some(OrcTail {
+        writer: footer.writer.unwrap_or(0),
+        writer_version: postscript.writer_version.unwrap_or(0),
+        software_version: footer.software_version.clone(),
+        postscript,
+        footer,
+        metadata,
+        file_length,
+        tail_length,
+        rows,
+        stripes,
+        compression,
+        compression_block_size,
+        file_version,
+    }))
+}
+
+fn decode_section<M: Message + Default>(
+    compression: Compression,
+    block_size: u64,
+    bytes: &Bytes,
+    what: &str,
+) -> Result<M, OrcError> {
+    let plain = decompress(compression, block_size, bytes, what)?;
+    M::decode(plain.as_slice()).map_err(|e| corrupt(format!("{what} does not parse: {e}")))
+}
+
+/// Stripes must lie after the header, in order, without overlap, and end before the tail:
+/// these offsets are later used for reads that must stay inside the file.
+fn validate_stripes(footer: &proto::Footer, content_end: u64) -> Result<Vec<StripeInfo>, OrcError> {
+    let mut out = Vec::with_capacity(footer.stripes.len());
+    let mut prev_end = ORC_MAGIC.len() as u64;
+    for (i, s) in footer.stripes.iter().enumerate() {
+        let field = |v: Option<u64>, name: &str| {
+            v.ok_or_else(|| corrupt(format!("stripe {i} has no {name}")))
+        };
+        let info = StripeInfo {
+            offset: field(s.offset, "offset")?,
+            index_length: s.index_length.unwrap_or(0),
+            data_length: field(s.data_length, "data length")?,
+            footer_length: field(s.footer_length, "footer length")?,
+            rows: field(s.number_of_rows, "row count")?,
+        };
+        let end = info
+            .offset
+            .checked_add(info.index_length)
+            .and_then(|n| n.checked_add(info.data_length))
+            .and_then(|n| n.checked_add(info.footer_length))
+            .ok_or_else(|| corrupt(format!("stripe {i} lengths overflow")))?;
+        if info.offset < prev_end {
+            return Err(corrupt(format!(
+                "stripe {i} starts at {} before the previous one ends at {prev_end}",
+                info.offset
+            )));
+        }
+        if end > content_end {
+            return Err(OrcError::Truncated(format!(
+                "stripe {i} ends at {end}, past the start of the tail at {content_end}"
+            )));
+        }
+        if info.footer_length == 0 {
+            return Err(corrupt(format!("stripe {i} has an empty stripe footer")));
+        }
+        if s.encrypt_stripe_id.is_some() || !s.encrypted_local_keys.is_empty() {
+            return Err(OrcError::Unsupported(format!("stripe {i} is encrypted")));
+        }
+        prev_end = end;
+        out.push(info);
+    }
+    Ok(out)
+}
+
+/// A type tree whose children point backwards or out of range would make any walk of it loop
+/// or panic; ORC writers always number children after their parent.
+fn validate_types(types: &[proto::Type]) -> Result<(), OrcError> {
+    if types.is_empty() {
+        return Err(corrupt("Footer has no types"));
+    }
+    for (i, t) in types.iter().enumerate() {
+        for &child in &t.subtypes {
+            let child = child as usize;
+            if child <= i || child >= types.len() {
+                return Err(corrupt(format!("type {i} has an invalid child {child}")));
+            }
+        }
+        if proto::r#type::Kind::try_from(t.kind.unwrap_or(-1)).is_err() {
+            return Err(corrupt(format!(
+                "type {i} has an unknown kind {:?}",
+                t.kind
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::orc::testutil::{block_on, MemFile, ALL_TYPES_LZ4, MULTI_STRIPE_ZSTD};
+
+    fn read(bytes: Vec<u8>) -> Result<Option<OrcTail>, OrcError> {
+        block_on(read_tail(&MemFile::new(bytes)))
+    }
+
+    #[test]
+    fn reads_java_written_tails() {
+        let tail = read(ALL_TYPES_LZ4.to_vec()).unwrap().unwrap();
+        assert_eq!(tail.rows, 3);
+        assert_eq!(tail.compression, Compression::Lz4);
+        assert_eq!(tail.stripes.len(), 1);
+        assert_eq!(tail.stripes[0].offset, 3);
+        assert_eq!(tail.file_version, vec![0, 12]);
+        assert_eq!(tail.writer, 0);
+        assert_eq!(tail.software_version.as_deref(), Some("1.9.5"));
+        assert!(tail.has_stripe_statistics());
+        assert_eq!(tail.footer.statistics.len(), tail.footer.types.len());
+
+        let tail = read(MULTI_STRIPE_ZSTD.to_vec()).unwrap().unwrap();
+        assert_eq!(tail.compression, Compression::Zstd);
+        assert!(tail.stripes.len() > 1);
+        assert_eq!(tail.stripes.iter().map(|s| s.rows).sum::<u64>(), tail.rows);
+        assert_eq!(tail.content_end(), tail.stripes.last().unwrap().end());
+    }
+
+    #[test]
+    fn zero_length_file_has_no_tail() {
+        assert!(read(Vec::new()).unwrap().is_none());
+    }
+
+    #[test]
+    fn other_formats_are_not_orc() {
+        assert!(matches!(
+            read(b"PAR1xxxxxxxxPAR1".to_vec()),
+            Err(OrcError::NotOrc(_))
+        ));
+        assert!(matches!(read(b"x".to_vec()), Err(OrcError::NotOrc(_))));
+        assert!(matches!(read(b"OR".to_vec()), Err(OrcError::Truncated(_))));
+        assert!(matches!(read(b"ORC".to_vec()), Err(OrcError::Truncated(_))));
+    }
+
+    #[test]
+    fn every_truncation_is_an_error_not_a_panic() {
+        for file in [ALL_TYPES_LZ4, MULTI_STRIPE_ZSTD] {
+            for cut in 1..file.len() {
+                let result = read(file[..cut].to_vec());
+                assert!(result.is_err(), "cut at {cut} parsed");
+            }
+        }
+    }
+
+    #[test]
+    fn corrupt_bytes_are_errors_not_panics() {
+        // Flip every byte of the tail in turn: each variant must parse or fail cleanly.
+        let file = ALL_TYPES_LZ4;
+        let tail_start = file.len() - 600.min(file.len() - 3);
+        for i in tail_start..file.len() {
+            for flip in [0x01u8, 0x80, 0xff] {
+                let mut bad = file.to_vec();
+                bad[i] ^= flip;
+                let _ = read(bad);
+            }
+        }
+        let mut bad = file.to_vec();
+        let last = bad.len() - 1;
+        bad[last] = 0;
+        assert!(matches!(read(bad), Err(OrcError::Corrupt(_))));
+    }
+}
