@@ -28,6 +28,7 @@ pub enum Rule {
     NotOrc,
     NotHdfs,
     Subdirectories,
+    UnreadableFile,
     PartitionSpec,
     NoSuchPartition,
 }
@@ -46,6 +47,7 @@ impl Rule {
             Rule::NotOrc => "not_orc",
             Rule::NotHdfs => "not_hdfs",
             Rule::Subdirectories => "subdirectories",
+            Rule::UnreadableFile => "unreadable_file",
             Rule::PartitionSpec => "partition_spec",
             Rule::NoSuchPartition => "no_such_partition",
         }

@@ -4,8 +4,16 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use std::future::Future;
+use std::io;
+use std::ops::Range;
+
+use bytes::Bytes;
+use hdfs_native::file::{FileReader, FileWriter};
 use hdfs_native::{Client, ClientBuilder, HdfsError};
 use serde::Serialize;
+
+use crate::orc::{RangeRead, Sink};
 
 /// A metastore location split into its filesystem (`hdfs://nn:8020`) and its path.
 ///
@@ -45,6 +53,16 @@ impl Location {
             fs: format!("{scheme}://{authority}"),
             path: norm,
         })
+    }
+}
+
+impl Location {
+    pub fn child(&self, name: &str) -> Location {
+        let sep = if self.path.ends_with('/') { "" } else { "/" };
+        Location {
+            fs: self.fs.clone(),
+            path: format!("{}{sep}{name}", self.path),
+        }
     }
 }
 
@@ -174,6 +192,40 @@ impl Hdfs {
         listing.hidden.sort();
         listing.subdirs.sort();
         Ok(Some(listing))
+    }
+}
+
+fn io_error(e: HdfsError) -> io::Error {
+    io::Error::other(describe(&e))
+}
+
+/// The ORC engine reads through this. It checks every range against `len()` before asking,
+/// which matters: `read_range` panics past the end of the file.
+impl RangeRead for FileReader {
+    fn len(&self) -> impl Future<Output = io::Result<u64>> + Send {
+        let len = self.file_length() as u64;
+        async move { Ok(len) }
+    }
+
+    fn read(&self, range: Range<u64>) -> impl Future<Output = io::Result<Bytes>> + Send {
+        let len = self.file_length() as u64;
+        async move {
+            if range.start > range.end || range.end > len {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!("bytes {}..{} are outside a file of {len} bytes", range.start, range.end),
+                ));
+            }
+            self.read_range(range.start as usize, (range.end - range.start) as usize)
+                .await
+                .map_err(io_error)
+        }
+    }
+}
+
+impl Sink for FileWriter {
+    fn write(&mut self, data: Bytes) -> impl Future<Output = io::Result<()>> + Send {
+        async move { self.write_bytes(data).await.map(|_| ()).map_err(io_error) }
     }
 }
 

@@ -7,5 +7,7 @@ pub mod exit;
 pub mod hdfs;
 pub mod metastore;
 pub mod operations;
+pub mod orc;
 pub mod partition_spec;
+pub mod snapshot;
 pub mod table;

@@ -163,7 +163,11 @@ impl Metastore {
                     c.get_table_req(gen::GetTableRequest {
                         db_name: db.clone(),
                         tbl_name: table.clone(),
-                        capabilities: None,
+                        // HMS 3+ refuses to return insert-only tables to clients that do
+                        // not declare they know them; we do (to refuse them by name).
+                        capabilities: Some(gen::ClientCapabilities {
+                            values: vec![gen::ClientCapability::INSERT_ONLY_TABLES],
+                        }),
                         cat_name: Some(DEFAULT_CATALOG.to_owned()),
                         valid_write_id_list: None,
                         get_column_stats: None,

@@ -1,0 +1,174 @@
+//! Steps 2 and 3 of the compaction protocol: the partition's data files as they are at one
+//! moment (path, length, modification time, owner), each with its ORC tail.
+//!
+//! Hidden names (leading `.` or `_`) are not data and are ignored, as every engine ignores them.
+//! A non-hidden subdirectory, or a file that is not a readable ORC file, refuses the partition
+//! with the names listed: the tool never drops or moves a file it does not understand.
+
+use std::collections::{HashMap, HashSet};
+
+use futures::{StreamExt, TryStreamExt};
+
+use crate::eligibility::{Refusal, Rule};
+use crate::hdfs::{FsError, Hdfs, Listing, Location};
+use crate::orc::{read_tail, OrcError, OrcTail};
+
+/// How many tails are read at once: enough to hide NameNode and DataNode latency, few enough
+/// to stay gentle with a busy cluster.
+const TAIL_READS_IN_FLIGHT: usize = 16;
+
+#[derive(Debug, Clone)]
+pub struct DataFile {
+    pub name: String,
+    pub location: Location,
+    pub length: u64,
+    pub modification_time: u64,
+    pub owner: String,
+    pub group: String,
+    pub permission: u16,
+    /// `None` for a zero-length file: it holds zero rows.
+    pub tail: Option<OrcTail>,
+}
+
+impl DataFile {
+    pub fn rows(&self) -> u64 {
+        self.tail.as_ref().map_or(0, |t| t.rows)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub dir: Location,
+    pub files: Vec<DataFile>,
+    pub hidden: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    #[error("the partition directory {0} does not exist on HDFS")]
+    Missing(Location),
+    #[error("{dir} holds subdirectories the tool will not touch: {}", names.join(", "))]
+    Subdirectories { dir: Location, names: Vec<String> },
+    #[error("{file} is not a readable ORC file ({source}): move it out of the partition or fix it")]
+    BadFile { file: Location, source: OrcError },
+    #[error("reading the tail of {file} failed: {source}")]
+    Io { file: Location, source: OrcError },
+    #[error(transparent)]
+    Fs(#[from] FsError),
+}
+
+impl SnapshotError {
+    /// The refusal this error amounts to, when it is one (as opposed to a failure to read).
+    pub fn refusal(&self) -> Option<Refusal> {
+        match self {
+            SnapshotError::Subdirectories { .. } => {
+                Some(Refusal::new(Rule::Subdirectories, self.to_string()))
+            }
+            SnapshotError::BadFile { .. } => Some(Refusal::new(Rule::UnreadableFile, self.to_string())),
+            _ => None,
+        }
+    }
+}
+
+impl Snapshot {
+    /// Lists `dir` once and reads every data file's tail, concurrently.
+    pub async fn take(hdfs: &Hdfs, dir: &Location) -> Result<Snapshot, SnapshotError> {
+        let listing = hdfs
+            .list(dir)
+            .await?
+            .ok_or_else(|| SnapshotError::Missing(dir.clone()))?;
+        if !listing.subdirs.is_empty() {
+            return Err(SnapshotError::Subdirectories {
+                dir: dir.clone(),
+                names: listing.subdirs,
+            });
+        }
+        let client = hdfs.client(dir)?;
+        let files = futures::stream::iter(listing.files)
+            .map(|entry| {
+                let client = client.clone();
+                let location = dir.child(&entry.name);
+                async move {
+                    let tail = if entry.length == 0 {
+                        None
+                    } else {
+                        let reader = client.read(&location.path).await.map_err(|source| {
+                            FsError::Io {
+                                op: "opening",
+                                location: location.to_string(),
+                                source,
+                            }
+                        })?;
+                        match read_tail(&reader).await {
+                            Ok(tail) => tail,
+                            Err(source @ OrcError::Io(_)) => {
+                                return Err(SnapshotError::Io {
+                                    file: location,
+                                    source,
+                                })
+                            }
+                            Err(source) => {
+                                return Err(SnapshotError::BadFile {
+                                    file: location,
+                                    source,
+                                })
+                            }
+                        }
+                    };
+                    Ok(DataFile {
+                        name: entry.name,
+                        location,
+                        length: entry.length,
+                        modification_time: entry.modification_time,
+                        owner: entry.owner,
+                        group: entry.group,
+                        permission: entry.permission,
+                        tail,
+                    })
+                }
+            })
+            .buffered(TAIL_READS_IN_FLIGHT)
+            .try_collect()
+            .await?;
+        Ok(Snapshot {
+            dir: dir.clone(),
+            files,
+            hidden: listing.hidden,
+        })
+    }
+
+    pub fn rows(&self) -> u64 {
+        self.files.iter().map(DataFile::rows).sum()
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.files.iter().map(|f| f.length).sum()
+    }
+
+    /// Compares a fresh listing with the snapshot. Any data file that appeared, vanished or
+    /// changed length or modification time means a writer is active; the answer says which.
+    pub fn changes(&self, now: &Listing) -> Vec<String> {
+        let then: HashMap<&str, &DataFile> =
+            self.files.iter().map(|f| (f.name.as_str(), f)).collect();
+        let mut changes = Vec::new();
+        for n in &now.files {
+            match then.get(n.name.as_str()) {
+                None => changes.push(format!("{} appeared", n.name)),
+                Some(f) if n.length != f.length || n.modification_time != f.modification_time => {
+                    changes.push(format!("{} changed", n.name))
+                }
+                Some(_) => {}
+            }
+        }
+        let now_names: HashSet<&str> = now.files.iter().map(|n| n.name.as_str()).collect();
+        for f in &self.files {
+            if !now_names.contains(f.name.as_str()) {
+                changes.push(format!("{} vanished", f.name));
+            }
+        }
+        for d in &now.subdirs {
+            changes.push(format!("subdirectory {d} appeared"));
+        }
+        changes
+    }
+}
