@@ -1,0 +1,6 @@
+//! One module per user-facing operation. Each states what it does and what it promises, does
+//! its I/O through the engine's `metastore` and `hdfs` modules, and returns a report struct that
+//! the CLI prints as text or `--json`.
+
+pub mod inspect;
+pub mod resolve;
