@@ -15,8 +15,8 @@ use crate::metastore::{MetastoreConfig, Transport};
 /// Reads a Hadoop-style `*-site.xml` (`<configuration><property><name/><value/>...`).
 /// Like hdfs-native, no `${var}` substitution: a value that uses it is kept as written.
 pub fn read_site_xml(path: &Path) -> Result<BTreeMap<String, String>> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let doc = roxmltree::Document::parse(&text)
         .with_context(|| format!("{} is not valid XML", path.display()))?;
     let mut out = BTreeMap::new();
@@ -90,8 +90,14 @@ pub fn metastore(
         (u.to_string(), "--metastore".to_string())
     } else if let Some(u) = lookup(&["hive.metastore.uris", "metastore.thrift.uris"]) {
         let path = site.as_ref().map(|(p, _)| p.display().to_string());
-        (u, format!("hive.metastore.uris in {}", path.unwrap_or_default()))
-    } else if let Some(u) = std::env::var("HMS_URI").ok().filter(|v| !v.trim().is_empty()) {
+        (
+            u,
+            format!("hive.metastore.uris in {}", path.unwrap_or_default()),
+        )
+    } else if let Some(u) = std::env::var("HMS_URI")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+    {
         (u, "HMS_URI".to_string())
     } else {
         bail!(
@@ -110,8 +116,11 @@ pub fn metastore(
         config.transport = Transport::Framed;
     }
     let timeout = flag_timeout.or_else(|| {
-        lookup(&["hive.metastore.client.socket.timeout", "metastore.client.socket.timeout"])
-            .and_then(|v| parse_duration(&v, Duration::from_secs(1)))
+        lookup(&[
+            "hive.metastore.client.socket.timeout",
+            "metastore.client.socket.timeout",
+        ])
+        .and_then(|v| parse_duration(&v, Duration::from_secs(1)))
     });
     if let Some(t) = timeout {
         config.io_timeout = t;
@@ -152,7 +161,10 @@ mod tests {
         let s = Duration::from_secs(1);
         assert_eq!(parse_duration("600", s), Some(Duration::from_secs(600)));
         assert_eq!(parse_duration("600s", s), Some(Duration::from_secs(600)));
-        assert_eq!(parse_duration("5000ms", s), Some(Duration::from_millis(5000)));
+        assert_eq!(
+            parse_duration("5000ms", s),
+            Some(Duration::from_millis(5000))
+        );
         assert_eq!(parse_duration("10m", s), Some(Duration::from_secs(600)));
         assert_eq!(parse_duration("1h", s), Some(Duration::from_secs(3600)));
         assert_eq!(parse_duration("soon", s), None);

@@ -81,7 +81,10 @@ pub fn check_table(table: &TableInfo) -> Result<(), Refusal> {
     if ty == "VIRTUAL_VIEW" || ty == "MATERIALIZED_VIEW" {
         return Err(Refusal::new(
             Rule::View,
-            format!("it is a view ({}), it has no files of its own", table.table_type),
+            format!(
+                "it is a view ({}), it has no files of its own",
+                table.table_type
+            ),
         ));
     }
     let p = &table.params;
@@ -173,7 +176,9 @@ fn check_storage(sd: &StorageInfo, what: &str) -> Result<(), Refusal> {
 
 /// Only HDFS (and viewfs over it) gives the atomic renames the protocol relies on.
 pub fn check_location(location: &str, what: &str) -> Result<(), Refusal> {
-    let scheme = location.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+    let scheme = location
+        .split_once("://")
+        .map(|(s, _)| s.to_ascii_lowercase());
     match scheme.as_deref() {
         Some("hdfs") | Some("viewfs") => Ok(()),
         _ => Err(Refusal::new(
@@ -219,7 +224,12 @@ mod tests {
 
     #[test]
     fn rule_names_match_json() {
-        for r in [Rule::View, Rule::InsertOnly, Rule::SkewedSubdirs, Rule::NoSuchPartition] {
+        for r in [
+            Rule::View,
+            Rule::InsertOnly,
+            Rule::SkewedSubdirs,
+            Rule::NoSuchPartition,
+        ] {
             assert_eq!(serde_json::to_value(r).unwrap(), r.as_str());
         }
     }
@@ -229,7 +239,9 @@ mod tests {
         assert_eq!(rule(&table()), None);
         let mut managed = table();
         managed.table_type = "MANAGED_TABLE".into();
-        managed.params.insert("transactional".into(), "false".into());
+        managed
+            .params
+            .insert("transactional".into(), "false".into());
         assert_eq!(rule(&managed), None);
     }
 

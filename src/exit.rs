@@ -51,7 +51,10 @@ mod tests {
         use ExitCode::*;
         assert_eq!(ExitCode::worst([]), Ok);
         assert_eq!(ExitCode::worst([Ok, Refused, Busy]), Busy);
-        assert_eq!(ExitCode::worst([Failed, VerificationFailed, Ok]), VerificationFailed);
+        assert_eq!(
+            ExitCode::worst([Failed, VerificationFailed, Ok]),
+            VerificationFailed
+        );
         assert_eq!(ExitCode::worst([Refused, Failed]), Failed);
     }
 

@@ -10,7 +10,7 @@ use std::ops::Range;
 
 use bytes::Bytes;
 use hdfs_native::file::{FileReader, FileWriter};
-use hdfs_native::{Client, ClientBuilder, HdfsError};
+use hdfs_native::{Client, ClientBuilder, HdfsError, WriteOptions};
 use serde::Serialize;
 
 use crate::orc::{RangeRead, Sink};
@@ -64,6 +64,14 @@ impl Location {
             path: format!("{}{sep}{name}", self.path),
         }
     }
+
+    /// Whether `self` is `other` or lies below it.
+    pub fn is_within(&self, other: &Location) -> bool {
+        self.fs == other.fs
+            && (self.path == other.path
+                || other.path == "/"
+                || self.path.starts_with(&format!("{}/", other.path)))
+    }
 }
 
 impl std::fmt::Display for Location {
@@ -74,7 +82,9 @@ impl std::fmt::Display for Location {
 
 #[derive(Debug, thiserror::Error)]
 pub enum FsError {
-    #[error("'{0}' is not an HDFS location (expected hdfs://namenode/path or viewfs://cluster/path)")]
+    #[error(
+        "'{0}' is not an HDFS location (expected hdfs://namenode/path or viewfs://cluster/path)"
+    )]
     BadLocation(String),
     #[error("cannot set up an HDFS client for {fs}: {source} (check HADOOP_CONF_DIR)")]
     Client { fs: String, source: HdfsError },
@@ -156,6 +166,99 @@ impl Hdfs {
         Ok(client)
     }
 
+    fn io<'a>(op: &'static str, location: &'a Location) -> impl FnOnce(HdfsError) -> FsError + 'a {
+        move |source| FsError::Io {
+            op,
+            location: location.to_string(),
+            source,
+        }
+    }
+
+    pub async fn open(&self, file: &Location) -> Result<FileReader, FsError> {
+        let client = self.client(file)?;
+        client
+            .read(&file.path)
+            .await
+            .map_err(Self::io("opening", file))
+    }
+
+    /// Creates a new file; fails if it exists. `permission` is applied as given (hdfs-native
+    /// applies no umask).
+    pub async fn create(&self, file: &Location, permission: u16) -> Result<FileWriter, FsError> {
+        let client = self.client(file)?;
+        let options = WriteOptions::default()
+            .permission(u32::from(permission))
+            .overwrite(false)
+            .create_parent(false);
+        client
+            .create(&file.path, options)
+            .await
+            .map_err(Self::io("creating", file))
+    }
+
+    pub async fn mkdirs(&self, dir: &Location, permission: u16) -> Result<(), FsError> {
+        let client = self.client(dir)?;
+        client
+            .mkdirs(&dir.path, u32::from(permission), true)
+            .await
+            .map_err(Self::io("creating directory", dir))
+    }
+
+    /// HDFS `rename2` without overwrite: atomic, fails if `to` exists.
+    pub async fn rename(&self, from: &Location, to: &Location) -> Result<(), FsError> {
+        let client = self.client(from)?;
+        client
+            .rename(&from.path, &to.path, false)
+            .await
+            .map_err(Self::io("renaming", from))
+    }
+
+    pub async fn delete(&self, target: &Location, recursive: bool) -> Result<bool, FsError> {
+        let client = self.client(target)?;
+        client
+            .delete(&target.path, recursive)
+            .await
+            .map_err(Self::io("deleting", target))
+    }
+
+    pub async fn set_owner(
+        &self,
+        target: &Location,
+        owner: &str,
+        group: &str,
+    ) -> Result<(), FsError> {
+        let client = self.client(target)?;
+        client
+            .set_owner(&target.path, Some(owner), Some(group))
+            .await
+            .map_err(Self::io("changing the owner of", target))
+    }
+
+    pub async fn set_permission(&self, target: &Location, permission: u16) -> Result<(), FsError> {
+        let client = self.client(target)?;
+        client
+            .set_permission(&target.path, u32::from(permission))
+            .await
+            .map_err(Self::io("changing the permission of", target))
+    }
+
+    /// The status of one path; `Ok(None)` when it does not exist.
+    pub async fn status(&self, target: &Location) -> Result<Option<Entry>, FsError> {
+        let client = self.client(target)?;
+        match client.get_file_info(&target.path).await {
+            Ok(s) => Ok(Some(Entry {
+                name: target.path.rsplit('/').next().unwrap_or("").to_string(),
+                length: s.length as u64,
+                modification_time: s.modification_time,
+                owner: s.owner,
+                group: s.group,
+                permission: s.permission,
+            })),
+            Err(HdfsError::FileNotFound(_)) => Ok(None),
+            Err(e) => Err(Self::io("reading the status of", target)(e)),
+        }
+    }
+
     /// Lists a directory once. `Ok(None)` when it does not exist.
     pub async fn list(&self, dir: &Location) -> Result<Option<Listing>, FsError> {
         let client = self.client(dir)?;
@@ -213,7 +316,10 @@ impl RangeRead for FileReader {
             if range.start > range.end || range.end > len {
                 return Err(io::Error::new(
                     io::ErrorKind::UnexpectedEof,
-                    format!("bytes {}..{} are outside a file of {len} bytes", range.start, range.end),
+                    format!(
+                        "bytes {}..{} are outside a file of {len} bytes",
+                        range.start, range.end
+                    ),
                 ));
             }
             self.read_range(range.start as usize, (range.end - range.start) as usize)
@@ -254,6 +360,17 @@ mod tests {
         for bad in ["s3a://b/t", "file:/tmp/t", "/warehouse/t", ""] {
             assert!(Location::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn within() {
+        let t = Location::parse("hdfs://nn/w/t").unwrap();
+        assert!(t.child("k=1").is_within(&t));
+        assert!(t.is_within(&t));
+        assert!(!Location::parse("hdfs://nn/w/t2").unwrap().is_within(&t));
+        assert!(!Location::parse("hdfs://other/w/t/k=1")
+            .unwrap()
+            .is_within(&t));
     }
 
     #[test]

@@ -12,8 +12,9 @@ use hive_orc_compactor::config;
 use hive_orc_compactor::exit::ExitCode;
 use hive_orc_compactor::hdfs::Hdfs;
 use hive_orc_compactor::metastore::Metastore;
+use hive_orc_compactor::operations::compact::{self, CompactOptions};
 use hive_orc_compactor::operations::inspect;
-use hive_orc_compactor::operations::resolve::TableName;
+use hive_orc_compactor::operations::resolve::{self, TableName};
 
 const ABOUT: &str = "Compacts the small ORC files of legacy Hive tables on HDFS, safely.";
 
@@ -94,6 +95,53 @@ Examples:
         #[arg(long, value_name = "SPEC")]
         partition: Option<String>,
     },
+    /// Merge a partition's small ORC files into a few large ones and swap the partition to them
+    #[command(long_about = "\
+Merges the small ORC files of one or more partitions into a few large files, stripe by stripe \
+(byte for byte: every value, type, encoding, index and bloom filter survives), verifies them \
+against the originals, and swaps each partition to its new files with one metastore call \
+(alter_partition), setting numFiles, totalSize and numRows. The old files stay where they were, \
+so a swap can be rolled back until cleanup.
+
+New files are written to <partition dir>/.hive-orc-compactor/<run-id>.staging, a hidden \
+directory every engine ignores, then published as <partition dir>/.hive-orc-compactor/<run-id>, \
+which becomes the partition's location. Any failure before the swap leaves the partition as it \
+was. Files are grouped by schema, codec and writer; each group becomes outputs near \
+--target-size. Files already near the target, or that cannot be merged, are copied unchanged; \
+zero-length files hold no rows and are dropped.
+
+Exit codes: 0 compacted, nothing to do, or dry run; 1 failed; 3 refused; 4 busy (a writer \
+changed the partition meanwhile: retry later); 5 verification failed (nothing swapped). With \
+several partitions, the worst.
+
+Examples:
+  hive-orc-compactor compact --table sales.events --partition 'dt=2026-11-01' --dry-run
+  hive-orc-compactor compact --table sales.events --partition 'dt=2026-11-01' --partition 'dt=2026-11-02'
+  hive-orc-compactor compact --table sales.events --partition 'dt=2026-11-01' --target-size 512MiB --json")]
+    Compact {
+        /// The table, as db.table
+        #[arg(long, value_name = "DB.TABLE")]
+        table: TableName,
+        /// A full partition spec as SHOW PARTITIONS prints it; repeat for several
+        #[arg(long, value_name = "SPEC", required = true)]
+        partition: Vec<String>,
+        /// Aim for output files of about this size (e.g. 128MiB, 1GiB)
+        #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = parse_size)]
+        target_size: u64,
+        /// Show the plan (groups, inputs, outputs, bytes) and change nothing
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+fn parse_size(s: &str) -> Result<u64, String> {
+    let size: bytesize::ByteSize = s
+        .parse()
+        .map_err(|e| format!("'{s}' is not a size (examples: 128MiB, 1GiB): {e}"))?;
+    if size.as_u64() < 1024 * 1024 {
+        return Err(format!("'{s}' is too small a target: use at least 1MiB"));
+    }
+    Ok(size.as_u64())
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -139,19 +187,55 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             render::inspect(&report, global.json)?;
             Ok(match report.refusal() {
                 Some(refusal) => {
-                    render::refusal(&report.table, report.partition.as_ref().map(|p| p.name.as_str()), refusal);
+                    render::refusal(
+                        &report.table,
+                        report.partition.as_ref().map(|p| p.name.as_str()),
+                        refusal,
+                    );
                     ExitCode::Refused
                 }
                 None => ExitCode::Ok,
             })
         }
+        Command::Compact {
+            table,
+            partition,
+            target_size,
+            dry_run,
+        } => {
+            let metastore = connect(global).await?;
+            let hdfs = Hdfs::new();
+            let info = resolve::table(&metastore, table).await?;
+            let options = CompactOptions {
+                target_size: *target_size,
+                dry_run: *dry_run,
+                ..CompactOptions::default()
+            };
+            let mut codes = Vec::new();
+            for spec in partition {
+                let bar = render::ProgressBar::new(!global.json, spec);
+                let report =
+                    compact::compact_partition(&metastore, &hdfs, &info, spec, &options, &bar)
+                        .await;
+                bar.finish();
+                render::compact(&report, global.json)?;
+                codes.push(report.status.exit_code());
+            }
+            Ok(ExitCode::worst(codes))
+        }
     }
 }
 
 fn main() -> ProcessExit {
+    // Test builds only: FAILPOINTS=compact::before-swap=return (see operations/compact.rs).
+    #[cfg(feature = "failpoints")]
+    let _failpoints = fail::FailScenario::setup();
     let cli = Cli::parse();
     init_logging(&cli.global);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");

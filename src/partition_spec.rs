@@ -50,7 +50,8 @@ pub fn unescape(s: &str) -> String {
             && chars[i + 1].is_ascii_hexdigit()
             && chars[i + 2].is_ascii_hexdigit()
         {
-            let code = chars[i + 1].to_digit(16).unwrap_or(0) * 16 + chars[i + 2].to_digit(16).unwrap_or(0);
+            let code = chars[i + 1].to_digit(16).unwrap_or(0) * 16
+                + chars[i + 2].to_digit(16).unwrap_or(0);
             out.push(char::from(code as u8));
             i += 3;
             continue;
@@ -149,7 +150,10 @@ pub enum SpecError {
     #[error("partition key '{0}' is given twice")]
     RepeatedKey(String),
     #[error("the spec must name every partition key; missing {} (the table's keys are {})", missing.join(", "), keys.join(", "))]
-    MissingKeys { missing: Vec<String>, keys: Vec<String> },
+    MissingKeys {
+        missing: Vec<String>,
+        keys: Vec<String>,
+    },
 }
 
 #[cfg(test)]
@@ -175,7 +179,15 @@ mod tests {
 
     #[test]
     fn unescape_reverses_escape() {
-        for s in ["a/b", "10:30", "x=y", "50%", "it's #1", "é 日本", "a{b}[c]^?*\"\\"] {
+        for s in [
+            "a/b",
+            "10:30",
+            "x=y",
+            "50%",
+            "it's #1",
+            "é 日本",
+            "a{b}[c]^?*\"\\",
+        ] {
             assert_eq!(unescape(&escape(s)), s, "{s}");
         }
     }
@@ -224,7 +236,13 @@ mod tests {
     #[test]
     fn value_may_contain_equals_when_escaped_or_not() {
         let k = keys(&["k"]);
-        assert_eq!(PartitionSpec::parse("k=a%3Db", &k).unwrap().values, vec!["a=b"]);
-        assert_eq!(PartitionSpec::parse("k=a=b", &k).unwrap().values, vec!["a=b"]);
+        assert_eq!(
+            PartitionSpec::parse("k=a%3Db", &k).unwrap().values,
+            vec!["a=b"]
+        );
+        assert_eq!(
+            PartitionSpec::parse("k=a=b", &k).unwrap().values,
+            vec!["a=b"]
+        );
     }
 }

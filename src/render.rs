@@ -4,6 +4,7 @@ use std::io::Write;
 
 use bytesize::ByteSize;
 use hive_orc_compactor::eligibility::Refusal;
+use hive_orc_compactor::operations::compact::{CompactReport, Status};
 use std::collections::BTreeMap;
 
 use hive_orc_compactor::operations::inspect::{DirectoryReport, FileSizes, InspectReport};
@@ -64,7 +65,12 @@ fn directory(
         writeln!(out, "{}{rows} (from the ORC footers)", pad("rows"))?;
     }
     if !d.hidden.is_empty() {
-        writeln!(out, "{}{} (ignored, as readers do)", pad("hidden"), d.hidden.join(", "))?;
+        writeln!(
+            out,
+            "{}{} (ignored, as readers do)",
+            pad("hidden"),
+            d.hidden.join(", ")
+        )?;
     }
     if !d.subdirectories.is_empty() {
         writeln!(out, "{}{}", pad("subdirs"), d.subdirectories.join(", "))?;
@@ -116,7 +122,156 @@ pub fn inspect(r: &InspectReport, as_json: bool) -> anyhow::Result<()> {
 pub fn refusal(table: &str, partition: Option<&str>, refusal: &Refusal) {
     let rule = refusal.rule.as_str();
     match partition {
-        Some(p) => eprintln!("refused: {table} partition {p}: {} [{rule}]", refusal.reason),
+        Some(p) => eprintln!(
+            "refused: {table} partition {p}: {} [{rule}]",
+            refusal.reason
+        ),
         None => eprintln!("refused: {table}: {} [{rule}]", refusal.reason),
     }
+}
+
+/// A byte progress bar on stderr while a partition is written; drawn only on a terminal.
+pub struct ProgressBar(indicatif::ProgressBar);
+
+impl ProgressBar {
+    pub fn new(enabled: bool, label: &str) -> Self {
+        use std::io::IsTerminal;
+        let target = if enabled && std::io::stderr().is_terminal() {
+            indicatif::ProgressDrawTarget::stderr()
+        } else {
+            indicatif::ProgressDrawTarget::hidden()
+        };
+        let bar = indicatif::ProgressBar::with_draw_target(None, target);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("=> "),
+        );
+        bar.set_message(label.to_string());
+        ProgressBar(bar)
+    }
+
+    pub fn finish(&self) {
+        self.0.finish_and_clear();
+    }
+}
+
+impl hive_orc_compactor::operations::compact::Progress for ProgressBar {
+    fn planned(&self, bytes: u64) {
+        self.0.set_length(bytes);
+    }
+    fn written(&self, bytes: u64) {
+        self.0.inc(bytes);
+    }
+}
+
+fn plural(n: usize, one: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {one}s")
+    }
+}
+
+/// One partition's outcome: a headline, the plan's details, then the reason or location.
+pub fn compact(r: &CompactReport, as_json: bool) -> anyhow::Result<()> {
+    if as_json {
+        return json(r);
+    }
+    let mut out = std::io::stdout().lock();
+    let status = match r.status {
+        Status::Compacted => "compacted",
+        Status::NothingToDo => "nothing to do",
+        Status::DryRun => "dry run",
+        Status::Refused => "refused",
+        Status::Busy => "busy",
+        Status::Failed => "failed",
+        Status::VerificationFailed => "VERIFICATION FAILED",
+    };
+    writeln!(out, "{status}: {} partition {}", r.table, r.partition)?;
+    if r.files_before > 0 {
+        writeln!(
+            out,
+            "  files     {} ({}) -> {} ({}), {} rows",
+            r.files_before,
+            size(r.bytes_before),
+            r.files_after,
+            size(r.bytes_after),
+            r.rows
+        )?;
+    }
+    for (i, g) in r.groups.iter().enumerate() {
+        writeln!(
+            out,
+            "  group {}   {} {}, {}, {}: {}",
+            i + 1,
+            plural(g.files, "file"),
+            size(g.bytes),
+            g.compression,
+            g.writer,
+            g.schema
+        )?;
+        for o in &g.outputs {
+            let inputs = match o.inputs.as_slice() {
+                [] => String::new(),
+                [one] => one.clone(),
+                [first, .., last] => format!("{first} .. {last}"),
+            };
+            writeln!(
+                out,
+                "    {} <- {} ({inputs}), {}, {} rows, {}",
+                o.name,
+                plural(o.inputs.len(), "file"),
+                plural(o.stripes, "stripe"),
+                o.rows,
+                size(o.bytes)
+            )?;
+        }
+    }
+    for c in &r.carried {
+        writeln!(
+            out,
+            "  unchanged {} ({}): {}",
+            c.name,
+            size(c.bytes),
+            c.reason
+        )?;
+    }
+    if !r.dropped_empty.is_empty() {
+        writeln!(
+            out,
+            "  empty     {} (zero rows, not carried)",
+            r.dropped_empty.join(", ")
+        )?;
+    }
+    if let Some(l) = &r.new_location {
+        writeln!(out, "  location  {l}")?;
+        if let Some(old) = &r.old_location {
+            writeln!(out, "  was       {old} (old files kept until cleanup)")?;
+        }
+    }
+    if let Some(reason) = &r.reason {
+        writeln!(out, "  reason    {reason}")?;
+    }
+    for w in &r.warnings {
+        writeln!(out, "  warning   {w}")?;
+    }
+    writeln!(out, "  time      {:.1} s", r.seconds)?;
+    drop(out);
+    // Cron mails stderr: one line for anything that needs attention.
+    match r.status {
+        Status::Compacted | Status::NothingToDo | Status::DryRun => {}
+        _ => eprintln!(
+            "{status}: {} partition {}: {}{}",
+            r.table,
+            r.partition,
+            r.reason.as_deref().unwrap_or(""),
+            r.rule
+                .map(|rule| format!(" [{}]", rule.as_str()))
+                .unwrap_or_default()
+        ),
+    }
+    Ok(())
 }

@@ -49,7 +49,9 @@ pub enum SnapshotError {
     Missing(Location),
     #[error("{dir} holds subdirectories the tool will not touch: {}", names.join(", "))]
     Subdirectories { dir: Location, names: Vec<String> },
-    #[error("{file} is not a readable ORC file ({source}): move it out of the partition or fix it")]
+    #[error(
+        "{file} is not a readable ORC file ({source}): move it out of the partition or fix it"
+    )]
     BadFile { file: Location, source: OrcError },
     #[error("reading the tail of {file} failed: {source}")]
     Io { file: Location, source: OrcError },
@@ -64,7 +66,9 @@ impl SnapshotError {
             SnapshotError::Subdirectories { .. } => {
                 Some(Refusal::new(Rule::Subdirectories, self.to_string()))
             }
-            SnapshotError::BadFile { .. } => Some(Refusal::new(Rule::UnreadableFile, self.to_string())),
+            SnapshotError::BadFile { .. } => {
+                Some(Refusal::new(Rule::UnreadableFile, self.to_string()))
+            }
             _ => None,
         }
     }
@@ -89,32 +93,33 @@ impl Snapshot {
                 let client = client.clone();
                 let location = dir.child(&entry.name);
                 async move {
-                    let tail = if entry.length == 0 {
-                        None
-                    } else {
-                        let reader = client.read(&location.path).await.map_err(|source| {
-                            FsError::Io {
-                                op: "opening",
-                                location: location.to_string(),
-                                source,
-                            }
-                        })?;
-                        match read_tail(&reader).await {
-                            Ok(tail) => tail,
-                            Err(source @ OrcError::Io(_)) => {
-                                return Err(SnapshotError::Io {
-                                    file: location,
+                    let tail =
+                        if entry.length == 0 {
+                            None
+                        } else {
+                            let reader = client.read(&location.path).await.map_err(|source| {
+                                FsError::Io {
+                                    op: "opening",
+                                    location: location.to_string(),
                                     source,
-                                })
+                                }
+                            })?;
+                            match read_tail(&reader).await {
+                                Ok(tail) => tail,
+                                Err(source @ OrcError::Io(_)) => {
+                                    return Err(SnapshotError::Io {
+                                        file: location,
+                                        source,
+                                    })
+                                }
+                                Err(source) => {
+                                    return Err(SnapshotError::BadFile {
+                                        file: location,
+                                        source,
+                                    })
+                                }
                             }
-                            Err(source) => {
-                                return Err(SnapshotError::BadFile {
-                                    file: location,
-                                    source,
-                                })
-                            }
-                        }
-                    };
+                        };
                     Ok(DataFile {
                         name: entry.name,
                         location,

@@ -124,7 +124,10 @@ pub async fn inspect(
         table_refusal = table_refusal.or(refusal);
         (None, Some(dir))
     } else {
-        (Some(resolve::partition_count(metastore, &info).await?), None)
+        (
+            Some(resolve::partition_count(metastore, &info).await?),
+            None,
+        )
     };
     let partition = match partition {
         Some(spec) => Some(inspect_partition(metastore, hdfs, &info, spec).await?),
@@ -140,7 +143,10 @@ pub async fn inspect(
         partition_keys: info.partition_keys.clone(),
         partitions,
         location: info.storage.location.clone(),
-        statistics: directory.as_ref().map(|_| statistics(&info.params)).unwrap_or_default(),
+        statistics: directory
+            .as_ref()
+            .map(|_| statistics(&info.params))
+            .unwrap_or_default(),
         directory,
         eligible: table_refusal.is_none() && partition.as_ref().is_none_or(|p| p.eligible),
         refusal: table_refusal,
@@ -210,7 +216,11 @@ async fn directory(
         location: storage.location.clone(),
         ..Default::default()
     };
-    let Some(location) = storage.location.as_deref().and_then(|l| Location::parse(l).ok()) else {
+    let Some(location) = storage
+        .location
+        .as_deref()
+        .and_then(|l| Location::parse(l).ok())
+    else {
         return Ok((report, None));
     };
     if read_tails {

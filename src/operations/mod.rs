@@ -2,5 +2,6 @@
 //! its I/O through the engine's `metastore` and `hdfs` modules, and returns a report struct that
 //! the CLI prints as text or `--json`.
 
+pub mod compact;
 pub mod inspect;
 pub mod resolve;

@@ -51,7 +51,9 @@ pub async fn table(metastore: &Metastore, name: &TableName) -> anyhow::Result<Ta
             "table {name} does not exist in the metastore ({}): check the name with SHOW TABLES",
             metastore.uri()
         )),
-        Err(e) => Err(anyhow!("reading table {name} from the metastore failed: {e}")),
+        Err(e) => Err(anyhow!(
+            "reading table {name} from the metastore failed: {e}"
+        )),
     }
 }
 

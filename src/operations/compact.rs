@@ -1,0 +1,1151 @@
+//! `compact`: merge one partition's small ORC files into a few large ones and swap the partition
+//! to them with one metastore call. The compaction protocol (docs/compaction-protocol.md) reads
+//! top to bottom in [`compact_partition`].
+//!
+//! Promises:
+//! 1. Before the swap nothing readers can see changes: any error, refusal, crash or kill before
+//!    it leaves the partition's files, location and metadata as they were (at most a hidden
+//!    directory under `<home>/.hive-orc-compactor/` remains).
+//! 2. The swap is one `alter_partition`: readers see the old files or the new ones.
+//! 3. The new files hold exactly the old rows: stripes are copied byte for byte, and every
+//!    output is re-read from HDFS and checked (rows per file and per stripe, offsets, checksums
+//!    of every stripe's bytes) before it may be published.
+//! 4. After the swap the partition's basic statistics are true (`numFiles`, `totalSize`,
+//!    `numRows`); statistics we cannot vouch for are dropped, never guessed.
+//! 5. Old files stay where they were, so the swap can be rolled back until cleanup.
+//! 6. Running it twice is safe: the second run finds nothing to do.
+//!
+//! [`plan`] computes, without side effects, exactly what `--dry-run` prints; [`execute`] does
+//! the I/O; both return a [`CompactReport`], which is what `--json` prints.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use anyhow::{anyhow, Context};
+use serde::Serialize;
+use xxhash_rust::xxh3::Xxh3;
+
+use crate::eligibility::{self, Refusal, Rule};
+use crate::exit::ExitCode;
+use crate::hdfs::{FsError, Hdfs, Location};
+use crate::metastore::{Metastore, MetastoreError, DO_NOT_UPDATE_STATS};
+use crate::operations::resolve;
+use crate::orc::{
+    self, group_tails, plan_group, read_tail, verify_output, MergeInput, MergeOptions, OrcTail,
+    OutputPlan, PlanOptions,
+};
+use crate::partition_spec::PartitionSpec;
+use crate::snapshot::{DataFile, Snapshot, SnapshotError};
+use crate::table::TableInfo;
+
+/// The hidden directory, inside the partition's home, that holds staging and published runs
+/// and their journals. Hidden, so no engine listing the partition's directory reads it.
+pub const WORK_DIR: &str = ".hive-orc-compactor";
+/// Partition parameters recording where the partition was before our swap, and which run did it.
+pub const PARAM_PREVIOUS_LOCATION: &str = "hive-orc-compactor.previous-location";
+pub const PARAM_RUN_ID: &str = "hive-orc-compactor.run-id";
+
+#[derive(Debug, Clone)]
+pub struct CompactOptions {
+    pub target_size: u64,
+    /// Files at least this fraction of the target are left as they are.
+    pub large_file_fraction: f64,
+    pub dry_run: bool,
+    /// Largest read while copying: bounds memory per output being written.
+    pub chunk_size: u64,
+}
+
+impl Default for CompactOptions {
+    fn default() -> Self {
+        let plan = PlanOptions::default();
+        CompactOptions {
+            target_size: plan.target_size,
+            large_file_fraction: plan.large_file_fraction,
+            dry_run: false,
+            chunk_size: MergeOptions::default().chunk_size,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    Compacted,
+    NothingToDo,
+    Refused,
+    Busy,
+    Failed,
+    VerificationFailed,
+    DryRun,
+}
+
+impl Status {
+    pub fn exit_code(self) -> ExitCode {
+        match self {
+            Status::Compacted | Status::NothingToDo | Status::DryRun => ExitCode::Ok,
+            Status::Refused => ExitCode::Refused,
+            Status::Busy => ExitCode::Busy,
+            Status::Failed => ExitCode::Failed,
+            Status::VerificationFailed => ExitCode::VerificationFailed,
+        }
+    }
+}
+
+/// One merge group of the plan, as the dry run shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupReport {
+    /// The ORC schema shared by the group's files.
+    pub schema: String,
+    pub compression: String,
+    pub writer: String,
+    pub files: usize,
+    pub bytes: u64,
+    pub outputs: Vec<OutputReport>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct OutputReport {
+    pub name: String,
+    pub inputs: Vec<String>,
+    pub stripes: usize,
+    pub rows: u64,
+    /// Planned size before the run; the written size after it.
+    pub bytes: u64,
+}
+
+/// A file carried into the new location unchanged (byte copy), and why it is not merged.
+#[derive(Debug, Clone, Serialize)]
+pub struct CarriedFile {
+    pub name: String,
+    pub bytes: u64,
+    pub reason: String,
+}
+
+/// What `--json` prints for one partition.
+#[derive(Debug, Clone, Serialize)]
+pub struct CompactReport {
+    pub table: String,
+    pub partition: String,
+    pub status: Status,
+    pub reason: Option<String>,
+    pub rule: Option<Rule>,
+    pub files_before: usize,
+    pub files_after: usize,
+    pub bytes_before: u64,
+    pub bytes_after: u64,
+    pub rows: u64,
+    pub groups: Vec<GroupReport>,
+    /// Files copied unchanged: left alone by the plan, or unmergeable.
+    pub carried: Vec<CarriedFile>,
+    /// Zero-length files: they hold no rows and are not carried.
+    pub dropped_empty: Vec<String>,
+    pub old_location: Option<String>,
+    pub new_location: Option<String>,
+    pub run_id: Option<String>,
+    pub seconds: f64,
+    /// Things that did not stop the run but an admin should know (e.g. owner not kept).
+    pub warnings: Vec<String>,
+}
+
+impl CompactReport {
+    fn new(table: &str, partition: &str) -> Self {
+        CompactReport {
+            table: table.to_string(),
+            partition: partition.to_string(),
+            status: Status::Failed,
+            reason: None,
+            rule: None,
+            files_before: 0,
+            files_after: 0,
+            bytes_before: 0,
+            bytes_after: 0,
+            rows: 0,
+            groups: vec![],
+            carried: vec![],
+            dropped_empty: vec![],
+            old_location: None,
+            new_location: None,
+            run_id: None,
+            seconds: 0.0,
+            warnings: vec![],
+        }
+    }
+}
+
+/// Why a run stopped before compacting; each maps to one status and exit code.
+#[derive(Debug, thiserror::Error)]
+enum Stop {
+    #[error(transparent)]
+    Refused(Refusal),
+    #[error("{0}")]
+    Busy(String),
+    #[error("{0}")]
+    Verification(String),
+    #[error(transparent)]
+    Failed(#[from] anyhow::Error),
+}
+
+impl From<FsError> for Stop {
+    fn from(e: FsError) -> Self {
+        Stop::Failed(e.into())
+    }
+}
+
+impl Stop {
+    fn status(&self) -> Status {
+        match self {
+            Stop::Refused(_) => Status::Refused,
+            Stop::Busy(_) => Status::Busy,
+            Stop::Verification(_) => Status::VerificationFailed,
+            Stop::Failed(_) => Status::Failed,
+        }
+    }
+}
+
+/// Test builds can fail or pause at each step (`FAILPOINTS=compact::before-swap=return`), to
+/// prove that a failure or a kill there leaves the partition as it was.
+macro_rules! failpoint {
+    ($name:literal) => {
+        fail::fail_point!($name, |_| Err(Stop::Failed(anyhow!(concat!(
+            "injected failure at ",
+            $name
+        )))))
+    };
+}
+
+/// Progress events, for the CLI's progress bar; the engine does not know how they are shown.
+pub trait Progress: Send + Sync {
+    fn planned(&self, _bytes_to_write: u64) {}
+    fn written(&self, _bytes: u64) {}
+}
+
+/// No progress display.
+pub struct Quiet;
+impl Progress for Quiet {}
+
+/// The resolved partition and everything the plan is made of.
+pub struct PartitionPlan {
+    table: TableInfo,
+    spec: PartitionSpec,
+    /// Where the partition's files are now.
+    location: Location,
+    /// The partition's own directory: staging and journals live under `<home>/.hive-orc-compactor`.
+    home: Location,
+    snapshot: Snapshot,
+    /// Indices into `snapshot.files` for each output.
+    outputs: Vec<OutputPlan>,
+    /// Which group each output belongs to, and the group reports.
+    output_group: Vec<usize>,
+    carried: Vec<(usize, String)>,
+    dropped_empty: Vec<usize>,
+    /// Indices into `snapshot.files` of files that have a tail, in the order the planner saw.
+    with_tail: Vec<usize>,
+}
+
+/// Resolves, checks and plans one partition without changing anything.
+pub async fn plan(
+    metastore: &Metastore,
+    hdfs: &Hdfs,
+    table: &TableInfo,
+    spec: &str,
+    options: &CompactOptions,
+    report: &mut CompactReport,
+) -> Result<Option<PartitionPlan>, anyhow::Error> {
+    match plan_inner(metastore, hdfs, table, spec, options, report).await {
+        Ok(p) => Ok(p),
+        Err(stop) => {
+            finish_stopped(report, stop);
+            Ok(None)
+        }
+    }
+}
+
+fn finish_stopped(report: &mut CompactReport, stop: Stop) {
+    report.status = stop.status();
+    if let Stop::Refused(r) = &stop {
+        report.rule = Some(r.rule);
+    }
+    report.reason = Some(match &stop {
+        Stop::Failed(e) => e
+            .chain()
+            .map(|c| c.to_string())
+            .collect::<Vec<_>>()
+            .join(": "),
+        other => other.to_string(),
+    });
+}
+
+/// The home of a partition: its canonical `<table>/<k=v>/...` directory when the partition
+/// lives there or in one of our run directories below it, else its current location.
+fn home_of(table: &TableInfo, spec: &PartitionSpec, location: &Location) -> Location {
+    let canonical = table
+        .storage
+        .location
+        .as_deref()
+        .and_then(|l| Location::parse(l).ok())
+        .map(|t| t.child(&spec.name()));
+    match canonical {
+        Some(c) if *location == c || location.is_within(&c.child(WORK_DIR)) => c,
+        _ => location.clone(),
+    }
+}
+
+async fn plan_inner(
+    metastore: &Metastore,
+    hdfs: &Hdfs,
+    table: &TableInfo,
+    spec: &str,
+    options: &CompactOptions,
+    report: &mut CompactReport,
+) -> Result<Option<PartitionPlan>, Stop> {
+    // Step 1: resolve and refuse.
+    eligibility::check_table(table).map_err(Stop::Refused)?;
+    let (spec, partition) = match resolve::partition(metastore, table, spec).await {
+        Ok(found) => found,
+        Err(resolve::ResolveError::Refused(r)) => return Err(Stop::Refused(r)),
+        Err(resolve::ResolveError::Other(e)) => return Err(Stop::Failed(e)),
+    };
+    report.partition = spec.name();
+    eligibility::check_partition(&partition.storage).map_err(Stop::Refused)?;
+    let location = partition.storage.location.as_deref().ok_or_else(|| {
+        Stop::Refused(Refusal::new(Rule::NotHdfs, "the partition has no location"))
+    })?;
+    report.old_location = Some(location.to_string());
+    let location = Location::parse(location)
+        .map_err(|e| Stop::Refused(Refusal::new(Rule::NotHdfs, e.to_string())))?;
+    let home = home_of(table, &spec, &location);
+
+    // Steps 2 and 3: snapshot the files and read every tail.
+    let snapshot = match Snapshot::take(hdfs, &location).await {
+        Ok(s) => s,
+        Err(e) => {
+            return Err(match e.refusal() {
+                Some(r) => Stop::Refused(r),
+                None => match e {
+                    SnapshotError::Missing(_) => Stop::Failed(anyhow!(
+                        "{e}: the metastore points at a directory that is gone; fix the \
+                         partition's location (ALTER TABLE ... PARTITION ... SET LOCATION)"
+                    )),
+                    other => Stop::Failed(other.into()),
+                },
+            })
+        }
+    };
+    report.files_before = snapshot.files.len();
+    report.bytes_before = snapshot.bytes();
+    report.rows = snapshot.rows();
+
+    // Group by merge key, plan outputs per group.
+    let mut with_tail = Vec::new();
+    let mut dropped_empty = Vec::new();
+    for (i, f) in snapshot.files.iter().enumerate() {
+        if f.tail.is_some() {
+            with_tail.push(i);
+        } else {
+            dropped_empty.push(i);
+        }
+    }
+    let tails: Vec<&OrcTail> = with_tail
+        .iter()
+        .filter_map(|&i| snapshot.files[i].tail.as_ref())
+        .collect();
+    let grouping = group_tails(&tails);
+    let plan_options = PlanOptions {
+        target_size: options.target_size,
+        large_file_fraction: options.large_file_fraction,
+    };
+    let mut outputs = Vec::new();
+    let mut output_group = Vec::new();
+    let mut carried: Vec<(usize, String)> = grouping
+        .unmergeable
+        .iter()
+        .map(|u| (with_tail[u.file], format!("cannot be merged: {}", u.reason)))
+        .collect();
+    let mut groups = Vec::new();
+    for group in &grouping.groups {
+        let group_plan = plan_group(&group.files, &tails, &plan_options);
+        for left in &group_plan.left_alone {
+            carried.push((with_tail[left.file], left.reason.clone()));
+        }
+        let first = &snapshot.files[with_tail[group.files[0]]];
+        let tail = first.tail.as_ref().expect("grouped files have tails");
+        let mut g = GroupReport {
+            schema: group.key.schema.clone(),
+            compression: format!("{:?}", tail.compression).to_ascii_uppercase(),
+            writer: writer_name(tail),
+            files: group.files.len(),
+            bytes: group
+                .files
+                .iter()
+                .map(|&f| snapshot.files[with_tail[f]].length)
+                .sum(),
+            outputs: vec![],
+        };
+        for output in group_plan.outputs {
+            g.outputs.push(OutputReport {
+                name: String::new(),
+                inputs: output
+                    .inputs
+                    .iter()
+                    .map(|&f| snapshot.files[with_tail[f]].name.clone())
+                    .collect(),
+                stripes: output.stripes.len(),
+                rows: output.rows,
+                bytes: output.content_length,
+            });
+            output_group.push(groups.len());
+            outputs.push(output);
+        }
+        groups.push(g);
+    }
+    carried.sort_by_key(|(i, _)| *i);
+    report.carried = carried
+        .iter()
+        .map(|(i, reason)| CarriedFile {
+            name: snapshot.files[*i].name.clone(),
+            bytes: snapshot.files[*i].length,
+            reason: reason.clone(),
+        })
+        .collect();
+    report.dropped_empty = dropped_empty
+        .iter()
+        .map(|&i| snapshot.files[i].name.clone())
+        .collect();
+    report.groups = groups;
+    if outputs.is_empty() {
+        report.status = Status::NothingToDo;
+        report.reason = Some(if snapshot.files.is_empty() {
+            "the partition has no data files".to_string()
+        } else {
+            "no two files can be merged: every file is already large, alone in its merge \
+             group, or unmergeable"
+                .to_string()
+        });
+        report.files_after = report.files_before;
+        report.bytes_after = report.bytes_before;
+        return Ok(None);
+    }
+    report.files_after = outputs.len() + carried.len();
+    Ok(Some(PartitionPlan {
+        table: table.clone(),
+        spec,
+        location,
+        home,
+        snapshot,
+        outputs,
+        output_group,
+        carried,
+        dropped_empty,
+        with_tail,
+    }))
+}
+
+fn writer_name(tail: &OrcTail) -> String {
+    let who = match tail.writer {
+        0 => "ORC Java",
+        1 => "ORC C++",
+        2 => "Presto",
+        3 => "Scritchley Go",
+        4 => "Trino",
+        5 => "CUDF",
+        _ => "other",
+    };
+    match &tail.software_version {
+        Some(v) => format!("{who} {v}"),
+        None => who.to_string(),
+    }
+}
+
+/// A new run id: sortable by time, unique across hosts.
+pub fn new_run_id() -> String {
+    let now = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
+    let rand = uuid::Uuid::new_v4().simple().to_string();
+    format!("{now}-{}", &rand[..8])
+}
+
+/// Compacts one partition: plan, then (unless a dry run) execute. Never returns an error: every
+/// outcome is a report, whose status gives the exit code.
+pub async fn compact_partition(
+    metastore: &Metastore,
+    hdfs: &Hdfs,
+    table: &TableInfo,
+    spec: &str,
+    options: &CompactOptions,
+    progress: &dyn Progress,
+) -> CompactReport {
+    let started = Instant::now();
+    let mut report = CompactReport::new(&table.qualified_name(), spec);
+    match plan(metastore, hdfs, table, spec, options, &mut report).await {
+        Ok(Some(plan)) if options.dry_run => {
+            report.status = Status::DryRun;
+            report.run_id = None;
+            name_outputs(&mut report, &plan, "<run-id>");
+            report.bytes_after = plan.outputs.iter().map(|o| o.content_length).sum::<u64>()
+                + plan
+                    .carried
+                    .iter()
+                    .map(|(i, _)| plan.snapshot.files[*i].length)
+                    .sum::<u64>();
+        }
+        Ok(Some(plan)) => execute(metastore, hdfs, plan, options, progress, &mut report).await,
+        Ok(None) => {}
+        Err(e) => finish_stopped(&mut report, Stop::Failed(e)),
+    }
+    report.seconds = started.elapsed().as_secs_f64();
+    report
+}
+
+fn output_name(run_id: &str, n: usize) -> String {
+    format!("part-{run_id}-{n:05}.orc")
+}
+
+fn name_outputs(report: &mut CompactReport, plan: &PartitionPlan, run_id: &str) {
+    let mut n = 0;
+    for (g, group) in report.groups.iter_mut().enumerate() {
+        for out in group.outputs.iter_mut() {
+            debug_assert_eq!(plan.output_group[n], g);
+            out.name = output_name(run_id, n);
+            n += 1;
+        }
+    }
+}
+
+/// Steps 4 to 9, then cleanup of the run directory if anything failed before the swap.
+pub async fn execute(
+    metastore: &Metastore,
+    hdfs: &Hdfs,
+    plan: PartitionPlan,
+    options: &CompactOptions,
+    progress: &dyn Progress,
+    report: &mut CompactReport,
+) {
+    let run_id = new_run_id();
+    report.run_id = Some(run_id.clone());
+    name_outputs(report, &plan, &run_id);
+    let work = plan.home.child(WORK_DIR);
+    let staging = work.child(&format!("{run_id}.staging"));
+    let published = work.child(&run_id);
+    let mut swapped = false;
+    let result = run_protocol(
+        metastore,
+        hdfs,
+        &plan,
+        options,
+        progress,
+        report,
+        &run_id,
+        &staging,
+        &published,
+        &mut swapped,
+    )
+    .await;
+    if let Err(stop) = result {
+        if !swapped {
+            // Nothing readers see points at these directories: remove them. If this fails too,
+            // only a hidden directory remains, which cleanup removes later.
+            for dir in [&staging, &published] {
+                if let Err(e) = hdfs.delete(dir, true).await {
+                    report
+                        .warnings
+                        .push(format!("could not remove {dir}: {e}; cleanup will"));
+                }
+            }
+            report.new_location = None;
+        }
+        finish_stopped(report, stop);
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn run_protocol(
+    metastore: &Metastore,
+    hdfs: &Hdfs,
+    plan: &PartitionPlan,
+    options: &CompactOptions,
+    progress: &dyn Progress,
+    report: &mut CompactReport,
+    run_id: &str,
+    staging: &Location,
+    published: &Location,
+    swapped: &mut bool,
+) -> Result<(), Stop> {
+    let files = &plan.snapshot.files;
+    let dir_status = hdfs
+        .status(&plan.location)
+        .await?
+        .ok_or_else(|| Stop::Busy(format!("{} vanished", plan.location)))?;
+    // New files get the permission bits of the old ones (the first input's: Hive writes a
+    // partition's files with one umask); directories those of the old directory.
+    let file_permission = files.first().map_or(0o644, |f| f.permission);
+    failpoint!("compact::before-stage");
+
+    // Step 4: stage.
+    hdfs.mkdirs(staging, dir_status.permission).await?;
+    let to_write: u64 = plan.outputs.iter().map(|o| o.content_length).sum::<u64>()
+        + plan
+            .carried
+            .iter()
+            .map(|(i, _)| files[*i].length)
+            .sum::<u64>();
+    progress.planned(to_write);
+    let mut written = Vec::new();
+    for (n, output) in plan.outputs.iter().enumerate() {
+        let target = staging.child(&output_name(run_id, n));
+        let merged = write_output(hdfs, plan, output, &target, file_permission, options).await?;
+        progress.written(output.content_length);
+        written.push((target, merged));
+    }
+    let mut copies = Vec::new();
+    for (i, _) in &plan.carried {
+        let source = &files[*i];
+        let target = staging.child(&source.name);
+        let hash = copy_file(hdfs, source, &target, file_permission, options.chunk_size).await?;
+        progress.written(source.length);
+        copies.push((target, source, hash));
+    }
+    failpoint!("compact::after-stage");
+
+    // Step 5: verify, reading back from HDFS.
+    let mut rows = 0;
+    for ((target, merged), output) in written.iter().zip(&plan.outputs) {
+        let reader = hdfs.open(target).await?;
+        let tail = read_tail(&reader)
+            .await
+            .map_err(|e| Stop::Verification(format!("{target}: re-reading its tail: {e}")))?
+            .ok_or_else(|| Stop::Verification(format!("{target} is empty after writing")))?;
+        verify_output(output, merged, &tail, &reader, options.chunk_size)
+            .await
+            .map_err(|e| Stop::Verification(format!("{target}: {e}")))?;
+        rows += tail.rows;
+    }
+    for (target, source, hash) in &copies {
+        let found = hash_file(hdfs, target, options.chunk_size).await?;
+        if found != (source.length, *hash) {
+            return Err(Stop::Verification(format!(
+                "{target}: the copy of {} reads back as {} bytes with checksum {:016x}, \
+                 expected {} bytes with {hash:016x}",
+                source.location, found.0, found.1, source.length
+            )));
+        }
+        rows += source.rows();
+    }
+    if rows != plan.snapshot.rows() {
+        return Err(Stop::Verification(format!(
+            "the new files hold {rows} rows, the old ones {}",
+            plan.snapshot.rows()
+        )));
+    }
+    failpoint!("compact::after-verify");
+
+    // Step 6: publish (same directory, so the rename is atomic) and keep ownership.
+    hdfs.rename(staging, published)
+        .await
+        .map_err(|e| Stop::Failed(anyhow!("publishing {staging}: {e}")))?;
+    let new_files: Vec<Location> = written
+        .iter()
+        .map(|(t, _)| t.clone())
+        .chain(copies.iter().map(|(t, _, _)| t.clone()))
+        .map(|t| published.child(t.path.rsplit('/').next().unwrap_or("")))
+        .collect();
+    keep_ownership(hdfs, &dir_status, files, published, &new_files, report).await;
+    failpoint!("compact::after-publish");
+
+    // Step 7: re-check the snapshot: a writer that added or changed files means busy.
+    let now = hdfs
+        .list(&plan.location)
+        .await?
+        .ok_or_else(|| Stop::Busy(format!("{} vanished during the run", plan.location)))?;
+    let changes = plan.snapshot.changes(&now);
+    if !changes.is_empty() {
+        return Err(Stop::Busy(format!(
+            "the partition changed during the run ({}); a writer is active, retry later",
+            changes.join(", ")
+        )));
+    }
+    failpoint!("compact::before-swap");
+
+    // Step 8: swap, with the statistics we can vouch for.
+    let bytes_after: u64 = written.iter().map(|(_, m)| m.length).sum::<u64>()
+        + copies.iter().map(|(_, s, _)| s.length).sum::<u64>();
+    let new_location = published.to_string();
+    let (before, after) = swap(
+        metastore,
+        plan,
+        &new_location,
+        new_files.len(),
+        bytes_after,
+        rows,
+        run_id,
+    )
+    .await?;
+    *swapped = true;
+    report.status = Status::Compacted;
+    report.new_location = Some(new_location.clone());
+    report.files_after = new_files.len();
+    report.bytes_after = bytes_after;
+    report.rows = rows;
+    for (out, (_, merged)) in report
+        .groups
+        .iter_mut()
+        .flat_map(|g| g.outputs.iter_mut())
+        .zip(&written)
+    {
+        out.bytes = merged.length;
+    }
+    failpoint!("compact::after-swap");
+
+    // Step 9: the journal rollback and cleanup work from.
+    let journal = Journal {
+        run_id: run_id.to_string(),
+        table: plan.table.qualified_name(),
+        partition: plan.spec.name(),
+        partition_values: plan.spec.values.clone(),
+        old_location: plan.location.to_string(),
+        new_location,
+        inputs: files
+            .iter()
+            .map(|f| JournalInput {
+                path: f.location.to_string(),
+                length: f.length,
+                modification_time: f.modification_time,
+                rows: f.rows(),
+            })
+            .collect(),
+        outputs: written
+            .iter()
+            .zip(&plan.outputs)
+            .map(|((t, m), o)| JournalOutput {
+                path: published
+                    .child(t.path.rsplit('/').next().unwrap_or(""))
+                    .to_string(),
+                length: m.length,
+                rows: o.rows,
+                inputs: o
+                    .inputs
+                    .iter()
+                    .map(|&f| files[plan.with_tail[f]].name.clone())
+                    .collect(),
+                stripe_checksums: m.stripe_checksums.iter().map(|c| c.xxh3).collect(),
+            })
+            .chain(copies.iter().map(|(t, s, h)| {
+                JournalOutput {
+                    path: published
+                        .child(t.path.rsplit('/').next().unwrap_or(""))
+                        .to_string(),
+                    length: s.length,
+                    rows: s.rows(),
+                    inputs: vec![s.name.clone()],
+                    stripe_checksums: vec![*h],
+                }
+            }))
+            .collect(),
+        dropped_empty: plan
+            .dropped_empty
+            .iter()
+            .map(|&i| files[i].location.to_string())
+            .collect(),
+        parameters_before: before,
+        parameters_after: after,
+        finished_at: chrono::Utc::now().to_rfc3339(),
+    };
+    let journal_path = plan.home.child(WORK_DIR).child(&format!("{run_id}.json"));
+    if let Err(e) = write_journal(hdfs, &journal_path, &journal).await {
+        // The swap is done and correct; only the record is missing. Say so loudly.
+        return Err(Stop::Failed(anyhow!(
+            "the partition was compacted and now points at {}, but writing the journal {} \
+             failed: {e:#}; rollback needs the previous location, recorded in the partition \
+             parameter {PARAM_PREVIOUS_LOCATION}",
+            journal.new_location,
+            journal_path
+        )));
+    }
+    Ok(())
+}
+
+async fn write_output(
+    hdfs: &Hdfs,
+    plan: &PartitionPlan,
+    output: &OutputPlan,
+    target: &Location,
+    permission: u16,
+    options: &CompactOptions,
+) -> Result<orc::MergedOutput, Stop> {
+    let files = &plan.snapshot.files;
+    let inputs: Vec<&DataFile> = output
+        .inputs
+        .iter()
+        .map(|&f| &files[plan.with_tail[f]])
+        .collect();
+    let mut readers = Vec::with_capacity(inputs.len());
+    for f in &inputs {
+        readers.push(hdfs.open(&f.location).await?);
+    }
+    // The planner indexes inputs by their position in its tail list; give the writer the
+    // same indexing.
+    let tails: Vec<&OrcTail> = plan
+        .with_tail
+        .iter()
+        .filter_map(|&i| files[i].tail.as_ref())
+        .collect();
+    let local_plan = OutputPlan {
+        inputs: (0..output.inputs.len()).collect(),
+        ..output.clone()
+    };
+    let merge_inputs: Vec<MergeInput<'_, _>> = output
+        .inputs
+        .iter()
+        .zip(&readers)
+        .map(|(&f, reader)| MergeInput {
+            tail: tails[f],
+            reader,
+        })
+        .collect();
+    let mut writer = hdfs.create(target, permission).await?;
+    let merged = orc::write_merged(
+        &local_plan,
+        &merge_inputs,
+        &mut writer,
+        &MergeOptions {
+            chunk_size: options.chunk_size,
+        },
+    )
+    .await
+    .with_context(|| format!("writing {target}"))?;
+    writer
+        .close()
+        .await
+        .map_err(|e| anyhow!("closing {target}: {e}"))?;
+    Ok(merged)
+}
+
+/// Copies a file byte for byte, returning the XXH3 of what was read.
+async fn copy_file(
+    hdfs: &Hdfs,
+    source: &DataFile,
+    target: &Location,
+    permission: u16,
+    chunk: u64,
+) -> Result<u64, Stop> {
+    let reader = hdfs.open(&source.location).await?;
+    let len = reader.file_length() as u64;
+    if len != source.length {
+        return Err(Stop::Busy(format!(
+            "{} changed length during the run",
+            source.location
+        )));
+    }
+    let mut writer = hdfs.create(target, permission).await?;
+    let mut hasher = Xxh3::new();
+    let mut offset = 0;
+    while offset < len {
+        let n = chunk.max(1).min(len - offset);
+        let bytes = reader
+            .read_range(offset as usize, n as usize)
+            .await
+            .map_err(|e| anyhow!("reading {}: {e}", source.location))?;
+        hasher.update(&bytes);
+        writer
+            .write_bytes(bytes)
+            .await
+            .map_err(|e| anyhow!("writing {target}: {e}"))?;
+        offset += n;
+    }
+    writer
+        .close()
+        .await
+        .map_err(|e| anyhow!("closing {target}: {e}"))?;
+    Ok(hasher.digest())
+}
+
+/// Length and XXH3 of a file as HDFS returns it now.
+async fn hash_file(hdfs: &Hdfs, file: &Location, chunk: u64) -> Result<(u64, u64), Stop> {
+    let reader = hdfs.open(file).await?;
+    let len = reader.file_length() as u64;
+    let mut hasher = Xxh3::new();
+    let mut offset = 0;
+    while offset < len {
+        let n = chunk.max(1).min(len - offset);
+        let bytes = reader
+            .read_range(offset as usize, n as usize)
+            .await
+            .map_err(|e| anyhow!("reading {file}: {e}"))?;
+        hasher.update(&bytes);
+        offset += n;
+    }
+    Ok((len, hasher.digest()))
+}
+
+/// Gives the new directory and files the owner, group and permission of the old ones, as far
+/// as the running user may (changing the owner needs HDFS superuser rights). What could not be
+/// kept becomes a warning: the data is correct either way, access may differ.
+async fn keep_ownership(
+    hdfs: &Hdfs,
+    dir: &crate::hdfs::Entry,
+    old_files: &[DataFile],
+    published: &Location,
+    new_files: &[Location],
+    report: &mut CompactReport,
+) {
+    let (owner, group) = old_files
+        .first()
+        .map_or((dir.owner.as_str(), dir.group.as_str()), |f| {
+            (f.owner.as_str(), f.group.as_str())
+        });
+    let mut failed = Vec::new();
+    if let Err(e) = hdfs.set_permission(published, dir.permission).await {
+        failed.push(format!("permission of {published}: {e}"));
+    }
+    for (target, (o, g)) in std::iter::once((published, (dir.owner.as_str(), dir.group.as_str())))
+        .chain(new_files.iter().map(|f| (f, (owner, group))))
+    {
+        match hdfs.status(target).await {
+            Ok(Some(now)) if now.owner == o && now.group == g => continue,
+            _ => {}
+        }
+        if let Err(e) = hdfs.set_owner(target, o, g).await {
+            failed.push(format!("owner {o}:{g} of {target}: {e}"));
+        }
+    }
+    if !failed.is_empty() {
+        report.warnings.push(format!(
+            "could not keep {} of the old ownership (run as the table's owner or an HDFS \
+             superuser to keep it): {}",
+            failed.len(),
+            failed.first().cloned().unwrap_or_default()
+        ));
+    }
+}
+
+/// Basic statistics this swap makes true; the rest of the parameters are kept as they were,
+/// except numbers we can no longer vouch for, which are dropped.
+fn new_parameters(
+    before: &BTreeMap<String, String>,
+    old_location: &str,
+    files: usize,
+    bytes: u64,
+    rows: u64,
+    run_id: &str,
+) -> BTreeMap<String, String> {
+    let mut p = before.clone();
+    let old_files = before.get("numFiles").cloned();
+    p.insert("numFiles".into(), files.to_string());
+    p.insert("totalSize".into(), bytes.to_string());
+    p.insert("numRows".into(), rows.to_string());
+    // Erasure coding follows the directory: new files are coded exactly when the old ones were
+    // all coded or none was. Anything else we cannot tell, so drop it.
+    match before.get("numFilesErasureCoded").map(String::as_str) {
+        Some("0") | None => {}
+        Some(n) if Some(n) == old_files.as_deref() => {
+            p.insert("numFilesErasureCoded".into(), files.to_string());
+        }
+        Some(_) => {
+            p.remove("numFilesErasureCoded");
+        }
+    }
+    p.insert(PARAM_PREVIOUS_LOCATION.into(), old_location.to_string());
+    p.insert(PARAM_RUN_ID.into(), run_id.to_string());
+    p
+}
+
+/// Step 8: one `alter_partition` from the partition as the metastore holds it now (so no field
+/// we do not know is dropped), then a read-back.
+async fn swap(
+    metastore: &Metastore,
+    plan: &PartitionPlan,
+    new_location: &str,
+    files: usize,
+    bytes: u64,
+    rows: u64,
+    run_id: &str,
+) -> Result<(BTreeMap<String, String>, BTreeMap<String, String>), Stop> {
+    let table = &plan.table;
+    let what = || {
+        format!(
+            "partition {} of {}",
+            plan.spec.name(),
+            table.qualified_name()
+        )
+    };
+    let mut partition = metastore
+        .get_partition_by_values(&table.db, &table.name, &plan.spec.values)
+        .await
+        .map_err(|e| anyhow!("re-reading {} before the swap: {e}", what()))?;
+    let current = partition.sd.as_ref().and_then(|sd| sd.location.clone());
+    if current
+        .as_deref()
+        .map(Location::parse)
+        .and_then(Result::ok)
+        .as_ref()
+        != Some(&plan.location)
+    {
+        return Err(Stop::Busy(format!(
+            "{} moved to {} during the run; retry later",
+            what(),
+            current.unwrap_or_default()
+        )));
+    }
+    let before = partition.parameters.clone().unwrap_or_default();
+    let after = new_parameters(
+        &before,
+        &plan.location.to_string(),
+        files,
+        bytes,
+        rows,
+        run_id,
+    );
+    if let Some(sd) = partition.sd.as_mut() {
+        sd.location = Some(new_location.to_string());
+    }
+    partition.parameters = Some(after.clone());
+    let env = BTreeMap::from([(DO_NOT_UPDATE_STATS.to_string(), "true".to_string())]);
+    if let Err(e) = metastore
+        .alter_partition(&table.db, &table.name, partition, env)
+        .await
+    {
+        // Whether the swap happened is unknown after a timeout: read it back before saying.
+        let outcome_unknown = matches!(
+            e,
+            MetastoreError::Timeout {
+                outcome_unknown: true,
+                ..
+            } | MetastoreError::ConnectionLost {
+                outcome_unknown: true,
+                ..
+            }
+        );
+        if !outcome_unknown || !swapped_to(metastore, plan, new_location).await {
+            return Err(Stop::Failed(anyhow!("swapping {}: {e}", what())));
+        }
+    }
+    // Read back: the swap counts only once the metastore says so.
+    if !swapped_to(metastore, plan, new_location).await {
+        return Err(Stop::Failed(anyhow!(
+            "the metastore accepted the swap of {} but reading it back does not show {new_location}",
+            what()
+        )));
+    }
+    Ok((before, after))
+}
+
+async fn swapped_to(metastore: &Metastore, plan: &PartitionPlan, new_location: &str) -> bool {
+    metastore
+        .get_partition_by_values(&plan.table.db, &plan.table.name, &plan.spec.values)
+        .await
+        .ok()
+        .and_then(|p| p.sd.and_then(|sd| sd.location))
+        .is_some_and(|l| l == new_location)
+}
+
+/// What a run did, kept next to the runs (`<home>/.hive-orc-compactor/<run-id>.json`) so that
+/// rollback and cleanup know exactly which files a compaction replaced.
+#[derive(Debug, Serialize)]
+pub struct Journal {
+    pub run_id: String,
+    pub table: String,
+    pub partition: String,
+    pub partition_values: Vec<String>,
+    pub old_location: String,
+    pub new_location: String,
+    pub inputs: Vec<JournalInput>,
+    pub outputs: Vec<JournalOutput>,
+    pub dropped_empty: Vec<String>,
+    pub parameters_before: BTreeMap<String, String>,
+    pub parameters_after: BTreeMap<String, String>,
+    pub finished_at: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct JournalInput {
+    pub path: String,
+    pub length: u64,
+    pub modification_time: u64,
+    pub rows: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct JournalOutput {
+    pub path: String,
+    pub length: u64,
+    pub rows: u64,
+    /// Names of the input files (in the old location) this output was made from.
+    pub inputs: Vec<String>,
+    /// XXH3-64 of each stripe (for a carried file: of the whole file).
+    pub stripe_checksums: Vec<u64>,
+}
+
+async fn write_journal(hdfs: &Hdfs, path: &Location, journal: &Journal) -> anyhow::Result<()> {
+    let bytes = serde_json::to_vec_pretty(journal)?;
+    let mut writer = hdfs.create(path, 0o644).await?;
+    writer
+        .write_bytes(bytes.into())
+        .await
+        .map_err(|e| anyhow!("writing {path}: {e}"))?;
+    writer
+        .close()
+        .await
+        .map_err(|e| anyhow!("closing {path}: {e}"))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(kv: &[(&str, &str)]) -> BTreeMap<String, String> {
+        kv.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn parameters_after_swap() {
+        let before = params(&[
+            ("numFiles", "300"),
+            ("totalSize", "1836751"),
+            ("numRows", "104850"),
+            ("rawDataSize", "25604602"),
+            ("numFilesErasureCoded", "0"),
+            ("COLUMN_STATS_ACCURATE", "{\"BASIC_STATS\":\"true\"}"),
+            ("transient_lastDdlTime", "1717171717"),
+        ]);
+        let after = new_parameters(&before, "hdfs://nn/t/dt=1", 2, 1_700_000, 104850, "r1");
+        assert_eq!(after["numFiles"], "2");
+        assert_eq!(after["totalSize"], "1700000");
+        assert_eq!(after["numRows"], "104850");
+        assert_eq!(after["rawDataSize"], "25604602", "same rows, same raw size");
+        assert_eq!(after["numFilesErasureCoded"], "0");
+        assert_eq!(after[PARAM_PREVIOUS_LOCATION], "hdfs://nn/t/dt=1");
+        assert_eq!(after[PARAM_RUN_ID], "r1");
+        assert_eq!(
+            after["COLUMN_STATS_ACCURATE"],
+            before["COLUMN_STATS_ACCURATE"]
+        );
+    }
+
+    #[test]
+    fn erasure_coded_counts_follow_or_drop() {
+        let all = params(&[("numFiles", "10"), ("numFilesErasureCoded", "10")]);
+        assert_eq!(
+            new_parameters(&all, "x", 2, 1, 1, "r")["numFilesErasureCoded"],
+            "2"
+        );
+        let some = params(&[("numFiles", "10"), ("numFilesErasureCoded", "3")]);
+        assert!(!new_parameters(&some, "x", 2, 1, 1, "r").contains_key("numFilesErasureCoded"));
+    }
+
+    #[test]
+    fn run_ids_sort_by_time_and_differ() {
+        let a = new_run_id();
+        let b = new_run_id();
+        assert_ne!(a, b);
+        assert_eq!(a.len(), "20261130T083000Z-".len() + 8);
+        assert!(!a.starts_with('.') && !a.starts_with('_'));
+    }
+
+    #[test]
+    fn output_names_are_data_names() {
+        let n = output_name("20261130T083000Z-abcd1234", 3);
+        assert_eq!(n, "part-20261130T083000Z-abcd1234-00003.orc");
+        assert!(!crate::hdfs::is_hidden(&n));
+    }
+}
