@@ -330,8 +330,8 @@ impl RangeRead for FileReader {
 }
 
 impl Sink for FileWriter {
-    fn write(&mut self, data: Bytes) -> impl Future<Output = io::Result<()>> + Send {
-        async move { self.write_bytes(data).await.map(|_| ()).map_err(io_error) }
+    async fn write(&mut self, data: Bytes) -> io::Result<()> {
+        self.write_bytes(data).await.map(|_| ()).map_err(io_error)
     }
 }
 

@@ -232,9 +232,9 @@ async fn directory(
                     &snapshot.files.iter().map(|f| f.length).collect::<Vec<_>>(),
                 ));
                 report.hidden = snapshot.hidden;
-                return Ok((report, None));
+                Ok((report, None))
             }
-            Err(SnapshotError::Missing(_)) => return Ok((report, None)),
+            Err(SnapshotError::Missing(_)) => Ok((report, None)),
             Err(e) => match e.refusal() {
                 // Still show what is there; the refusal says which names are the problem.
                 Some(refusal) => fill_from_listing(hdfs, &location, &mut report)
