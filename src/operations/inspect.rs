@@ -12,6 +12,7 @@ use crate::eligibility::{self, Refusal};
 use crate::hdfs::{Hdfs, Location};
 use crate::metastore::Metastore;
 use crate::operations::resolve::{self, TableName};
+use crate::partition_spec::PartitionSpec;
 use crate::snapshot::{Snapshot, SnapshotError};
 use crate::table::{PartitionInfo, StorageInfo, TableInfo};
 
@@ -172,8 +173,12 @@ async fn inspect_partition(
         Ok(found) => found,
         // A bad spec or a missing partition is a refusal to report, not a failure to inspect.
         Err(resolve::ResolveError::Refused(refusal)) => {
+            // Name it as SHOW PARTITIONS would when the spec parses; else as typed.
+            let name = PartitionSpec::parse(spec, &table.partition_keys)
+                .map(|s| s.name())
+                .unwrap_or_else(|_| spec.to_string());
             return Ok(PartitionReport {
-                name: spec.to_string(),
+                name,
                 values: vec![],
                 input_format: None,
                 serde: None,
@@ -181,7 +186,7 @@ async fn inspect_partition(
                 statistics: BTreeMap::new(),
                 eligible: false,
                 refusal: Some(refusal),
-            })
+            });
         }
         Err(resolve::ResolveError::Other(e)) => return Err(e),
     };

@@ -6,8 +6,12 @@
 
 #![allow(dead_code)] // each test file uses its own subset
 
+use std::collections::BTreeMap;
 use std::process::{Command, Output};
+use std::time::Duration;
 
+use hive_orc_compactor::hdfs::{Hdfs, Location};
+use hive_orc_compactor::metastore::{Metastore, MetastoreConfig, Partition, Table};
 use serde_json::Value;
 
 pub fn env(name: &str) -> String {
@@ -61,4 +65,366 @@ pub fn json(o: &Output) -> Value {
             stderr(o)
         )
     })
+}
+
+/// Runs the tool once per argument list against `hms_uri`, a few at a time, and returns the
+/// outputs in the order of `cases`.
+pub fn run_many(hms_uri: &str, cases: &[Vec<String>]) -> Vec<Output> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+
+    let workers = std::thread::available_parallelism()
+        .map_or(4, |n| n.get() * 2)
+        .clamp(4, 12)
+        .min(cases.len().max(1));
+    let next = AtomicUsize::new(0);
+    let outputs: Vec<Mutex<Option<Output>>> = cases.iter().map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(args) = cases.get(i) else { break };
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                *outputs[i].lock().unwrap() = Some(run_against(hms_uri, &args));
+            });
+        }
+    });
+    outputs
+        .into_iter()
+        .map(|o| o.into_inner().unwrap().expect("every case ran"))
+        .collect()
+}
+
+/// A TCP port on 127.0.0.1 that nothing listens on (free when this returns).
+pub fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    listener.local_addr().expect("local address").port()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The fixture manifest, typed (see scripts/harness/fixtures/README.md for the format).
+
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct Fixtures {
+    pub database: String,
+    /// `hdfs://host:port` of the cluster the fixtures were written to.
+    pub default_fs: String,
+    pub tables: Vec<FixtureTable>,
+    /// Tables the metastore refused to create (`{name, set, refusal, reason}`).
+    #[serde(default)]
+    pub skipped: Vec<Value>,
+}
+
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct FixtureTable {
+    pub name: String,
+    pub kind: String,
+    /// The table-level rule the tool must refuse it by, if any.
+    pub refusal: Option<String>,
+    pub table_type: String,
+    pub location: Option<String>,
+    pub partition_keys: Vec<String>,
+    pub params: Option<BTreeMap<String, String>>,
+    /// What the metastore changed when the table was created (e.g. HMS 4's managed-table
+    /// translation).
+    #[serde(default)]
+    pub notes: Vec<Value>,
+    /// For an unpartitioned table, one entry with spec `""`: the table directory.
+    pub partitions: Vec<FixturePartition>,
+}
+
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct FixturePartition {
+    /// Escaped, as `SHOW PARTITIONS` prints it.
+    pub spec: String,
+    /// Unescaped, in partition-key order.
+    pub values: Vec<String>,
+    pub location: String,
+    /// Visible files (nested ones included), like HMS' numFiles.
+    pub file_count: u64,
+    pub total_bytes: u64,
+    pub rows: u64,
+    /// The fixture's name for why the partition must be refused, if it must
+    /// (`unexpected_subdir`, `not_orc_file`, `not_orc`).
+    pub refusal: Option<String>,
+    pub params: BTreeMap<String, String>,
+    /// Paths relative to the partition directory.
+    pub files: Vec<FixtureFile>,
+    pub hidden: Vec<FixtureFile>,
+    #[serde(default)]
+    pub empty_dirs: Vec<String>,
+}
+
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct FixtureFile {
+    pub path: String,
+    pub bytes: u64,
+    pub rows: Option<u64>,
+}
+
+impl Fixtures {
+    pub fn table(&self, name: &str) -> &FixtureTable {
+        self.tables
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap_or_else(|| panic!("fixture table {name} is not in the manifest"))
+    }
+
+    /// `db.table` as the tool prints it.
+    pub fn qualified(&self, table: &str) -> String {
+        format!("{}.{table}", self.database)
+    }
+}
+
+impl FixtureTable {
+    pub fn partition(&self, spec: &str) -> &FixturePartition {
+        self.partitions
+            .iter()
+            .find(|p| p.spec == spec)
+            .unwrap_or_else(|| panic!("{} has no fixture partition {spec}", self.name))
+    }
+}
+
+impl FixturePartition {
+    /// The tool's rule name for the fixture's partition-level refusal.
+    pub fn rule(&self) -> Option<&'static str> {
+        self.refusal.as_deref().map(|r| match r {
+            "unexpected_subdir" => "subdirectories",
+            "not_orc_file" => "unreadable_file",
+            "not_orc" => "not_orc",
+            other => panic!("unknown fixture partition refusal {other}"),
+        })
+    }
+
+    /// Visible files directly in the directory (what a listing of it shows as files).
+    pub fn top_level_files(&self) -> Vec<&FixtureFile> {
+        self.files
+            .iter()
+            .filter(|f| !f.path.contains('/'))
+            .collect()
+    }
+
+    /// Top-level names, sorted: (hidden ones, non-hidden directories), as one listing of the
+    /// partition directory classifies them.
+    pub fn top_level_names(&self) -> (Vec<String>, Vec<String>) {
+        let nested = self
+            .files
+            .iter()
+            .chain(&self.hidden)
+            .map(|f| f.path.as_str());
+        let firsts = nested
+            .filter(|p| p.contains('/'))
+            .chain(self.empty_dirs.iter().map(String::as_str))
+            .map(|p| p.split('/').next().unwrap_or(p))
+            .chain(
+                self.hidden
+                    .iter()
+                    .filter(|f| !f.path.contains('/'))
+                    .map(|f| f.path.as_str()),
+            );
+        let mut hidden = std::collections::BTreeSet::new();
+        let mut dirs = std::collections::BTreeSet::new();
+        for name in firsts {
+            if hive_orc_compactor::hdfs::is_hidden(name) {
+                hidden.insert(name.to_string());
+            } else {
+                dirs.insert(name.to_string());
+            }
+        }
+        (hidden.into_iter().collect(), dirs.into_iter().collect())
+    }
+}
+
+/// The fixtures `scripts/fixtures` loaded into the cluster at `HMS_URI`.
+pub fn fixtures() -> Fixtures {
+    fixtures_from("FIXTURES_MANIFEST")
+}
+
+pub fn fixtures_from(var: &str) -> Fixtures {
+    serde_json::from_value(manifest_from(var))
+        .unwrap_or_else(|e| panic!("{} is not a fixture manifest: {e}", env(var)))
+}
+
+// ---------------------------------------------------------------------------------------------
+// "Nothing touched": what the metastore and HDFS hold for a table, to compare before and after.
+
+/// A table's metastore objects (whole Thrift structs) and every directory under its location
+/// and its partitions' locations (names, lengths, modification times, owners, permissions).
+#[derive(Debug, PartialEq)]
+pub struct Fingerprint {
+    pub table: Table,
+    /// Sorted by values.
+    pub partitions: Vec<Partition>,
+    /// Every directory and hidden entry under the locations (`hdfs://.../path`), recursively →
+    /// its own status and, for a directory, its listing.
+    pub listings: BTreeMap<String, Value>,
+}
+
+impl Fingerprint {
+    /// What differs from `after`, one line per metastore object or path; empty when nothing.
+    pub fn differences(&self, after: &Fingerprint) -> Vec<String> {
+        let mut out = vec![];
+        if self.table != after.table {
+            out.push(format!("table: {:?} -> {:?}", self.table, after.table));
+        }
+        if self.partitions.len() != after.partitions.len() {
+            out.push(format!(
+                "{} partitions -> {}",
+                self.partitions.len(),
+                after.partitions.len()
+            ));
+        }
+        for (b, a) in self.partitions.iter().zip(&after.partitions) {
+            if b != a {
+                out.push(format!("partition {:?}: {b:?} -> {a:?}", b.values));
+            }
+        }
+        let paths: std::collections::BTreeSet<&String> =
+            self.listings.keys().chain(after.listings.keys()).collect();
+        for path in paths {
+            let (b, a) = (self.listings.get(path), after.listings.get(path));
+            if b != a {
+                out.push(format!("{path}: {b:?} -> {a:?}"));
+            }
+        }
+        out
+    }
+}
+
+/// Fingerprints `db.table` on the metastore at `hms_uri` (blocking; for tests without a runtime).
+pub fn fingerprint(hms_uri: &str, db: &str, table: &str) -> Fingerprint {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    rt.block_on(async {
+        let mut cfg = MetastoreConfig::new(hms_uri).expect("a metastore URI");
+        cfg.connect_timeout = Duration::from_secs(5);
+        cfg.io_timeout = Duration::from_secs(60);
+        let metastore = Metastore::connect(cfg)
+            .await
+            .unwrap_or_else(|e| panic!("connecting to {hms_uri}: {e}"));
+        fingerprint_with(&metastore, &Hdfs::new(), db, table).await
+    })
+}
+
+pub async fn fingerprint_with(
+    metastore: &Metastore,
+    hdfs: &Hdfs,
+    db: &str,
+    table: &str,
+) -> Fingerprint {
+    let t = metastore
+        .get_table(db, table)
+        .await
+        .unwrap_or_else(|e| panic!("get_table {db}.{table}: {e}"));
+    let mut partitions = metastore
+        .partitions(db, table, None)
+        .await
+        .unwrap_or_else(|e| panic!("partitions of {db}.{table}: {e}"));
+    partitions.sort_by(|a, b| a.values.cmp(&b.values));
+    let roots =
+        t.sd.as_ref()
+            .and_then(|sd| sd.location.clone())
+            .into_iter()
+            .chain(
+                partitions
+                    .iter()
+                    .filter_map(|p| p.sd.as_ref().and_then(|sd| sd.location.clone())),
+            );
+    let mut listings = BTreeMap::new();
+    for root in roots.filter(|l| !l.is_empty()) {
+        let location =
+            Location::parse(&root).unwrap_or_else(|e| panic!("{db}.{table} location: {e}"));
+        list_recursively(hdfs, location, &mut listings).await;
+    }
+    Fingerprint {
+        table: t,
+        partitions,
+        listings,
+    }
+}
+
+async fn list_recursively(hdfs: &Hdfs, dir: Location, out: &mut BTreeMap<String, Value>) {
+    let mut pending = vec![dir];
+    while let Some(path) = pending.pop() {
+        let key = path.to_string();
+        if out.contains_key(&key) {
+            continue;
+        }
+        let client = hdfs
+            .client(&path)
+            .unwrap_or_else(|e| panic!("HDFS client for {key}: {e}"));
+        // The entry's own status (a directory's modification time changes with its entries);
+        // not its access time, which reads may move.
+        let status = match client.get_file_info(&path.path).await {
+            Ok(s) => s,
+            Err(hdfs_native::HdfsError::FileNotFound(_)) => {
+                out.insert(key, Value::Null);
+                continue;
+            }
+            Err(e) => panic!("status of {key}: {e}"),
+        };
+        let mut entry = serde_json::json!({
+            "isdir": status.isdir,
+            "length": status.length,
+            "modification_time": status.modification_time,
+            "owner": status.owner,
+            "group": status.group,
+            "permission": status.permission,
+        });
+        if status.isdir {
+            let listing = hdfs
+                .list(&path)
+                .await
+                .unwrap_or_else(|e| panic!("listing {key}: {e}"))
+                .unwrap_or_else(|| panic!("{key} vanished while being listed"));
+            // Hidden names may be files or directories: their own statuses say which.
+            let children = listing.subdirs.iter().chain(&listing.hidden);
+            pending.extend(children.map(|name| path.child(name)));
+            entry["listing"] = serde_json::to_value(&listing).expect("a listing serialises");
+        }
+        out.insert(key, entry);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fleet tests (tests/fleet.rs): a database of the test's own, written by scripts/fixtures, for
+// tests that change what they compact (the shared `fixtures` database is read-only).
+
+/// A fixture database made for one test from `sets`; dropped when the value drops.
+pub struct OwnDatabase {
+    pub fixtures: Fixtures,
+}
+
+impl OwnDatabase {
+    /// `name` must be unique among the tests running at once.
+    pub fn create(name: &str, sets: &str) -> OwnDatabase {
+        let manifest = std::env::temp_dir().join(format!("hoc-{name}-{}.json", std::process::id()));
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/fixtures");
+        let out = Command::new(script)
+            .args(["--db", name, "--set", sets, "--quiet", "--manifest"])
+            .arg(&manifest)
+            .output()
+            .expect("scripts/fixtures runs");
+        assert!(
+            out.status.success(),
+            "scripts/fixtures --db {name} --set {sets}: {}",
+            stderr(&out)
+        );
+        let text = std::fs::read_to_string(&manifest).expect("the manifest was written");
+        let _ = std::fs::remove_file(&manifest);
+        OwnDatabase {
+            fixtures: serde_json::from_str(&text).expect("a fixture manifest"),
+        }
+    }
+}
+
+impl Drop for OwnDatabase {
+    fn drop(&mut self) {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/fixtures");
+        let _ = Command::new(script)
+            .args(["--drop", "--db", &self.fixtures.database])
+            .output();
+    }
 }
