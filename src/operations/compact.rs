@@ -22,7 +22,9 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use anyhow::{anyhow, Context};
+use hdfs_native::file::{FileReader, FileWriter};
 use serde::Serialize;
+use tokio_util::sync::CancellationToken;
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::eligibility::{self, Refusal, Rule};
@@ -53,6 +55,9 @@ pub struct CompactOptions {
     pub dry_run: bool,
     /// Largest read while copying: bounds memory per output being written.
     pub chunk_size: u64,
+    /// Cancelled on SIGINT/SIGTERM: a run checks it between the steps before the swap and
+    /// stops there, cleaning up as after any failure; past the swap it finishes.
+    pub cancel: CancellationToken,
 }
 
 impl Default for CompactOptions {
@@ -63,6 +68,7 @@ impl Default for CompactOptions {
             large_file_fraction: plan.large_file_fraction,
             dry_run: false,
             chunk_size: MergeOptions::default().chunk_size,
+            cancel: CancellationToken::new(),
         }
     }
 }
@@ -77,12 +83,16 @@ pub enum Status {
     Failed,
     VerificationFailed,
     DryRun,
+    /// Not attempted: a selection threshold or budget left it out (the reason says which).
+    Skipped,
 }
 
 impl Status {
     pub fn exit_code(self) -> ExitCode {
         match self {
-            Status::Compacted | Status::NothingToDo | Status::DryRun => ExitCode::Ok,
+            Status::Compacted | Status::NothingToDo | Status::DryRun | Status::Skipped => {
+                ExitCode::Ok
+            }
             Status::Refused => ExitCode::Refused,
             Status::Busy => ExitCode::Busy,
             Status::Failed => ExitCode::Failed,
@@ -148,6 +158,23 @@ pub struct CompactReport {
 }
 
 impl CompactReport {
+    /// The report of a partition a batch decided about without running it (skipped, or the
+    /// table refused or unreadable as a whole).
+    pub fn not_run(
+        table: &str,
+        partition: &str,
+        status: Status,
+        reason: String,
+        rule: Option<Rule>,
+    ) -> Self {
+        CompactReport {
+            status,
+            reason: Some(reason),
+            rule,
+            ..CompactReport::new(table, partition)
+        }
+    }
+
     fn new(table: &str, partition: &str) -> Self {
         CompactReport {
             table: table.to_string(),
@@ -181,6 +208,8 @@ enum Stop {
     Busy(String),
     #[error("{0}")]
     Verification(String),
+    #[error("interrupted before the swap; the partition is as it was")]
+    Interrupted,
     #[error(transparent)]
     Failed(#[from] anyhow::Error),
 }
@@ -197,9 +226,18 @@ impl Stop {
             Stop::Refused(_) => Status::Refused,
             Stop::Busy(_) => Status::Busy,
             Stop::Verification(_) => Status::VerificationFailed,
-            Stop::Failed(_) => Status::Failed,
+            Stop::Interrupted | Stop::Failed(_) => Status::Failed,
         }
     }
+}
+
+/// A safe point: nothing readers see has changed yet, so an interrupted run stops here and
+/// takes the cleanup path every failure before the swap takes.
+fn checkpoint(options: &CompactOptions) -> Result<(), Stop> {
+    if options.cancel.is_cancelled() {
+        return Err(Stop::Interrupted);
+    }
+    Ok(())
 }
 
 /// Test builds can fail or pause at each step (`FAILPOINTS=compact::before-swap=return`), to
@@ -578,6 +616,7 @@ async fn run_protocol(
     // partition's files with one umask); directories those of the old directory.
     let file_permission = files.first().map_or(0o644, |f| f.permission);
     failpoint!("compact::before-stage");
+    checkpoint(options)?;
 
     // Step 4: stage.
     hdfs.mkdirs(staging, dir_status.permission).await?;
@@ -594,6 +633,7 @@ async fn run_protocol(
         let merged = write_output(hdfs, plan, output, &target, file_permission, options).await?;
         progress.written(output.content_length);
         written.push((target, merged));
+        checkpoint(options)?;
     }
     let mut copies = Vec::new();
     for (i, _) in &plan.carried {
@@ -602,6 +642,7 @@ async fn run_protocol(
         let hash = copy_file(hdfs, source, &target, file_permission, options.chunk_size).await?;
         progress.written(source.length);
         copies.push((target, source, hash));
+        checkpoint(options)?;
     }
     failpoint!("compact::after-stage");
 
@@ -636,6 +677,7 @@ async fn run_protocol(
         )));
     }
     failpoint!("compact::after-verify");
+    checkpoint(options)?;
 
     // Step 6: publish (same directory, so the rename is atomic) and keep ownership.
     hdfs.rename(staging, published)
@@ -649,13 +691,10 @@ async fn run_protocol(
         .collect();
     keep_ownership(hdfs, &dir_status, files, published, &new_files, report).await;
     failpoint!("compact::after-publish");
+    checkpoint(options)?;
 
     // Step 7: re-check the snapshot: a writer that added or changed files means busy.
-    let now = hdfs
-        .list(&plan.location)
-        .await?
-        .ok_or_else(|| Stop::Busy(format!("{} vanished during the run", plan.location)))?;
-    let changes = plan.snapshot.changes(&now);
+    let changes = changes_since_snapshot(hdfs, plan).await?;
     if !changes.is_empty() {
         return Err(Stop::Busy(format!(
             "the partition changed during the run ({}); a writer is active, retry later",
@@ -663,22 +702,52 @@ async fn run_protocol(
         )));
     }
     failpoint!("compact::before-swap");
+    checkpoint(options)?;
 
     // Step 8: swap, with the statistics we can vouch for.
     let bytes_after: u64 = written.iter().map(|(_, m)| m.length).sum::<u64>()
         + copies.iter().map(|(_, s, _)| s.length).sum::<u64>();
     let new_location = published.to_string();
-    let (before, after) = swap(
-        metastore,
-        plan,
-        &new_location,
-        new_files.len(),
-        bytes_after,
-        rows,
-        run_id,
-    )
+    let (before, after) = set_location(metastore, plan, &plan.location, &new_location, |p| {
+        new_parameters(
+            p,
+            &plan.location.to_string(),
+            new_files.len(),
+            bytes_after,
+            rows,
+            run_id,
+        )
+    })
     .await?;
     *swapped = true;
+
+    // A writer that slipped in between the re-check and the swap wrote where queries no longer
+    // look: swap back at once (our directory is then unused and removed) and report busy. Later
+    // writers to the old location are cleanup's "late files".
+    let changes = changes_since_snapshot(hdfs, plan).await?;
+    if !changes.is_empty() {
+        let busy = format!(
+            "the partition changed during the swap ({}); swapped back, a writer is active, retry later",
+            changes.join(", ")
+        );
+        let published_location = Location::parse(&new_location).map_err(|e| anyhow!("{e}"))?;
+        let old = plan.location.to_string();
+        return match set_location(metastore, plan, &published_location, &old, |_| {
+            before.clone()
+        })
+        .await
+        {
+            Ok(_) => {
+                *swapped = false;
+                Err(Stop::Busy(busy))
+            }
+            Err(e) => Err(Stop::Failed(anyhow!(
+                "{busy}, but swapping back failed: {e}; the partition points at {new_location} \
+                 without the new files in {old}: point it back at {old} \
+                 (ALTER TABLE ... PARTITION ... SET LOCATION) and restore its statistics"
+            ))),
+        };
+    }
     report.status = Status::Compacted;
     report.new_location = Some(new_location.clone());
     report.files_after = new_files.len();
@@ -762,6 +831,14 @@ async fn run_protocol(
     Ok(())
 }
 
+/// What changed in the partition's directory since the snapshot (empty: nothing).
+async fn changes_since_snapshot(hdfs: &Hdfs, plan: &PartitionPlan) -> Result<Vec<String>, Stop> {
+    match hdfs.list(&plan.location).await? {
+        Some(now) => Ok(plan.snapshot.changes(&now)),
+        None => Ok(vec![format!("{} vanished", plan.location)]),
+    }
+}
+
 async fn write_output(
     hdfs: &Hdfs,
     plan: &PartitionPlan,
@@ -827,39 +904,41 @@ async fn copy_file(
     chunk: u64,
 ) -> Result<u64, Stop> {
     let reader = hdfs.open(&source.location).await?;
-    let len = reader.file_length() as u64;
-    if len != source.length {
+    if reader.file_length() as u64 != source.length {
         return Err(Stop::Busy(format!(
             "{} changed length during the run",
             source.location
         )));
     }
     let mut writer = hdfs.create(target, permission).await?;
-    let mut hasher = Xxh3::new();
-    let mut offset = 0;
-    while offset < len {
-        let n = chunk.max(1).min(len - offset);
-        let bytes = reader
-            .read_range(offset as usize, n as usize)
-            .await
-            .map_err(|e| anyhow!("reading {}: {e}", source.location))?;
-        hasher.update(&bytes);
-        writer
-            .write_bytes(bytes)
-            .await
-            .map_err(|e| anyhow!("writing {target}: {e}"))?;
-        offset += n;
-    }
+    let (_, hash) = read_hashed(
+        &reader,
+        &source.location,
+        chunk,
+        Some((&mut writer, target)),
+    )
+    .await?;
     writer
         .close()
         .await
         .map_err(|e| anyhow!("closing {target}: {e}"))?;
-    Ok(hasher.digest())
+    Ok(hash)
 }
 
 /// Length and XXH3 of a file as HDFS returns it now.
 async fn hash_file(hdfs: &Hdfs, file: &Location, chunk: u64) -> Result<(u64, u64), Stop> {
     let reader = hdfs.open(file).await?;
+    read_hashed(&reader, file, chunk, None).await
+}
+
+/// Reads a whole file in chunks of at most `chunk` bytes (memory stays bounded), hashing it and,
+/// when `copy_to` is given, writing every chunk there. Returns its length and XXH3.
+async fn read_hashed(
+    reader: &FileReader,
+    file: &Location,
+    chunk: u64,
+    mut copy_to: Option<(&mut FileWriter, &Location)>,
+) -> Result<(u64, u64), Stop> {
     let len = reader.file_length() as u64;
     let mut hasher = Xxh3::new();
     let mut offset = 0;
@@ -870,6 +949,12 @@ async fn hash_file(hdfs: &Hdfs, file: &Location, chunk: u64) -> Result<(u64, u64
             .await
             .map_err(|e| anyhow!("reading {file}: {e}"))?;
         hasher.update(&bytes);
+        if let Some((writer, target)) = copy_to.as_mut() {
+            writer
+                .write_bytes(bytes)
+                .await
+                .map_err(|e| anyhow!("writing {target}: {e}"))?;
+        }
         offset += n;
     }
     Ok((len, hasher.digest()))
@@ -947,16 +1032,16 @@ fn new_parameters(
     p
 }
 
-/// Step 8: one `alter_partition` from the partition as the metastore holds it now (so no field
-/// we do not know is dropped), then a read-back.
-async fn swap(
+/// Points the partition at `to`, provided it still points at `from`: one `alter_partition` from
+/// the partition as the metastore holds it now (so no field we do not know is dropped), with
+/// the parameters `params` makes of the current ones, then a read-back. Returns the parameters
+/// before and after. Used for the swap (step 8) and to swap back when a writer slipped in.
+async fn set_location(
     metastore: &Metastore,
     plan: &PartitionPlan,
-    new_location: &str,
-    files: usize,
-    bytes: u64,
-    rows: u64,
-    run_id: &str,
+    from: &Location,
+    to: &str,
+    params: impl FnOnce(&BTreeMap<String, String>) -> BTreeMap<String, String>,
 ) -> Result<(BTreeMap<String, String>, BTreeMap<String, String>), Stop> {
     let table = &plan.table;
     let what = || {
@@ -969,14 +1054,14 @@ async fn swap(
     let mut partition = metastore
         .get_partition_by_values(&table.db, &table.name, &plan.spec.values)
         .await
-        .map_err(|e| anyhow!("re-reading {} before the swap: {e}", what()))?;
+        .map_err(|e| anyhow!("re-reading {} before changing its location: {e}", what()))?;
     let current = partition.sd.as_ref().and_then(|sd| sd.location.clone());
     if current
         .as_deref()
         .map(Location::parse)
         .and_then(Result::ok)
         .as_ref()
-        != Some(&plan.location)
+        != Some(from)
     {
         return Err(Stop::Busy(format!(
             "{} moved to {} during the run; retry later",
@@ -985,16 +1070,9 @@ async fn swap(
         )));
     }
     let before = partition.parameters.clone().unwrap_or_default();
-    let after = new_parameters(
-        &before,
-        &plan.location.to_string(),
-        files,
-        bytes,
-        rows,
-        run_id,
-    );
+    let after = params(&before);
     if let Some(sd) = partition.sd.as_mut() {
-        sd.location = Some(new_location.to_string());
+        sd.location = Some(to.to_string());
     }
     partition.parameters = Some(after.clone());
     let env = BTreeMap::from([(DO_NOT_UPDATE_STATS.to_string(), "true".to_string())]);
@@ -1002,7 +1080,7 @@ async fn swap(
         .alter_partition(&table.db, &table.name, partition, env)
         .await
     {
-        // Whether the swap happened is unknown after a timeout: read it back before saying.
+        // Whether the change happened is unknown after a timeout: read it back before saying.
         let outcome_unknown = matches!(
             e,
             MetastoreError::Timeout {
@@ -1013,27 +1091,30 @@ async fn swap(
                 ..
             }
         );
-        if !outcome_unknown || !swapped_to(metastore, plan, new_location).await {
-            return Err(Stop::Failed(anyhow!("swapping {}: {e}", what())));
+        if !outcome_unknown || !points_at(metastore, plan, to).await {
+            return Err(Stop::Failed(anyhow!(
+                "setting the location of {} to {to}: {e}",
+                what()
+            )));
         }
     }
-    // Read back: the swap counts only once the metastore says so.
-    if !swapped_to(metastore, plan, new_location).await {
+    // Read back: the change counts only once the metastore says so.
+    if !points_at(metastore, plan, to).await {
         return Err(Stop::Failed(anyhow!(
-            "the metastore accepted the swap of {} but reading it back does not show {new_location}",
+            "the metastore accepted the new location of {} but reading it back does not show {to}",
             what()
         )));
     }
     Ok((before, after))
 }
 
-async fn swapped_to(metastore: &Metastore, plan: &PartitionPlan, new_location: &str) -> bool {
+async fn points_at(metastore: &Metastore, plan: &PartitionPlan, location: &str) -> bool {
     metastore
         .get_partition_by_values(&plan.table.db, &plan.table.name, &plan.spec.values)
         .await
         .ok()
         .and_then(|p| p.sd.and_then(|sd| sd.location))
-        .is_some_and(|l| l == new_location)
+        .is_some_and(|l| l == location)
 }
 
 /// What a run did, kept next to the runs (`<home>/.hive-orc-compactor/<run-id>.json`) so that
