@@ -4,6 +4,7 @@
 pub mod config;
 pub mod eligibility;
 pub mod exit;
+pub mod fleet;
 pub mod hdfs;
 pub mod metastore;
 pub mod operations;

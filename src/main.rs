@@ -2,19 +2,26 @@
 //! JSON, and an exit code cron can act on. Nothing here knows how compaction works.
 
 mod render;
+mod settings;
 
+use std::path::PathBuf;
 use std::process::ExitCode as ProcessExit;
 use std::time::Duration;
 
 use anyhow::Context;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use hive_orc_compactor::config;
 use hive_orc_compactor::exit::ExitCode;
+use hive_orc_compactor::fleet::{Partitions, Selection, Shard, Tables};
 use hive_orc_compactor::hdfs::Hdfs;
-use hive_orc_compactor::metastore::Metastore;
-use hive_orc_compactor::operations::compact::{self, CompactOptions};
+use hive_orc_compactor::metastore::{Metastore, MetastorePool};
+use hive_orc_compactor::operations::analyze::{self, AnalyzeOptions};
+use hive_orc_compactor::operations::batch::{self, BatchOptions, Budget, Thresholds};
+use hive_orc_compactor::operations::compact::CompactOptions;
 use hive_orc_compactor::operations::inspect;
-use hive_orc_compactor::operations::resolve::{self, TableName};
+use hive_orc_compactor::operations::resolve::TableName;
+use settings::Settings;
 
 const ABOUT: &str = "Compacts the small ORC files of legacy Hive tables on HDFS, safely.";
 
@@ -45,8 +52,12 @@ struct Cli {
 
 #[derive(Args)]
 struct Global {
+    /// Defaults for flags, as TOML (see "Running from cron" in the README); flags and
+    /// environment variables override it
+    #[arg(long, global = true, value_name = "FILE", env = "HOC_CONFIG")]
+    config: Option<PathBuf>,
     /// Metastore URIs, comma-separated for failover: thrift://a:9083,thrift://b:9083
-    #[arg(long, global = true, value_name = "URIS")]
+    #[arg(long, global = true, value_name = "URIS", env = "HOC_METASTORE")]
     metastore: Option<String>,
     /// Use the framed Thrift transport (hive.metastore.thrift.framed.transport.enabled)
     #[arg(long, global = true)]
@@ -95,7 +106,39 @@ Examples:
         #[arg(long, value_name = "SPEC")]
         partition: Option<String>,
     },
-    /// Merge a partition's small ORC files into a few large ones and swap the partition to them
+    /// Find the partitions worth compacting: files, sizes and excess files per partition
+    #[command(long_about = "\
+Shows, for every partition of a table (or of a database's tables), its data files, bytes, mean \
+and median file size, small files (below --small-file-size), the files its data needs at \
+--target-size (ceil(bytes / target)), the excess files compaction could remove, and whether \
+the tool may compact it (the refusal rule and reason otherwise). Sorted by excess files, most \
+first; then totals per table and overall. Read-only: one listing per partition directory, no \
+ORC file read, unless --deep, which plans every eligible partition as compact --dry-run does \
+and shows its merge groups, stripes and files after.
+
+Unpartitioned tables show one row for the table directory; a refused table one row with the \
+rule. Output: an aligned table; --json one object per partition per line, then one \
+{\"summary\": ...} object; --csv one header line and one line per partition.
+
+Exit codes: 0 (refusals are findings, not errors); 1 when a table or directory could not be read.
+
+Examples:
+  hive-orc-compactor analyze --table sales.events
+  hive-orc-compactor analyze --database sales --tables 'events_*' --json
+  hive-orc-compactor analyze --table sales.events --deep --csv > events.csv")]
+    Analyze {
+        #[command(flatten)]
+        scope: Scope,
+        #[command(flatten)]
+        sizes: Sizes,
+        /// Also read every ORC tail and plan as compact --dry-run (slower: reads every file's footer)
+        #[arg(long)]
+        deep: bool,
+        /// CSV instead of a table
+        #[arg(long, conflicts_with = "json")]
+        csv: bool,
+    },
+    /// Merge partitions' small ORC files into a few large ones and swap each partition to them
     #[command(long_about = "\
 Merges the small ORC files of one or more partitions into a few large files, stripe by stripe \
 (byte for byte: every value, type, encoding, index and bloom filter survives), verifies them \
@@ -110,38 +153,145 @@ was. Files are grouped by schema, codec and writer; each group becomes outputs n
 --target-size. Files already near the target, or that cannot be merged, are copied unchanged; \
 zero-length files hold no rows and are dropped.
 
-Exit codes: 0 compacted, nothing to do, or dry run; 1 failed; 3 refused; 4 busy (a writer \
-changed the partition meanwhile: retry later); 5 verification failed (nothing swapped). With \
-several partitions, the worst.
+Partitions: --partition specs, or a selection: --all, --where FILTER (evaluated by the \
+metastore), or --database DB [--tables GLOB] (all partitions of those tables, or --where). A \
+selection skips partitions by --min-files, --max-avg-size and --min-age (default 1h; typed \
+specs only with an explicit --min-age), compacts those with the most excess files first within \
+--limit and --max-bytes, --parallel at a time, and ends with a summary. --shard K/N takes a \
+stable 1/N of the candidates, so N hosts can share a database. SIGINT or SIGTERM: no new \
+partition starts, running ones stop before their swap (or finish if past it), exit 1.
+
+Exit codes: 0 compacted, nothing to do, skipped, or dry run; 1 failed or interrupted; 3 \
+refused; 4 busy (a writer changed the partition meanwhile: retry later); 5 verification \
+failed (nothing swapped). With several partitions, the worst.
 
 Examples:
   hive-orc-compactor compact --table sales.events --partition 'dt=2026-11-01' --dry-run
   hive-orc-compactor compact --table sales.events --partition 'dt=2026-11-01' --partition 'dt=2026-11-02'
-  hive-orc-compactor compact --table sales.events --partition 'dt=2026-11-01' --target-size 512MiB --json")]
+  hive-orc-compactor compact --table sales.events --where \"dt < '2026-11-01'\" --min-files 10
+  hive-orc-compactor compact --database sales --tables 'events_*' --parallel 4 --limit 500 --json")]
     Compact {
-        /// The table, as db.table
-        #[arg(long, value_name = "DB.TABLE")]
-        table: TableName,
+        #[command(flatten)]
+        scope: Scope,
         /// A full partition spec as SHOW PARTITIONS prints it; repeat for several
-        #[arg(long, value_name = "SPEC", required = true)]
+        #[arg(long, value_name = "SPEC", conflicts_with_all = ["where_", "all", "database"])]
         partition: Vec<String>,
-        /// Aim for output files of about this size (e.g. 128MiB, 1GiB)
-        #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = parse_size)]
-        target_size: u64,
+        /// Partitions matching a metastore filter, e.g. "dt < '2026-11-01'" (partition keys only)
+        #[arg(long = "where", value_name = "FILTER", conflicts_with = "all")]
+        where_: Option<String>,
+        /// Every partition of the table (or tables)
+        #[arg(long)]
+        all: bool,
+        #[command(flatten)]
+        sizes: Sizes,
         /// Show the plan (groups, inputs, outputs, bytes) and change nothing
         #[arg(long)]
         dry_run: bool,
+        /// Skip partitions with fewer data files [env: HOC_MIN_FILES]
+        #[arg(long, value_name = "N", env = "HOC_MIN_FILES", hide_env = true)]
+        min_files: Option<usize>,
+        /// Skip partitions whose files already average more than this [env: HOC_MAX_AVG_SIZE]
+        #[arg(long, value_name = "SIZE", value_parser = parse_bytes, env = "HOC_MAX_AVG_SIZE", hide_env = true)]
+        max_avg_size: Option<u64>,
+        /// Skip partitions with a file modified more recently (still being written); default 1h
+        /// for selections [env: HOC_MIN_AGE]
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration, env = "HOC_MIN_AGE", hide_env = true)]
+        min_age: Option<Duration>,
+        /// Compact at most this many partitions in this run
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
+        /// Read at most this many bytes of input in this run (e.g. 500GiB)
+        #[arg(long, value_name = "SIZE", value_parser = parse_bytes)]
+        max_bytes: Option<u64>,
+        /// Partitions compacted at once, each with its own metastore connection (default 2)
+        /// [env: HOC_PARALLEL]
+        #[arg(long, value_name = "N", env = "HOC_PARALLEL", hide_env = true, value_parser = clap::value_parser!(u16).range(1..=64))]
+        parallel: Option<u16>,
+        /// Take only shard K of N of the candidates (stable hash of db.table/partition)
+        #[arg(long, value_name = "K/N")]
+        shard: Option<Shard>,
     },
 }
 
-fn parse_size(s: &str) -> Result<u64, String> {
+/// Which tables: one, or a database's (optionally matching a glob).
+#[derive(Args)]
+struct Scope {
+    /// The table, as db.table
+    #[arg(
+        long,
+        value_name = "DB.TABLE",
+        required_unless_present = "database",
+        conflicts_with = "database"
+    )]
+    table: Option<TableName>,
+    /// Every table of this database
+    #[arg(long, value_name = "DB")]
+    database: Option<String>,
+    /// With --database: only tables whose name matches this glob, e.g. 'events_*'
+    #[arg(long, value_name = "GLOB", requires = "database")]
+    tables: Option<String>,
+}
+
+impl Scope {
+    fn tables(&self) -> anyhow::Result<Tables> {
+        Ok(match (&self.table, &self.database) {
+            (Some(t), _) => Tables::One(t.clone()),
+            (None, Some(db)) => Tables::database(db, self.tables.as_deref())
+                .with_context(|| format!("--tables {}", self.tables.as_deref().unwrap_or("")))?,
+            (None, None) => unreachable!("clap requires --table or --database"),
+        })
+    }
+}
+
+/// Sizes shared by analyze and compact.
+#[derive(Args)]
+struct Sizes {
+    /// Aim for output files of about this size (default 256MiB) [env: HOC_TARGET_SIZE]
+    #[arg(long, value_name = "SIZE", value_parser = parse_target_size, env = "HOC_TARGET_SIZE", hide_env = true)]
+    target_size: Option<u64>,
+    /// Files below this size count as small (default 64MiB) [env: HOC_SMALL_FILE_SIZE]
+    #[arg(long, value_name = "SIZE", value_parser = parse_bytes, env = "HOC_SMALL_FILE_SIZE", hide_env = true)]
+    small_file_size: Option<u64>,
+}
+
+const DEFAULT_TARGET_SIZE: u64 = 256 * 1024 * 1024;
+/// A quarter of the default target: files this small are what compaction exists for.
+const DEFAULT_SMALL_FILE_SIZE: u64 = 64 * 1024 * 1024;
+/// Hive and Spark jobs write a partition within minutes; an hour leaves room for retries.
+const DEFAULT_MIN_AGE: Duration = Duration::from_secs(3600);
+const DEFAULT_PARALLEL: usize = 2;
+
+impl Sizes {
+    fn target_size(&self, settings: &Settings) -> anyhow::Result<u64> {
+        Ok(match self.target_size {
+            Some(s) => s,
+            None => settings.target_size()?.unwrap_or(DEFAULT_TARGET_SIZE),
+        })
+    }
+
+    fn small_file_size(&self, settings: &Settings) -> anyhow::Result<u64> {
+        Ok(match self.small_file_size {
+            Some(s) => s,
+            None => settings
+                .small_file_size()?
+                .unwrap_or(DEFAULT_SMALL_FILE_SIZE),
+        })
+    }
+}
+
+fn parse_bytes(s: &str) -> Result<u64, String> {
     let size: bytesize::ByteSize = s
         .parse()
         .map_err(|e| format!("'{s}' is not a size (examples: 128MiB, 1GiB): {e}"))?;
-    if size.as_u64() < 1024 * 1024 {
+    Ok(size.as_u64())
+}
+
+fn parse_target_size(s: &str) -> Result<u64, String> {
+    let size = parse_bytes(s)?;
+    if size < 1024 * 1024 {
         return Err(format!("'{s}' is too small a target: use at least 1MiB"));
     }
-    Ok(size.as_u64())
+    Ok(size)
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -157,8 +307,10 @@ fn init_logging(global: &Global) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    // Colour only for people: cron mails and log files get plain text.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
     match global.log_format {
         LogFormat::Text => builder.init(),
@@ -166,22 +318,53 @@ fn init_logging(global: &Global) {
     }
 }
 
-async fn connect(global: &Global) -> anyhow::Result<Metastore> {
-    let resolved = config::metastore(
-        global.metastore.as_deref(),
+fn metastore_config(global: &Global, settings: &Settings) -> anyhow::Result<config::Resolved> {
+    let mut resolved = config::metastore(
+        global
+            .metastore
+            .as_deref()
+            .or(settings.metastore.as_deref()),
         global.metastore_framed,
         global.metastore_timeout,
     )?;
+    if global.metastore.is_none() && settings.metastore.is_some() {
+        resolved.source = "the config file".into();
+    }
+    Ok(resolved)
+}
+
+async fn connect(global: &Global, settings: &Settings) -> anyhow::Result<Metastore> {
+    let resolved = metastore_config(global, settings)?;
     Metastore::connect(resolved.config)
         .await
         .with_context(|| format!("metastore from {}", resolved.source))
 }
 
-async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+/// Cancels `cancel` on SIGINT or SIGTERM, so a batch stops at safe points instead of dying
+/// mid-step (the process would otherwise end with the signal's default action).
+fn cancel_on_signal(cancel: tokio_util::sync::CancellationToken) {
+    tokio::spawn(async move {
+        use tokio::signal::unix::{signal, SignalKind};
+        let Ok(mut term) = signal(SignalKind::terminate()) else {
+            return;
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        tracing::warn!(
+            "signal received: no new partition starts; running ones stop before their swap"
+        );
+        cancel.cancel();
+    });
+}
+
+async fn run(cli: Cli, matches: ArgMatches) -> anyhow::Result<ExitCode> {
     let global = &cli.global;
+    let settings = Settings::load(global.config.as_deref())?;
     match &cli.command {
         Command::Inspect { table, partition } => {
-            let metastore = connect(global).await?;
+            let metastore = connect(global, &settings).await?;
             let hdfs = Hdfs::new();
             let report = inspect::inspect(&metastore, &hdfs, table, partition.as_deref()).await?;
             render::inspect(&report, global.json)?;
@@ -197,31 +380,122 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 None => ExitCode::Ok,
             })
         }
-        Command::Compact {
-            table,
-            partition,
-            target_size,
-            dry_run,
+        Command::Analyze {
+            scope,
+            sizes,
+            deep,
+            csv,
         } => {
-            let metastore = connect(global).await?;
-            let hdfs = Hdfs::new();
-            let info = resolve::table(&metastore, table).await?;
-            let options = CompactOptions {
-                target_size: *target_size,
-                dry_run: *dry_run,
-                ..CompactOptions::default()
+            let options = AnalyzeOptions {
+                small_file_size: sizes.small_file_size(&settings)?,
+                target_size: sizes.target_size(&settings)?,
+                deep: *deep,
             };
-            let mut codes = Vec::new();
-            for spec in partition {
-                let bar = render::ProgressBar::new(!global.json, spec);
-                let report =
-                    compact::compact_partition(&metastore, &hdfs, &info, spec, &options, &bar)
-                        .await;
-                bar.finish();
-                render::compact(&report, global.json)?;
-                codes.push(report.status.exit_code());
+            let metastore = connect(global, &settings).await?;
+            let report =
+                analyze::analyze(&metastore, &Hdfs::new(), scope.tables()?, &options).await?;
+            let format = match (global.json, *csv) {
+                (true, _) => render::Format::Json,
+                (_, true) => render::Format::Csv,
+                _ => render::Format::Table,
+            };
+            render::analyze(&report, format, *deep)?;
+            Ok(if report.total.errors > 0 {
+                ExitCode::Failed
+            } else {
+                ExitCode::Ok
+            })
+        }
+        Command::Compact {
+            scope,
+            partition,
+            where_,
+            all,
+            sizes,
+            dry_run,
+            min_files,
+            max_avg_size,
+            min_age,
+            limit,
+            max_bytes,
+            parallel,
+            shard,
+        } => {
+            let partitions = match (partition.is_empty(), where_, all) {
+                (false, _, _) => Partitions::Specs(partition.clone()),
+                (true, Some(filter), _) => Partitions::Where(filter.clone()),
+                (true, None, true) => Partitions::All,
+                (true, None, false) if scope.database.is_some() => Partitions::All,
+                (true, None, false) => Cli::command()
+                    .error(
+                        clap::error::ErrorKind::MissingRequiredArgument,
+                        "compact --table needs --partition SPEC, --where FILTER or --all",
+                    )
+                    .exit(),
+            };
+            let typed = matches!(partitions, Partitions::Specs(_));
+            // Typed specs are compacted whatever their age unless --min-age itself is given:
+            // the age default is for selections, where nobody looked at each partition.
+            let min_age_on_command_line = matches
+                .subcommand_matches("compact")
+                .and_then(|m| m.value_source("min_age"))
+                == Some(ValueSource::CommandLine);
+            let min_age = match (typed, min_age_on_command_line) {
+                (true, false) => None,
+                (true, true) => *min_age,
+                (false, _) => Some(match min_age {
+                    Some(age) => *age,
+                    None => settings.min_age()?.unwrap_or(DEFAULT_MIN_AGE),
+                }),
+            };
+            let options = BatchOptions {
+                compact: CompactOptions {
+                    target_size: sizes.target_size(&settings)?,
+                    dry_run: *dry_run,
+                    ..CompactOptions::default()
+                },
+                thresholds: Thresholds {
+                    min_files: min_files.or(settings.min_files),
+                    max_avg_size: match max_avg_size {
+                        Some(s) => Some(*s),
+                        None => settings.max_avg_size()?,
+                    },
+                    min_age,
+                },
+                budget: Budget {
+                    limit: *limit,
+                    max_bytes: *max_bytes,
+                },
+                parallel: parallel
+                    .map(usize::from)
+                    .or(settings.parallel)
+                    .unwrap_or(DEFAULT_PARALLEL)
+                    .max(1),
+            };
+            let selection = Selection {
+                tables: scope.tables()?,
+                partitions,
+                shard: *shard,
+            };
+            cancel_on_signal(options.compact.cancel.clone());
+            let resolved = metastore_config(global, &settings)?;
+            let metastore = Metastore::connect(resolved.config.clone())
+                .await
+                .with_context(|| format!("metastore from {}", resolved.source))?;
+            let hdfs = Hdfs::new();
+            let plan = batch::plan(&metastore, &hdfs, &selection, &options).await?;
+            drop(metastore);
+            let pool =
+                MetastorePool::connect(resolved.config, options.parallel.min(plan.runs.len()))
+                    .await
+                    .with_context(|| format!("metastore from {}", resolved.source))?;
+            let observer = render::Batch::new(global.json, plan.runs.len() + plan.decided.len());
+            let summary = batch::execute(&pool, &hdfs, plan, &options, &observer).await;
+            observer.finish();
+            if !typed {
+                render::batch_summary(&summary, global.json)?;
             }
-            Ok(ExitCode::worst(codes))
+            Ok(summary.exit())
         }
     }
 }
@@ -230,7 +504,11 @@ fn main() -> ProcessExit {
     // Test builds only: FAILPOINTS=compact::before-swap=return (see operations/compact.rs).
     #[cfg(feature = "failpoints")]
     let _failpoints = fail::FailScenario::setup();
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     init_logging(&cli.global);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -242,7 +520,7 @@ fn main() -> ProcessExit {
             return ProcessExit::from(ExitCode::Failed.code() as u8);
         }
     };
-    let code = match runtime.block_on(run(cli)) {
+    let code = match runtime.block_on(run(cli, matches)) {
         Ok(code) => code,
         Err(e) => {
             // One line: the chain of contexts, outermost first.

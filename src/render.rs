@@ -4,7 +4,9 @@ use std::io::Write;
 
 use bytesize::ByteSize;
 use hive_orc_compactor::eligibility::Refusal;
-use hive_orc_compactor::operations::compact::{CompactReport, Status};
+use hive_orc_compactor::operations::analyze::{AnalyzeReport, PartitionAnalysis, Totals};
+use hive_orc_compactor::operations::batch::{self, BatchSummary};
+use hive_orc_compactor::operations::compact::{CompactReport, Progress, Status};
 use std::collections::BTreeMap;
 
 use hive_orc_compactor::operations::inspect::{DirectoryReport, FileSizes, InspectReport};
@@ -130,35 +132,67 @@ pub fn refusal(table: &str, partition: Option<&str>, refusal: &Refusal) {
     }
 }
 
-/// A byte progress bar on stderr while a partition is written; drawn only on a terminal.
-pub struct ProgressBar(indicatif::ProgressBar);
+/// Follows a batch: one byte bar per running partition under a bar counting partitions, on
+/// stderr and only on a terminal (cron gets none); each report printed as it comes, above them.
+pub struct Batch {
+    bars: indicatif::MultiProgress,
+    done: indicatif::ProgressBar,
+    json: bool,
+}
 
-impl ProgressBar {
-    pub fn new(enabled: bool, label: &str) -> Self {
+fn style(template: &str) -> indicatif::ProgressStyle {
+    indicatif::ProgressStyle::with_template(template)
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .progress_chars("=> ")
+}
+
+impl Batch {
+    pub fn new(json: bool, partitions: usize) -> Self {
         use std::io::IsTerminal;
-        let target = if enabled && std::io::stderr().is_terminal() {
+        let target = if !json && std::io::stderr().is_terminal() {
             indicatif::ProgressDrawTarget::stderr()
         } else {
             indicatif::ProgressDrawTarget::hidden()
         };
-        let bar = indicatif::ProgressBar::with_draw_target(None, target);
-        bar.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
-            )
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-            .progress_chars("=> "),
-        );
-        bar.set_message(label.to_string());
-        ProgressBar(bar)
+        let bars = indicatif::MultiProgress::with_draw_target(target);
+        let done = bars.add(indicatif::ProgressBar::new(partitions as u64));
+        done.set_style(style("partitions [{bar:30}] {pos}/{len} elapsed {elapsed}"));
+        Batch { bars, done, json }
     }
 
     pub fn finish(&self) {
+        self.done.finish_and_clear();
+    }
+}
+
+impl batch::Observer for Batch {
+    fn started(&self, key: &str) -> Box<dyn Progress + '_> {
+        let bar = self.bars.add(indicatif::ProgressBar::new(0));
+        bar.set_style(style(
+            "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+        ));
+        bar.set_message(key.to_string());
+        Box::new(ProgressBar(bar))
+    }
+
+    fn finished(&self, report: &CompactReport) {
+        self.done.inc(1);
+        if let Err(e) = self.bars.suspend(|| compact(report, self.json)) {
+            tracing::error!("printing the report of {}: {e}", report.partition);
+        }
+    }
+}
+
+/// A byte progress bar for one partition, cleared when the partition ends.
+struct ProgressBar(indicatif::ProgressBar);
+
+impl Drop for ProgressBar {
+    fn drop(&mut self) {
         self.0.finish_and_clear();
     }
 }
 
-impl hive_orc_compactor::operations::compact::Progress for ProgressBar {
+impl Progress for ProgressBar {
     fn planned(&self, bytes: u64) {
         self.0.set_length(bytes);
     }
@@ -189,6 +223,7 @@ pub fn compact(r: &CompactReport, as_json: bool) -> anyhow::Result<()> {
         Status::Busy => "busy",
         Status::Failed => "failed",
         Status::VerificationFailed => "VERIFICATION FAILED",
+        Status::Skipped => "skipped",
     };
     writeln!(out, "{status}: {} partition {}", r.table, r.partition)?;
     if r.files_before > 0 {
@@ -262,7 +297,7 @@ pub fn compact(r: &CompactReport, as_json: bool) -> anyhow::Result<()> {
     drop(out);
     // Cron mails stderr: one line for anything that needs attention.
     match r.status {
-        Status::Compacted | Status::NothingToDo | Status::DryRun => {}
+        Status::Compacted | Status::NothingToDo | Status::DryRun | Status::Skipped => {}
         _ => eprintln!(
             "{status}: {} partition {}: {}{}",
             r.table,
@@ -272,6 +307,184 @@ pub fn compact(r: &CompactReport, as_json: bool) -> anyhow::Result<()> {
                 .map(|rule| format!(" [{}]", rule.as_str()))
                 .unwrap_or_default()
         ),
+    }
+    Ok(())
+}
+
+/// The end of a batch: one line of counts (and the partitions that need a look), or one
+/// `{"summary": ...}` object after the partitions' JSON lines.
+pub fn batch_summary(s: &BatchSummary, as_json: bool) -> anyhow::Result<()> {
+    if as_json {
+        return json(&serde_json::json!({ "summary": s }));
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "summary: {} compacted, {} nothing to do, {} dry run, {} skipped, {} refused, {} busy, \
+         {} failed, {} verification failed; {} removed, {} rewritten, {:.1} s{}",
+        s.compacted,
+        s.nothing_to_do,
+        s.dry_run,
+        s.skipped,
+        s.refused,
+        s.busy,
+        s.failed,
+        s.verification_failed,
+        plural(s.files_removed, "file"),
+        size(s.bytes_rewritten),
+        s.seconds,
+        if s.interrupted { " (interrupted)" } else { "" }
+    )?;
+    for a in &s.attention {
+        writeln!(out, "  needs a look: {a}")?;
+    }
+    Ok(())
+}
+
+#[derive(Clone, Copy)]
+pub enum Format {
+    Table,
+    Json,
+    Csv,
+}
+
+/// The cells of one analyze row, in column order, for the table and the CSV alike.
+fn analyze_cells(p: &PartitionAnalysis, deep: bool, human: bool) -> Vec<String> {
+    let bytes = |b: u64| if human { size(b) } else { b.to_string() };
+    let mut cells = vec![
+        p.table.clone(),
+        p.partition.clone(),
+        p.files.to_string(),
+        bytes(p.bytes),
+        bytes(p.mean_size),
+        bytes(p.median_size),
+        p.small_files.to_string(),
+        p.files_needed.to_string(),
+        p.excess_files.to_string(),
+    ];
+    if deep {
+        let plan = p.plan.as_ref();
+        cells.push(plan.map_or(String::new(), |d| d.files_after.to_string()));
+        cells.push(plan.map_or(String::new(), |d| d.groups.len().to_string()));
+        cells.push(plan.map_or(String::new(), |d| d.stripes.to_string()));
+    }
+    cells.push(match (&p.eligible, p.rule, &p.reason) {
+        (true, _, _) => "yes".into(),
+        (false, Some(rule), Some(reason)) if human => format!("no [{}]: {reason}", rule.as_str()),
+        (false, Some(rule), _) => format!("no [{}]", rule.as_str()),
+        (false, None, reason) => format!("error: {}", reason.as_deref().unwrap_or("")),
+    });
+    cells
+}
+
+const ANALYZE_COLUMNS: &[&str] = &[
+    "table",
+    "partition",
+    "files",
+    "bytes",
+    "mean",
+    "median",
+    "small",
+    "needed",
+    "excess",
+];
+const DEEP_COLUMNS: &[&str] = &["after", "groups", "stripes"];
+
+fn analyze_header(deep: bool) -> Vec<&'static str> {
+    let mut h = ANALYZE_COLUMNS.to_vec();
+    if deep {
+        h.extend(DEEP_COLUMNS);
+    }
+    h.push("eligible");
+    h
+}
+
+pub fn analyze(r: &AnalyzeReport, format: Format, deep: bool) -> anyhow::Result<()> {
+    match format {
+        Format::Json => {
+            for p in &r.partitions {
+                json(p)?;
+            }
+            json(&serde_json::json!({ "summary": { "tables": r.tables, "total": r.total } }))
+        }
+        Format::Csv => {
+            let mut w = csv::Writer::from_writer(std::io::stdout().lock());
+            w.write_record(analyze_header(deep))?;
+            for p in &r.partitions {
+                w.write_record(analyze_cells(p, deep, false))?;
+            }
+            w.flush()?;
+            Ok(())
+        }
+        Format::Table => {
+            let mut rows: Vec<Vec<String>> = vec![analyze_header(deep)
+                .iter()
+                .map(|h| h.to_ascii_uppercase())
+                .collect()];
+            rows.extend(r.partitions.iter().map(|p| analyze_cells(p, deep, true)));
+            let mut out = std::io::stdout().lock();
+            aligned(&mut out, &rows)?;
+            writeln!(out)?;
+            if r.tables.len() > 1 {
+                for t in &r.tables {
+                    totals_line(&mut out, t)?;
+                }
+            }
+            totals_line(&mut out, &r.total)?;
+            Ok(())
+        }
+    }
+}
+
+fn totals_line(out: &mut impl Write, t: &Totals) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{}: {} partitions ({} eligible), {} ({}), {} small; compaction would remove {}{}",
+        t.scope,
+        t.partitions,
+        t.eligible,
+        plural(t.files, "file"),
+        size(t.bytes),
+        t.small_files,
+        plural(t.removable_files, "file"),
+        if t.errors > 0 {
+            format!("; {} unreadable", t.errors)
+        } else {
+            String::new()
+        }
+    )
+}
+
+/// Columns padded to their widest cell; numbers right-aligned, text left-aligned. The last
+/// column (eligibility and reason) is left unpadded.
+fn aligned(out: &mut impl Write, rows: &[Vec<String>]) -> std::io::Result<()> {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for row in rows {
+        let mut line = String::new();
+        for (c, cell) in row.iter().enumerate() {
+            let pad = widths[c].saturating_sub(cell.chars().count());
+            let numeric = c >= 2 && c + 1 < row.len();
+            if c + 1 == row.len() {
+                line.push_str(cell);
+            } else if numeric {
+                line.push_str(&" ".repeat(pad));
+                line.push_str(cell);
+                line.push_str("  ");
+            } else {
+                line.push_str(cell);
+                line.push_str(&" ".repeat(pad + 2));
+            }
+        }
+        writeln!(out, "{}", line.trim_end())?;
     }
     Ok(())
 }

@@ -69,18 +69,25 @@ impl From<&metastore::StorageDescriptor> for StorageInfo {
     }
 }
 
+impl StorageInfo {
+    /// No storage at all: what a table or partition sent without a storage descriptor has.
+    pub fn none() -> Self {
+        StorageInfo {
+            location: None,
+            input_format: None,
+            output_format: None,
+            serde_lib: None,
+            num_buckets: -1,
+            bucket_cols: vec![],
+            skewed_cols: vec![],
+            stored_as_subdirs: false,
+        }
+    }
+}
+
 /// A table or partition sent without a storage descriptor (views do this) has no storage.
 fn storage(sd: Option<&metastore::StorageDescriptor>) -> StorageInfo {
-    sd.map(StorageInfo::from).unwrap_or(StorageInfo {
-        location: None,
-        input_format: None,
-        output_format: None,
-        serde_lib: None,
-        num_buckets: -1,
-        bucket_cols: vec![],
-        skewed_cols: vec![],
-        stored_as_subdirs: false,
-    })
+    sd.map(StorageInfo::from).unwrap_or_else(StorageInfo::none)
 }
 
 impl From<&metastore::Table> for TableInfo {

@@ -412,6 +412,19 @@ struct GetPartitionsByFilterRequest {
   8: optional string excludeParamKeyPattern,
 }
 
+// Argument of get_partitions_by_names_req (HMS 4+). Only sent, never read back, so only the
+// fields we set are declared.
+struct GetPartitionsByNamesRequest {
+  1: required string db_name,
+  2: required string tbl_name,
+  3: optional list<string> names,
+  6: optional string processorIdentifier,
+}
+
+struct GetPartitionsByNamesResult {
+  1: required list<Partition> partitions,
+}
+
 // Argument of get_partition_names_req; `expr` is a serialized Hive expression.
 struct PartitionsByExprRequest {
   1: required string dbName,
@@ -585,6 +598,11 @@ service ThriftHiveMetastore {
       3: string filter, 4: i16 max_parts = -1)
       throws (1: MetaException o1, 2: NoSuchObjectException o2)
   list<Partition> get_partitions_by_filter_req(1: GetPartitionsByFilterRequest req)
+      throws (1: MetaException o1, 2: NoSuchObjectException o2)
+  list<Partition> get_partitions_by_names(1: string db_name, 2: string tbl_name,
+      3: list<string> names)
+      throws (1: MetaException o1, 2: NoSuchObjectException o2)
+  GetPartitionsByNamesResult get_partitions_by_names_req(1: GetPartitionsByNamesRequest req)
       throws (1: MetaException o1, 2: NoSuchObjectException o2)
 
   void alter_partition_with_environment_context(1: string db_name, 2: string tbl_name,

@@ -291,6 +291,41 @@ impl Metastore {
         .await
     }
 
+    /// The partitions with these names (escaped, as [`Metastore::partition_names`] returns
+    /// them); names that match no partition are left out. Fetch a large table's partitions in
+    /// pages of names, so no single answer holds them all.
+    pub async fn partitions_by_names(
+        &self,
+        db: &str,
+        table: &str,
+        names: &[String],
+    ) -> Result<Vec<Partition>> {
+        let (db, table, names) = (db.to_owned(), table.to_owned(), names.to_vec());
+        let what = format!("table {db}.{table}");
+        self.run(
+            "get_partitions_by_names_req",
+            what,
+            Call::Idempotent,
+            move |c, fb| {
+                fb.call(
+                    c,
+                    "get_partitions_by_names_req",
+                    |c| {
+                        c.get_partitions_by_names_req(gen::GetPartitionsByNamesRequest {
+                            db_name: db.clone(),
+                            tbl_name: table.clone(),
+                            names: Some(names.clone()),
+                            processor_identifier: Some(PROCESSOR.to_owned()),
+                        })
+                        .map(|r| r.partitions)
+                    },
+                    |c| c.get_partitions_by_names(db.clone(), table.clone(), names.clone()),
+                )
+            },
+        )
+        .await
+    }
+
     /// Partitions of a table, at most `max` (`None`: all).
     pub async fn partitions(
         &self,
@@ -459,6 +494,75 @@ impl Metastore {
             move |c, _| c.unlock(gen::UnlockRequest { lockid: lock_id }),
         )
         .await
+    }
+}
+
+/// Connections for concurrent work. Calls on one [`Metastore`] queue behind each other, so a
+/// batch of N workers holds N connections, and each worker borrows one per partition.
+pub struct MetastorePool {
+    idle: Mutex<Vec<Metastore>>,
+    permits: tokio::sync::Semaphore,
+}
+
+impl MetastorePool {
+    /// Opens `size` connections (at least one), each failing over as [`Metastore::connect`].
+    pub async fn connect(cfg: MetastoreConfig, size: usize) -> Result<Self> {
+        let size = size.max(1);
+        let mut idle = Vec::with_capacity(size);
+        for _ in 0..size {
+            idle.push(Metastore::connect(cfg.clone()).await?);
+        }
+        Ok(MetastorePool {
+            idle: Mutex::new(idle),
+            permits: tokio::sync::Semaphore::new(size),
+        })
+    }
+
+    /// Waits for an idle connection; it returns to the pool when the guard drops.
+    pub async fn get(&self) -> Pooled<'_> {
+        let permit = self
+            .permits
+            .acquire()
+            .await
+            .expect("the pool's semaphore is never closed");
+        let metastore = self
+            .idle
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pop()
+            .expect("a permit guarantees an idle connection");
+        Pooled {
+            pool: self,
+            metastore: Some(metastore),
+            _permit: permit,
+        }
+    }
+}
+
+/// A connection borrowed from a [`MetastorePool`].
+pub struct Pooled<'a> {
+    pool: &'a MetastorePool,
+    metastore: Option<Metastore>,
+    _permit: tokio::sync::SemaphorePermit<'a>,
+}
+
+impl std::ops::Deref for Pooled<'_> {
+    type Target = Metastore;
+    fn deref(&self) -> &Metastore {
+        self.metastore.as_ref().expect("held until dropped")
+    }
+}
+
+impl Drop for Pooled<'_> {
+    fn drop(&mut self) {
+        if let Some(m) = self.metastore.take() {
+            // Returned before the permit (a later field) is released.
+            self.pool
+                .idle
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(m);
+        }
     }
 }
 

@@ -2,6 +2,8 @@
 //! its I/O through the engine's `metastore` and `hdfs` modules, and returns a report struct that
 //! the CLI prints as text or `--json`.
 
+pub mod analyze;
+pub mod batch;
 pub mod compact;
 pub mod inspect;
 pub mod resolve;

@@ -6230,6 +6230,197 @@ impl Default for GetPartitionsByFilterRequest {
 }
 
 //
+// GetPartitionsByNamesRequest
+//
+
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct GetPartitionsByNamesRequest {
+    pub db_name: String,
+    pub tbl_name: String,
+    pub names: Option<Vec<String>>,
+    pub processor_identifier: Option<String>,
+}
+
+impl GetPartitionsByNamesRequest {
+    pub fn new<F3, F6>(
+        db_name: String,
+        tbl_name: String,
+        names: F3,
+        processor_identifier: F6,
+    ) -> GetPartitionsByNamesRequest
+    where
+        F3: Into<Option<Vec<String>>>,
+        F6: Into<Option<String>>,
+    {
+        GetPartitionsByNamesRequest {
+            db_name,
+            tbl_name,
+            names: names.into(),
+            processor_identifier: processor_identifier.into(),
+        }
+    }
+}
+
+impl TSerializable for GetPartitionsByNamesRequest {
+    fn read_from_in_protocol(
+        i_prot: &mut dyn TInputProtocol,
+    ) -> thrift::Result<GetPartitionsByNamesRequest> {
+        i_prot.read_struct_begin()?;
+        let mut f_1: Option<String> = None;
+        let mut f_2: Option<String> = None;
+        let mut f_3: Option<Vec<String>> = None;
+        let mut f_6: Option<String> = None;
+        loop {
+            let field_ident = i_prot.read_field_begin()?;
+            if field_ident.field_type == TType::Stop {
+                break;
+            }
+            let field_id = field_id(&field_ident)?;
+            match field_id {
+                1 => {
+                    let val = i_prot.read_string()?;
+                    f_1 = Some(val);
+                }
+                2 => {
+                    let val = i_prot.read_string()?;
+                    f_2 = Some(val);
+                }
+                3 => {
+                    let list_ident = i_prot.read_list_begin()?;
+                    let mut val: Vec<String> = Vec::with_capacity(list_ident.size as usize);
+                    for _ in 0..list_ident.size {
+                        let list_elem_46 = i_prot.read_string()?;
+                        val.push(list_elem_46);
+                    }
+                    i_prot.read_list_end()?;
+                    f_3 = Some(val);
+                }
+                6 => {
+                    let val = i_prot.read_string()?;
+                    f_6 = Some(val);
+                }
+                _ => {
+                    i_prot.skip(field_ident.field_type)?;
+                }
+            };
+            i_prot.read_field_end()?;
+        }
+        i_prot.read_struct_end()?;
+        verify_required_field_exists("GetPartitionsByNamesRequest.db_name", &f_1)?;
+        verify_required_field_exists("GetPartitionsByNamesRequest.tbl_name", &f_2)?;
+        let ret = GetPartitionsByNamesRequest {
+            db_name: f_1
+                .expect("auto-generated code should have checked for presence of required fields"),
+            tbl_name: f_2
+                .expect("auto-generated code should have checked for presence of required fields"),
+            names: f_3,
+            processor_identifier: f_6,
+        };
+        Ok(ret)
+    }
+    fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+        let struct_ident = TStructIdentifier::new("GetPartitionsByNamesRequest");
+        o_prot.write_struct_begin(&struct_ident)?;
+        o_prot.write_field_begin(&TFieldIdentifier::new("db_name", TType::String, 1))?;
+        o_prot.write_string(&self.db_name)?;
+        o_prot.write_field_end()?;
+        o_prot.write_field_begin(&TFieldIdentifier::new("tbl_name", TType::String, 2))?;
+        o_prot.write_string(&self.tbl_name)?;
+        o_prot.write_field_end()?;
+        if let Some(ref fld_var) = self.names {
+            o_prot.write_field_begin(&TFieldIdentifier::new("names", TType::List, 3))?;
+            o_prot.write_list_begin(&TListIdentifier::new(TType::String, fld_var.len() as i32))?;
+            for e in fld_var {
+                o_prot.write_string(e)?;
+            }
+            o_prot.write_list_end()?;
+            o_prot.write_field_end()?
+        }
+        if let Some(ref fld_var) = self.processor_identifier {
+            o_prot.write_field_begin(&TFieldIdentifier::new(
+                "processorIdentifier",
+                TType::String,
+                6,
+            ))?;
+            o_prot.write_string(fld_var)?;
+            o_prot.write_field_end()?
+        }
+        o_prot.write_field_stop()?;
+        o_prot.write_struct_end()
+    }
+}
+
+//
+// GetPartitionsByNamesResult
+//
+
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct GetPartitionsByNamesResult {
+    pub partitions: Vec<Partition>,
+}
+
+impl GetPartitionsByNamesResult {
+    pub fn new(partitions: Vec<Partition>) -> GetPartitionsByNamesResult {
+        GetPartitionsByNamesResult { partitions }
+    }
+}
+
+impl TSerializable for GetPartitionsByNamesResult {
+    fn read_from_in_protocol(
+        i_prot: &mut dyn TInputProtocol,
+    ) -> thrift::Result<GetPartitionsByNamesResult> {
+        i_prot.read_struct_begin()?;
+        let mut f_1: Option<Vec<Partition>> = None;
+        loop {
+            let field_ident = i_prot.read_field_begin()?;
+            if field_ident.field_type == TType::Stop {
+                break;
+            }
+            let field_id = field_id(&field_ident)?;
+            match field_id {
+                1 => {
+                    let list_ident = i_prot.read_list_begin()?;
+                    let mut val: Vec<Partition> = Vec::with_capacity(list_ident.size as usize);
+                    for _ in 0..list_ident.size {
+                        let list_elem_47 = Partition::read_from_in_protocol(i_prot)?;
+                        val.push(list_elem_47);
+                    }
+                    i_prot.read_list_end()?;
+                    f_1 = Some(val);
+                }
+                _ => {
+                    i_prot.skip(field_ident.field_type)?;
+                }
+            };
+            i_prot.read_field_end()?;
+        }
+        i_prot.read_struct_end()?;
+        verify_required_field_exists("GetPartitionsByNamesResult.partitions", &f_1)?;
+        let ret = GetPartitionsByNamesResult {
+            partitions: f_1
+                .expect("auto-generated code should have checked for presence of required fields"),
+        };
+        Ok(ret)
+    }
+    fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+        let struct_ident = TStructIdentifier::new("GetPartitionsByNamesResult");
+        o_prot.write_struct_begin(&struct_ident)?;
+        o_prot.write_field_begin(&TFieldIdentifier::new("partitions", TType::List, 1))?;
+        o_prot.write_list_begin(&TListIdentifier::new(
+            TType::Struct,
+            self.partitions.len() as i32,
+        ))?;
+        for e in &self.partitions {
+            e.write_to_out_protocol(o_prot)?;
+        }
+        o_prot.write_list_end()?;
+        o_prot.write_field_end()?;
+        o_prot.write_field_stop()?;
+        o_prot.write_struct_end()
+    }
+}
+
+//
 // PartitionsByExprRequest
 //
 
@@ -6496,8 +6687,8 @@ impl TSerializable for AlterPartitionsRequest {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<Partition> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_46 = Partition::read_from_in_protocol(i_prot)?;
-                        val.push(list_elem_46);
+                        let list_elem_48 = Partition::read_from_in_protocol(i_prot)?;
+                        val.push(list_elem_48);
                     }
                     i_prot.read_list_end()?;
                     f_4 = Some(val);
@@ -6876,8 +7067,8 @@ impl TSerializable for LockRequest {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<LockComponent> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_47 = LockComponent::read_from_in_protocol(i_prot)?;
-                        val.push(list_elem_47);
+                        let list_elem_49 = LockComponent::read_from_in_protocol(i_prot)?;
+                        val.push(list_elem_49);
                     }
                     i_prot.read_list_end()?;
                     f_1 = Some(val);
@@ -8273,6 +8464,16 @@ pub trait TThriftHiveMetastoreSyncClient {
         &mut self,
         req: GetPartitionsByFilterRequest,
     ) -> thrift::Result<Vec<Partition>>;
+    fn get_partitions_by_names(
+        &mut self,
+        db_name: String,
+        tbl_name: String,
+        names: Vec<String>,
+    ) -> thrift::Result<Vec<Partition>>;
+    fn get_partitions_by_names_req(
+        &mut self,
+        req: GetPartitionsByNamesRequest,
+    ) -> thrift::Result<GetPartitionsByNamesResult>;
     fn alter_partition_with_environment_context(
         &mut self,
         db_name: String,
@@ -9129,6 +9330,82 @@ impl<C: TThriftClient + TThriftHiveMetastoreSyncClientMarker> TThriftHiveMetasto
             result.ok_or()
         }
     }
+    fn get_partitions_by_names(
+        &mut self,
+        db_name: String,
+        tbl_name: String,
+        names: Vec<String>,
+    ) -> thrift::Result<Vec<Partition>> {
+        ({
+            self.increment_sequence_number();
+            let message_ident = TMessageIdentifier::new(
+                "get_partitions_by_names",
+                TMessageType::Call,
+                self.sequence_number(),
+            );
+            let call_args = ThriftHiveMetastoreGetPartitionsByNamesArgs {
+                db_name,
+                tbl_name,
+                names,
+            };
+            self.o_prot_mut().write_message_begin(&message_ident)?;
+            call_args.write_to_out_protocol(self.o_prot_mut())?;
+            self.o_prot_mut().write_message_end()?;
+            self.o_prot_mut().flush()
+        })?;
+        {
+            let message_ident = self.i_prot_mut().read_message_begin()?;
+            verify_expected_sequence_number(self.sequence_number(), message_ident.sequence_number)?;
+            verify_expected_service_call("get_partitions_by_names", &message_ident.name)?;
+            if message_ident.message_type == TMessageType::Exception {
+                let remote_error =
+                    thrift::Error::read_application_error_from_in_protocol(self.i_prot_mut())?;
+                self.i_prot_mut().read_message_end()?;
+                return Err(thrift::Error::Application(remote_error));
+            }
+            verify_expected_message_type(TMessageType::Reply, message_ident.message_type)?;
+            let result = ThriftHiveMetastoreGetPartitionsByNamesResult::read_from_in_protocol(
+                self.i_prot_mut(),
+            )?;
+            self.i_prot_mut().read_message_end()?;
+            result.ok_or()
+        }
+    }
+    fn get_partitions_by_names_req(
+        &mut self,
+        req: GetPartitionsByNamesRequest,
+    ) -> thrift::Result<GetPartitionsByNamesResult> {
+        ({
+            self.increment_sequence_number();
+            let message_ident = TMessageIdentifier::new(
+                "get_partitions_by_names_req",
+                TMessageType::Call,
+                self.sequence_number(),
+            );
+            let call_args = ThriftHiveMetastoreGetPartitionsByNamesReqArgs { req };
+            self.o_prot_mut().write_message_begin(&message_ident)?;
+            call_args.write_to_out_protocol(self.o_prot_mut())?;
+            self.o_prot_mut().write_message_end()?;
+            self.o_prot_mut().flush()
+        })?;
+        {
+            let message_ident = self.i_prot_mut().read_message_begin()?;
+            verify_expected_sequence_number(self.sequence_number(), message_ident.sequence_number)?;
+            verify_expected_service_call("get_partitions_by_names_req", &message_ident.name)?;
+            if message_ident.message_type == TMessageType::Exception {
+                let remote_error =
+                    thrift::Error::read_application_error_from_in_protocol(self.i_prot_mut())?;
+                self.i_prot_mut().read_message_end()?;
+                return Err(thrift::Error::Application(remote_error));
+            }
+            verify_expected_message_type(TMessageType::Reply, message_ident.message_type)?;
+            let result = ThriftHiveMetastoreGetPartitionsByNamesReqResult::read_from_in_protocol(
+                self.i_prot_mut(),
+            )?;
+            self.i_prot_mut().read_message_end()?;
+            result.ok_or()
+        }
+    }
     fn alter_partition_with_environment_context(
         &mut self,
         db_name: String,
@@ -9403,6 +9680,16 @@ pub trait ThriftHiveMetastoreSyncHandler {
         &self,
         req: GetPartitionsByFilterRequest,
     ) -> thrift::Result<Vec<Partition>>;
+    fn handle_get_partitions_by_names(
+        &self,
+        db_name: String,
+        tbl_name: String,
+        names: Vec<String>,
+    ) -> thrift::Result<Vec<Partition>>;
+    fn handle_get_partitions_by_names_req(
+        &self,
+        req: GetPartitionsByNamesRequest,
+    ) -> thrift::Result<GetPartitionsByNamesResult>;
     fn handle_alter_partition_with_environment_context(
         &self,
         db_name: String,
@@ -9721,6 +10008,32 @@ impl<H: ThriftHiveMetastoreSyncHandler> ThriftHiveMetastoreSyncProcessor<H> {
         o_prot: &mut dyn TOutputProtocol,
     ) -> thrift::Result<()> {
         TThriftHiveMetastoreProcessFunctions::process_get_partitions_by_filter_req(
+            &self.handler,
+            incoming_sequence_number,
+            i_prot,
+            o_prot,
+        )
+    }
+    fn process_get_partitions_by_names(
+        &self,
+        incoming_sequence_number: i32,
+        i_prot: &mut dyn TInputProtocol,
+        o_prot: &mut dyn TOutputProtocol,
+    ) -> thrift::Result<()> {
+        TThriftHiveMetastoreProcessFunctions::process_get_partitions_by_names(
+            &self.handler,
+            incoming_sequence_number,
+            i_prot,
+            o_prot,
+        )
+    }
+    fn process_get_partitions_by_names_req(
+        &self,
+        incoming_sequence_number: i32,
+        i_prot: &mut dyn TInputProtocol,
+        o_prot: &mut dyn TOutputProtocol,
+    ) -> thrift::Result<()> {
+        TThriftHiveMetastoreProcessFunctions::process_get_partitions_by_names_req(
             &self.handler,
             incoming_sequence_number,
             i_prot,
@@ -12255,6 +12568,220 @@ impl TThriftHiveMetastoreProcessFunctions {
             },
         }
     }
+    pub fn process_get_partitions_by_names<H: ThriftHiveMetastoreSyncHandler>(
+        handler: &H,
+        incoming_sequence_number: i32,
+        i_prot: &mut dyn TInputProtocol,
+        o_prot: &mut dyn TOutputProtocol,
+    ) -> thrift::Result<()> {
+        let args = ThriftHiveMetastoreGetPartitionsByNamesArgs::read_from_in_protocol(i_prot)?;
+        match handler.handle_get_partitions_by_names(args.db_name, args.tbl_name, args.names) {
+            Ok(handler_return) => {
+                let message_ident = TMessageIdentifier::new(
+                    "get_partitions_by_names",
+                    TMessageType::Reply,
+                    incoming_sequence_number,
+                );
+                o_prot.write_message_begin(&message_ident)?;
+                let ret = ThriftHiveMetastoreGetPartitionsByNamesResult {
+                    result_value: Some(handler_return),
+                    o1: None,
+                    o2: None,
+                };
+                ret.write_to_out_protocol(o_prot)?;
+                o_prot.write_message_end()?;
+                o_prot.flush()
+            }
+            Err(e) => match e {
+                thrift::Error::User(usr_err) => {
+                    if usr_err.downcast_ref::<MetaException>().is_some() {
+                        let err = usr_err
+                            .downcast::<MetaException>()
+                            .expect("downcast already checked");
+                        let ret_err = ThriftHiveMetastoreGetPartitionsByNamesResult {
+                            result_value: None,
+                            o1: Some(*err),
+                            o2: None,
+                        };
+                        let message_ident = TMessageIdentifier::new(
+                            "get_partitions_by_names",
+                            TMessageType::Reply,
+                            incoming_sequence_number,
+                        );
+                        o_prot.write_message_begin(&message_ident)?;
+                        ret_err.write_to_out_protocol(o_prot)?;
+                        o_prot.write_message_end()?;
+                        o_prot.flush()
+                    } else if usr_err.downcast_ref::<NoSuchObjectException>().is_some() {
+                        let err = usr_err
+                            .downcast::<NoSuchObjectException>()
+                            .expect("downcast already checked");
+                        let ret_err = ThriftHiveMetastoreGetPartitionsByNamesResult {
+                            result_value: None,
+                            o1: None,
+                            o2: Some(*err),
+                        };
+                        let message_ident = TMessageIdentifier::new(
+                            "get_partitions_by_names",
+                            TMessageType::Reply,
+                            incoming_sequence_number,
+                        );
+                        o_prot.write_message_begin(&message_ident)?;
+                        ret_err.write_to_out_protocol(o_prot)?;
+                        o_prot.write_message_end()?;
+                        o_prot.flush()
+                    } else {
+                        let ret_err = {
+                            ApplicationError::new(
+                                ApplicationErrorKind::Unknown,
+                                usr_err.to_string(),
+                            )
+                        };
+                        let message_ident = TMessageIdentifier::new(
+                            "get_partitions_by_names",
+                            TMessageType::Exception,
+                            incoming_sequence_number,
+                        );
+                        o_prot.write_message_begin(&message_ident)?;
+                        thrift::Error::write_application_error_to_out_protocol(&ret_err, o_prot)?;
+                        o_prot.write_message_end()?;
+                        o_prot.flush()
+                    }
+                }
+                thrift::Error::Application(app_err) => {
+                    let message_ident = TMessageIdentifier::new(
+                        "get_partitions_by_names",
+                        TMessageType::Exception,
+                        incoming_sequence_number,
+                    );
+                    o_prot.write_message_begin(&message_ident)?;
+                    thrift::Error::write_application_error_to_out_protocol(&app_err, o_prot)?;
+                    o_prot.write_message_end()?;
+                    o_prot.flush()
+                }
+                _ => {
+                    let ret_err =
+                        { ApplicationError::new(ApplicationErrorKind::Unknown, e.to_string()) };
+                    let message_ident = TMessageIdentifier::new(
+                        "get_partitions_by_names",
+                        TMessageType::Exception,
+                        incoming_sequence_number,
+                    );
+                    o_prot.write_message_begin(&message_ident)?;
+                    thrift::Error::write_application_error_to_out_protocol(&ret_err, o_prot)?;
+                    o_prot.write_message_end()?;
+                    o_prot.flush()
+                }
+            },
+        }
+    }
+    pub fn process_get_partitions_by_names_req<H: ThriftHiveMetastoreSyncHandler>(
+        handler: &H,
+        incoming_sequence_number: i32,
+        i_prot: &mut dyn TInputProtocol,
+        o_prot: &mut dyn TOutputProtocol,
+    ) -> thrift::Result<()> {
+        let args = ThriftHiveMetastoreGetPartitionsByNamesReqArgs::read_from_in_protocol(i_prot)?;
+        match handler.handle_get_partitions_by_names_req(args.req) {
+            Ok(handler_return) => {
+                let message_ident = TMessageIdentifier::new(
+                    "get_partitions_by_names_req",
+                    TMessageType::Reply,
+                    incoming_sequence_number,
+                );
+                o_prot.write_message_begin(&message_ident)?;
+                let ret = ThriftHiveMetastoreGetPartitionsByNamesReqResult {
+                    result_value: Some(handler_return),
+                    o1: None,
+                    o2: None,
+                };
+                ret.write_to_out_protocol(o_prot)?;
+                o_prot.write_message_end()?;
+                o_prot.flush()
+            }
+            Err(e) => match e {
+                thrift::Error::User(usr_err) => {
+                    if usr_err.downcast_ref::<MetaException>().is_some() {
+                        let err = usr_err
+                            .downcast::<MetaException>()
+                            .expect("downcast already checked");
+                        let ret_err = ThriftHiveMetastoreGetPartitionsByNamesReqResult {
+                            result_value: None,
+                            o1: Some(*err),
+                            o2: None,
+                        };
+                        let message_ident = TMessageIdentifier::new(
+                            "get_partitions_by_names_req",
+                            TMessageType::Reply,
+                            incoming_sequence_number,
+                        );
+                        o_prot.write_message_begin(&message_ident)?;
+                        ret_err.write_to_out_protocol(o_prot)?;
+                        o_prot.write_message_end()?;
+                        o_prot.flush()
+                    } else if usr_err.downcast_ref::<NoSuchObjectException>().is_some() {
+                        let err = usr_err
+                            .downcast::<NoSuchObjectException>()
+                            .expect("downcast already checked");
+                        let ret_err = ThriftHiveMetastoreGetPartitionsByNamesReqResult {
+                            result_value: None,
+                            o1: None,
+                            o2: Some(*err),
+                        };
+                        let message_ident = TMessageIdentifier::new(
+                            "get_partitions_by_names_req",
+                            TMessageType::Reply,
+                            incoming_sequence_number,
+                        );
+                        o_prot.write_message_begin(&message_ident)?;
+                        ret_err.write_to_out_protocol(o_prot)?;
+                        o_prot.write_message_end()?;
+                        o_prot.flush()
+                    } else {
+                        let ret_err = {
+                            ApplicationError::new(
+                                ApplicationErrorKind::Unknown,
+                                usr_err.to_string(),
+                            )
+                        };
+                        let message_ident = TMessageIdentifier::new(
+                            "get_partitions_by_names_req",
+                            TMessageType::Exception,
+                            incoming_sequence_number,
+                        );
+                        o_prot.write_message_begin(&message_ident)?;
+                        thrift::Error::write_application_error_to_out_protocol(&ret_err, o_prot)?;
+                        o_prot.write_message_end()?;
+                        o_prot.flush()
+                    }
+                }
+                thrift::Error::Application(app_err) => {
+                    let message_ident = TMessageIdentifier::new(
+                        "get_partitions_by_names_req",
+                        TMessageType::Exception,
+                        incoming_sequence_number,
+                    );
+                    o_prot.write_message_begin(&message_ident)?;
+                    thrift::Error::write_application_error_to_out_protocol(&app_err, o_prot)?;
+                    o_prot.write_message_end()?;
+                    o_prot.flush()
+                }
+                _ => {
+                    let ret_err =
+                        { ApplicationError::new(ApplicationErrorKind::Unknown, e.to_string()) };
+                    let message_ident = TMessageIdentifier::new(
+                        "get_partitions_by_names_req",
+                        TMessageType::Exception,
+                        incoming_sequence_number,
+                    );
+                    o_prot.write_message_begin(&message_ident)?;
+                    thrift::Error::write_application_error_to_out_protocol(&ret_err, o_prot)?;
+                    o_prot.write_message_end()?;
+                    o_prot.flush()
+                }
+            },
+        }
+    }
     pub fn process_alter_partition_with_environment_context<H: ThriftHiveMetastoreSyncHandler>(
         handler: &H,
         incoming_sequence_number: i32,
@@ -13018,6 +13545,14 @@ impl<H: ThriftHiveMetastoreSyncHandler> TProcessor for ThriftHiveMetastoreSyncPr
                 i_prot,
                 o_prot,
             ),
+            "get_partitions_by_names" => {
+                self.process_get_partitions_by_names(message_ident.sequence_number, i_prot, o_prot)
+            }
+            "get_partitions_by_names_req" => self.process_get_partitions_by_names_req(
+                message_ident.sequence_number,
+                i_prot,
+                o_prot,
+            ),
             "alter_partition_with_environment_context" => self
                 .process_alter_partition_with_environment_context(
                     message_ident.sequence_number,
@@ -13239,8 +13774,8 @@ impl ThriftHiveMetastoreGetAllDatabasesResult {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<String> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_48 = i_prot.read_string()?;
-                        val.push(list_elem_48);
+                        let list_elem_50 = i_prot.read_string()?;
+                        val.push(list_elem_50);
                     }
                     i_prot.read_list_end()?;
                     f_0 = Some(val);
@@ -13953,8 +14488,8 @@ impl ThriftHiveMetastoreGetAllTablesResult {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<String> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_49 = i_prot.read_string()?;
-                        val.push(list_elem_49);
+                        let list_elem_51 = i_prot.read_string()?;
+                        val.push(list_elem_51);
                     }
                     i_prot.read_list_end()?;
                     f_0 = Some(val);
@@ -14101,8 +14636,8 @@ impl ThriftHiveMetastoreGetTablesResult {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<String> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_50 = i_prot.read_string()?;
-                        val.push(list_elem_50);
+                        let list_elem_52 = i_prot.read_string()?;
+                        val.push(list_elem_52);
                     }
                     i_prot.read_list_end()?;
                     f_0 = Some(val);
@@ -14759,8 +15294,8 @@ impl ThriftHiveMetastoreAddPartitionsArgs {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<Partition> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_51 = Partition::read_from_in_protocol(i_prot)?;
-                        val.push(list_elem_51);
+                        let list_elem_53 = Partition::read_from_in_protocol(i_prot)?;
+                        val.push(list_elem_53);
                     }
                     i_prot.read_list_end()?;
                     f_1 = Some(val);
@@ -14938,8 +15473,8 @@ impl ThriftHiveMetastoreGetPartitionArgs {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<String> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_52 = i_prot.read_string()?;
-                        val.push(list_elem_52);
+                        let list_elem_54 = i_prot.read_string()?;
+                        val.push(list_elem_54);
                     }
                     i_prot.read_list_end()?;
                     f_3 = Some(val);
@@ -15500,8 +16035,8 @@ impl ThriftHiveMetastoreGetPartitionsResult {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<Partition> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_53 = Partition::read_from_in_protocol(i_prot)?;
-                        val.push(list_elem_53);
+                        let list_elem_55 = Partition::read_from_in_protocol(i_prot)?;
+                        val.push(list_elem_55);
                     }
                     i_prot.read_list_end()?;
                     f_0 = Some(val);
@@ -15814,8 +16349,8 @@ impl ThriftHiveMetastoreGetPartitionNamesResult {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<String> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_54 = i_prot.read_string()?;
-                        val.push(list_elem_54);
+                        let list_elem_56 = i_prot.read_string()?;
+                        val.push(list_elem_56);
                     }
                     i_prot.read_list_end()?;
                     f_0 = Some(val);
@@ -15967,8 +16502,8 @@ impl ThriftHiveMetastoreFetchPartitionNamesReqResult {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<String> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_55 = i_prot.read_string()?;
-                        val.push(list_elem_55);
+                        let list_elem_57 = i_prot.read_string()?;
+                        val.push(list_elem_57);
                     }
                     i_prot.read_list_end()?;
                     f_0 = Some(val);
@@ -16118,8 +16653,8 @@ impl ThriftHiveMetastoreGetPartitionNamesReqResult {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<String> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_56 = i_prot.read_string()?;
-                        val.push(list_elem_56);
+                        let list_elem_58 = i_prot.read_string()?;
+                        val.push(list_elem_58);
                     }
                     i_prot.read_list_end()?;
                     f_0 = Some(val);
@@ -16310,8 +16845,8 @@ impl ThriftHiveMetastoreGetPartitionsByFilterResult {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<Partition> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_57 = Partition::read_from_in_protocol(i_prot)?;
-                        val.push(list_elem_57);
+                        let list_elem_59 = Partition::read_from_in_protocol(i_prot)?;
+                        val.push(list_elem_59);
                     }
                     i_prot.read_list_end()?;
                     f_0 = Some(val);
@@ -16460,8 +16995,8 @@ impl ThriftHiveMetastoreGetPartitionsByFilterReqResult {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<Partition> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_58 = Partition::read_from_in_protocol(i_prot)?;
-                        val.push(list_elem_58);
+                        let list_elem_60 = Partition::read_from_in_protocol(i_prot)?;
+                        val.push(list_elem_60);
                     }
                     i_prot.read_list_end()?;
                     f_0 = Some(val);
@@ -16499,6 +17034,334 @@ impl ThriftHiveMetastoreGetPartitionsByFilterReqResult {
                 e.write_to_out_protocol(o_prot)?;
             }
             o_prot.write_list_end()?;
+            o_prot.write_field_end()?
+        }
+        if let Some(ref fld_var) = self.o1 {
+            o_prot.write_field_begin(&TFieldIdentifier::new("o1", TType::Struct, 1))?;
+            fld_var.write_to_out_protocol(o_prot)?;
+            o_prot.write_field_end()?
+        }
+        if let Some(ref fld_var) = self.o2 {
+            o_prot.write_field_begin(&TFieldIdentifier::new("o2", TType::Struct, 2))?;
+            fld_var.write_to_out_protocol(o_prot)?;
+            o_prot.write_field_end()?
+        }
+        o_prot.write_field_stop()?;
+        o_prot.write_struct_end()
+    }
+}
+
+//
+// ThriftHiveMetastoreGetPartitionsByNamesArgs
+//
+
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+struct ThriftHiveMetastoreGetPartitionsByNamesArgs {
+    db_name: String,
+    tbl_name: String,
+    names: Vec<String>,
+}
+
+impl ThriftHiveMetastoreGetPartitionsByNamesArgs {
+    fn read_from_in_protocol(
+        i_prot: &mut dyn TInputProtocol,
+    ) -> thrift::Result<ThriftHiveMetastoreGetPartitionsByNamesArgs> {
+        i_prot.read_struct_begin()?;
+        let mut f_1: Option<String> = None;
+        let mut f_2: Option<String> = None;
+        let mut f_3: Option<Vec<String>> = None;
+        loop {
+            let field_ident = i_prot.read_field_begin()?;
+            if field_ident.field_type == TType::Stop {
+                break;
+            }
+            let field_id = field_id(&field_ident)?;
+            match field_id {
+                1 => {
+                    let val = i_prot.read_string()?;
+                    f_1 = Some(val);
+                }
+                2 => {
+                    let val = i_prot.read_string()?;
+                    f_2 = Some(val);
+                }
+                3 => {
+                    let list_ident = i_prot.read_list_begin()?;
+                    let mut val: Vec<String> = Vec::with_capacity(list_ident.size as usize);
+                    for _ in 0..list_ident.size {
+                        let list_elem_61 = i_prot.read_string()?;
+                        val.push(list_elem_61);
+                    }
+                    i_prot.read_list_end()?;
+                    f_3 = Some(val);
+                }
+                _ => {
+                    i_prot.skip(field_ident.field_type)?;
+                }
+            };
+            i_prot.read_field_end()?;
+        }
+        i_prot.read_struct_end()?;
+        verify_required_field_exists("ThriftHiveMetastoreGetPartitionsByNamesArgs.db_name", &f_1)?;
+        verify_required_field_exists("ThriftHiveMetastoreGetPartitionsByNamesArgs.tbl_name", &f_2)?;
+        verify_required_field_exists("ThriftHiveMetastoreGetPartitionsByNamesArgs.names", &f_3)?;
+        let ret = ThriftHiveMetastoreGetPartitionsByNamesArgs {
+            db_name: f_1
+                .expect("auto-generated code should have checked for presence of required fields"),
+            tbl_name: f_2
+                .expect("auto-generated code should have checked for presence of required fields"),
+            names: f_3
+                .expect("auto-generated code should have checked for presence of required fields"),
+        };
+        Ok(ret)
+    }
+    fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+        let struct_ident = TStructIdentifier::new("get_partitions_by_names_args");
+        o_prot.write_struct_begin(&struct_ident)?;
+        o_prot.write_field_begin(&TFieldIdentifier::new("db_name", TType::String, 1))?;
+        o_prot.write_string(&self.db_name)?;
+        o_prot.write_field_end()?;
+        o_prot.write_field_begin(&TFieldIdentifier::new("tbl_name", TType::String, 2))?;
+        o_prot.write_string(&self.tbl_name)?;
+        o_prot.write_field_end()?;
+        o_prot.write_field_begin(&TFieldIdentifier::new("names", TType::List, 3))?;
+        o_prot.write_list_begin(&TListIdentifier::new(
+            TType::String,
+            self.names.len() as i32,
+        ))?;
+        for e in &self.names {
+            o_prot.write_string(e)?;
+        }
+        o_prot.write_list_end()?;
+        o_prot.write_field_end()?;
+        o_prot.write_field_stop()?;
+        o_prot.write_struct_end()
+    }
+}
+
+//
+// ThriftHiveMetastoreGetPartitionsByNamesResult
+//
+
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+struct ThriftHiveMetastoreGetPartitionsByNamesResult {
+    result_value: Option<Vec<Partition>>,
+    o1: Option<MetaException>,
+    o2: Option<NoSuchObjectException>,
+}
+
+impl ThriftHiveMetastoreGetPartitionsByNamesResult {
+    fn ok_or(self) -> thrift::Result<Vec<Partition>> {
+        if self.o1.is_some() {
+            Err(thrift::Error::User(Box::new(self.o1.unwrap())))
+        } else if self.o2.is_some() {
+            Err(thrift::Error::User(Box::new(self.o2.unwrap())))
+        } else if self.result_value.is_some() {
+            Ok(self.result_value.unwrap())
+        } else {
+            Err(thrift::Error::Application(ApplicationError::new(
+                ApplicationErrorKind::MissingResult,
+                "no result received for ThriftHiveMetastoreGetPartitionsByNames",
+            )))
+        }
+    }
+    fn read_from_in_protocol(
+        i_prot: &mut dyn TInputProtocol,
+    ) -> thrift::Result<ThriftHiveMetastoreGetPartitionsByNamesResult> {
+        i_prot.read_struct_begin()?;
+        let mut f_0: Option<Vec<Partition>> = None;
+        let mut f_1: Option<MetaException> = None;
+        let mut f_2: Option<NoSuchObjectException> = None;
+        loop {
+            let field_ident = i_prot.read_field_begin()?;
+            if field_ident.field_type == TType::Stop {
+                break;
+            }
+            let field_id = field_id(&field_ident)?;
+            match field_id {
+                0 => {
+                    let list_ident = i_prot.read_list_begin()?;
+                    let mut val: Vec<Partition> = Vec::with_capacity(list_ident.size as usize);
+                    for _ in 0..list_ident.size {
+                        let list_elem_62 = Partition::read_from_in_protocol(i_prot)?;
+                        val.push(list_elem_62);
+                    }
+                    i_prot.read_list_end()?;
+                    f_0 = Some(val);
+                }
+                1 => {
+                    let val = MetaException::read_from_in_protocol(i_prot)?;
+                    f_1 = Some(val);
+                }
+                2 => {
+                    let val = NoSuchObjectException::read_from_in_protocol(i_prot)?;
+                    f_2 = Some(val);
+                }
+                _ => {
+                    i_prot.skip(field_ident.field_type)?;
+                }
+            };
+            i_prot.read_field_end()?;
+        }
+        i_prot.read_struct_end()?;
+        let ret = ThriftHiveMetastoreGetPartitionsByNamesResult {
+            result_value: f_0,
+            o1: f_1,
+            o2: f_2,
+        };
+        Ok(ret)
+    }
+    fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+        let struct_ident = TStructIdentifier::new("ThriftHiveMetastoreGetPartitionsByNamesResult");
+        o_prot.write_struct_begin(&struct_ident)?;
+        if let Some(ref fld_var) = self.result_value {
+            o_prot.write_field_begin(&TFieldIdentifier::new("result_value", TType::List, 0))?;
+            o_prot.write_list_begin(&TListIdentifier::new(TType::Struct, fld_var.len() as i32))?;
+            for e in fld_var {
+                e.write_to_out_protocol(o_prot)?;
+            }
+            o_prot.write_list_end()?;
+            o_prot.write_field_end()?
+        }
+        if let Some(ref fld_var) = self.o1 {
+            o_prot.write_field_begin(&TFieldIdentifier::new("o1", TType::Struct, 1))?;
+            fld_var.write_to_out_protocol(o_prot)?;
+            o_prot.write_field_end()?
+        }
+        if let Some(ref fld_var) = self.o2 {
+            o_prot.write_field_begin(&TFieldIdentifier::new("o2", TType::Struct, 2))?;
+            fld_var.write_to_out_protocol(o_prot)?;
+            o_prot.write_field_end()?
+        }
+        o_prot.write_field_stop()?;
+        o_prot.write_struct_end()
+    }
+}
+
+//
+// ThriftHiveMetastoreGetPartitionsByNamesReqArgs
+//
+
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+struct ThriftHiveMetastoreGetPartitionsByNamesReqArgs {
+    req: GetPartitionsByNamesRequest,
+}
+
+impl ThriftHiveMetastoreGetPartitionsByNamesReqArgs {
+    fn read_from_in_protocol(
+        i_prot: &mut dyn TInputProtocol,
+    ) -> thrift::Result<ThriftHiveMetastoreGetPartitionsByNamesReqArgs> {
+        i_prot.read_struct_begin()?;
+        let mut f_1: Option<GetPartitionsByNamesRequest> = None;
+        loop {
+            let field_ident = i_prot.read_field_begin()?;
+            if field_ident.field_type == TType::Stop {
+                break;
+            }
+            let field_id = field_id(&field_ident)?;
+            match field_id {
+                1 => {
+                    let val = GetPartitionsByNamesRequest::read_from_in_protocol(i_prot)?;
+                    f_1 = Some(val);
+                }
+                _ => {
+                    i_prot.skip(field_ident.field_type)?;
+                }
+            };
+            i_prot.read_field_end()?;
+        }
+        i_prot.read_struct_end()?;
+        verify_required_field_exists("ThriftHiveMetastoreGetPartitionsByNamesReqArgs.req", &f_1)?;
+        let ret = ThriftHiveMetastoreGetPartitionsByNamesReqArgs {
+            req: f_1
+                .expect("auto-generated code should have checked for presence of required fields"),
+        };
+        Ok(ret)
+    }
+    fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+        let struct_ident = TStructIdentifier::new("get_partitions_by_names_req_args");
+        o_prot.write_struct_begin(&struct_ident)?;
+        o_prot.write_field_begin(&TFieldIdentifier::new("req", TType::Struct, 1))?;
+        self.req.write_to_out_protocol(o_prot)?;
+        o_prot.write_field_end()?;
+        o_prot.write_field_stop()?;
+        o_prot.write_struct_end()
+    }
+}
+
+//
+// ThriftHiveMetastoreGetPartitionsByNamesReqResult
+//
+
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+struct ThriftHiveMetastoreGetPartitionsByNamesReqResult {
+    result_value: Option<GetPartitionsByNamesResult>,
+    o1: Option<MetaException>,
+    o2: Option<NoSuchObjectException>,
+}
+
+impl ThriftHiveMetastoreGetPartitionsByNamesReqResult {
+    fn ok_or(self) -> thrift::Result<GetPartitionsByNamesResult> {
+        if self.o1.is_some() {
+            Err(thrift::Error::User(Box::new(self.o1.unwrap())))
+        } else if self.o2.is_some() {
+            Err(thrift::Error::User(Box::new(self.o2.unwrap())))
+        } else if self.result_value.is_some() {
+            Ok(self.result_value.unwrap())
+        } else {
+            Err(thrift::Error::Application(ApplicationError::new(
+                ApplicationErrorKind::MissingResult,
+                "no result received for ThriftHiveMetastoreGetPartitionsByNamesReq",
+            )))
+        }
+    }
+    fn read_from_in_protocol(
+        i_prot: &mut dyn TInputProtocol,
+    ) -> thrift::Result<ThriftHiveMetastoreGetPartitionsByNamesReqResult> {
+        i_prot.read_struct_begin()?;
+        let mut f_0: Option<GetPartitionsByNamesResult> = None;
+        let mut f_1: Option<MetaException> = None;
+        let mut f_2: Option<NoSuchObjectException> = None;
+        loop {
+            let field_ident = i_prot.read_field_begin()?;
+            if field_ident.field_type == TType::Stop {
+                break;
+            }
+            let field_id = field_id(&field_ident)?;
+            match field_id {
+                0 => {
+                    let val = GetPartitionsByNamesResult::read_from_in_protocol(i_prot)?;
+                    f_0 = Some(val);
+                }
+                1 => {
+                    let val = MetaException::read_from_in_protocol(i_prot)?;
+                    f_1 = Some(val);
+                }
+                2 => {
+                    let val = NoSuchObjectException::read_from_in_protocol(i_prot)?;
+                    f_2 = Some(val);
+                }
+                _ => {
+                    i_prot.skip(field_ident.field_type)?;
+                }
+            };
+            i_prot.read_field_end()?;
+        }
+        i_prot.read_struct_end()?;
+        let ret = ThriftHiveMetastoreGetPartitionsByNamesReqResult {
+            result_value: f_0,
+            o1: f_1,
+            o2: f_2,
+        };
+        Ok(ret)
+    }
+    fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+        let struct_ident =
+            TStructIdentifier::new("ThriftHiveMetastoreGetPartitionsByNamesReqResult");
+        o_prot.write_struct_begin(&struct_ident)?;
+        if let Some(ref fld_var) = self.result_value {
+            o_prot.write_field_begin(&TFieldIdentifier::new("result_value", TType::Struct, 0))?;
+            fld_var.write_to_out_protocol(o_prot)?;
             o_prot.write_field_end()?
         }
         if let Some(ref fld_var) = self.o1 {

@@ -1,0 +1,414 @@
+//! Fleet mode's engine: which tables and partitions a run looks at (a table or a database's
+//! tables, every partition or a metastore filter, one shard of them), and what one listing of
+//! each partition directory says about it. `analyze` reports these surveys; `compact` over a
+//! selection uses them to skip, order and budget partitions before it reads any ORC file.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use xxhash_rust::xxh3::xxh3_64;
+
+use crate::eligibility::{self, Refusal, Rule};
+use crate::hdfs::{Hdfs, Location};
+use crate::metastore::Metastore;
+use crate::operations::inspect::FileSizes;
+use crate::operations::resolve::{self, ResolveError, TableName};
+use crate::partition_spec::PartitionSpec;
+use crate::snapshot::SnapshotError;
+use crate::table::{PartitionInfo, TableInfo};
+
+/// Partitions fetched per metastore call: large tables have tens of thousands, and one answer
+/// holding them all can exceed the server's or the client's message limits.
+const PARTITIONS_PER_PAGE: usize = 500;
+
+/// Partition directories listed at once: hides NameNode latency without flooding it.
+pub const LISTINGS_IN_FLIGHT: usize = 16;
+
+/// Which tables a run covers.
+#[derive(Debug, Clone)]
+pub enum Tables {
+    One(TableName),
+    /// A database's tables, optionally only those whose name matches a glob (`events_*`).
+    Database {
+        db: String,
+        glob: Option<globset::GlobMatcher>,
+    },
+}
+
+impl Tables {
+    /// `glob` uses shell syntax (`*`, `?`, `[abc]`, `{a,b}`), matched against the bare table
+    /// name, case-insensitively as Hive stores names lower-cased.
+    pub fn database(db: &str, glob: Option<&str>) -> Result<Self, globset::Error> {
+        let glob = glob
+            .map(|g| {
+                globset::GlobBuilder::new(g)
+                    .case_insensitive(true)
+                    .literal_separator(true)
+                    .build()
+                    .map(|g| g.compile_matcher())
+            })
+            .transpose()?;
+        Ok(Tables::Database {
+            db: db.to_ascii_lowercase(),
+            glob,
+        })
+    }
+}
+
+/// Which partitions of each table.
+#[derive(Debug, Clone)]
+pub enum Partitions {
+    All,
+    /// A metastore filter (`dt < '2026-11-01'`), evaluated by the server.
+    Where(String),
+    /// Specs as the user typed them; resolved (and refused when wrong) one by one.
+    Specs(Vec<String>),
+}
+
+/// `K/N`: this host takes the candidates whose stable hash falls in bucket K of N. Every host
+/// computes the same split from the names alone, so N hosts given 1/N..N/N share a database
+/// without overlap or gaps, whatever order the metastore lists things in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    pub index: u64,
+    pub count: u64,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || format!("'{s}' is not a shard: write K/N with 1 <= K <= N, e.g. 2/3");
+        let (k, n) = s.split_once('/').ok_or_else(bad)?;
+        let (index, count): (u64, u64) = (
+            k.trim().parse().map_err(|_| bad())?,
+            n.trim().parse().map_err(|_| bad())?,
+        );
+        if index == 0 || index > count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+impl Shard {
+    /// Whether `key` (`db.table/partition-name`) belongs to this shard. XXH3 is fixed by its
+    /// specification, so the split does not change with the build or the platform.
+    pub fn contains(&self, key: &str) -> bool {
+        xxh3_64(key.as_bytes()) % self.count == self.index - 1
+    }
+}
+
+/// What a run selects: tables, partitions of each, and optionally one shard of them.
+#[derive(Debug, Clone)]
+pub struct Selection {
+    pub tables: Tables,
+    pub partitions: Partitions,
+    pub shard: Option<Shard>,
+}
+
+/// One partition (or an unpartitioned table's directory) a run considers.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    pub table: Arc<TableInfo>,
+    /// The escaped name `SHOW PARTITIONS` prints; a spec as typed for [`Partitions::Specs`];
+    /// empty for an unpartitioned table's directory.
+    pub name: String,
+    /// As the metastore returned it; `None` for a typed spec not resolved yet.
+    pub partition: Option<PartitionInfo>,
+}
+
+impl Candidate {
+    /// `db.table/partition-name`: what shards hash and reports name.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.table.qualified_name(), self.name)
+    }
+}
+
+/// A table the selection matched, with the candidates it holds, or why it has none.
+#[derive(Debug)]
+pub struct TableSelection {
+    pub table: Arc<TableInfo>,
+    /// The table-level refusal: its partitions are not listed at all.
+    pub refusal: Option<Refusal>,
+    pub candidates: Vec<Candidate>,
+    /// Listing the table's partitions failed (e.g. a filter on a column that is not a
+    /// partition key); the other tables go on.
+    pub error: Option<String>,
+}
+
+/// Reads the tables the selection names, in name order. A named table that does not exist is an
+/// error; tables of a database that vanish while it is read are left out.
+pub async fn tables(metastore: &Metastore, tables: &Tables) -> anyhow::Result<Vec<TableInfo>> {
+    match tables {
+        Tables::One(name) => Ok(vec![resolve::table(metastore, name).await?]),
+        Tables::Database { db, glob } => {
+            let mut names = metastore
+                .tables(db, None)
+                .await
+                .map_err(|e| anyhow::anyhow!("listing the tables of database {db}: {e}"))?;
+            names.retain(|n| glob.as_ref().is_none_or(|g| g.is_match(n)));
+            names.sort();
+            let mut out = Vec::with_capacity(names.len());
+            for name in names {
+                let name = TableName {
+                    db: db.clone(),
+                    table: name,
+                };
+                match metastore.get_table(&name.db, &name.table).await {
+                    Ok(t) => out.push(TableInfo::from(&t)),
+                    Err(crate::metastore::MetastoreError::NotFound { .. }) => {}
+                    Err(e) => anyhow::bail!("reading table {name} from the metastore: {e}"),
+                }
+            }
+            Ok(out)
+        }
+    }
+}
+
+/// The candidates of every selected table, sharded. Table-level refusals and listing errors are
+/// recorded per table, not raised: a fleet run reports them and goes on with the other tables.
+pub async fn select(
+    metastore: &Metastore,
+    selection: &Selection,
+) -> anyhow::Result<Vec<TableSelection>> {
+    let mut out = Vec::new();
+    for info in tables(metastore, &selection.tables).await? {
+        let table = Arc::new(info);
+        let mut found = TableSelection {
+            table: table.clone(),
+            refusal: eligibility::check_table(&table).err(),
+            candidates: vec![],
+            error: None,
+        };
+        // Typed specs are each reported on their own, refusal included, as `compact` does.
+        if found.refusal.is_none() || matches!(selection.partitions, Partitions::Specs(_)) {
+            match candidates(metastore, &table, &selection.partitions).await {
+                Ok(mut c) => {
+                    if let Some(shard) = &selection.shard {
+                        c.retain(|c| shard.contains(&c.key()));
+                    }
+                    found.candidates = c;
+                }
+                Err(e) => found.error = Some(format!("{e:#}")),
+            }
+        }
+        out.push(found);
+    }
+    Ok(out)
+}
+
+async fn candidates(
+    metastore: &Metastore,
+    table: &Arc<TableInfo>,
+    partitions: &Partitions,
+) -> anyhow::Result<Vec<Candidate>> {
+    let candidate = |name: String, partition: Option<PartitionInfo>| Candidate {
+        table: table.clone(),
+        name,
+        partition,
+    };
+    let named = |p: &crate::metastore::Partition| {
+        let info = PartitionInfo::from(p);
+        let name = PartitionSpec::from_values(&table.partition_keys, &info.values).name();
+        candidate(name, Some(info))
+    };
+    let what = table.qualified_name();
+    if let Partitions::Specs(specs) = partitions {
+        return Ok(specs.iter().map(|s| candidate(s.clone(), None)).collect());
+    }
+    if table.partition_keys.is_empty() {
+        let dir = PartitionInfo {
+            values: vec![],
+            params: table.params.clone(),
+            storage: table.storage.clone(),
+        };
+        return Ok(vec![candidate(String::new(), Some(dir))]);
+    }
+    let mut out = match partitions {
+        Partitions::Where(filter) => metastore
+            .partitions_by_filter(&table.db, &table.name, filter, None)
+            .await
+            .map_err(|e| anyhow::anyhow!("partitions of {what} where {filter}: {e}"))?
+            .iter()
+            .map(named)
+            .collect(),
+        _ => {
+            let names = metastore
+                .partition_names(&table.db, &table.name)
+                .await
+                .map_err(|e| anyhow::anyhow!("listing the partitions of {what}: {e}"))?;
+            let mut out = Vec::with_capacity(names.len());
+            for page in names.chunks(PARTITIONS_PER_PAGE) {
+                let found = metastore
+                    .partitions_by_names(&table.db, &table.name, page)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("reading the partitions of {what}: {e}"))?;
+                out.extend(found.iter().map(named));
+            }
+            out
+        }
+    };
+    out.sort_by(|a: &Candidate, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+/// What one listing of a candidate's directory shows, and whether the tool may compact it.
+#[derive(Debug, Clone)]
+pub struct Survey {
+    pub candidate: Candidate,
+    pub location: Option<String>,
+    pub sizes: FileSizes,
+    /// Data files smaller than the `small_file_size` the survey was taken with.
+    pub small_files: usize,
+    /// The newest data file's modification time (ms since the epoch): a recent one means a
+    /// writer may still be adding files.
+    pub newest_modification: Option<u64>,
+    pub refusal: Option<Refusal>,
+    /// The partition could not be judged (listing failed, directory gone): `compact` would fail.
+    pub error: Option<String>,
+}
+
+impl Survey {
+    pub fn eligible(&self) -> bool {
+        self.refusal.is_none() && self.error.is_none()
+    }
+
+    /// Files the data would fill at `target_size` each: `ceil(bytes / target)`.
+    pub fn files_needed(&self, target_size: u64) -> usize {
+        self.sizes.bytes.div_ceil(target_size.max(1)) as usize
+    }
+
+    /// Files compaction could remove at best: files beyond those needed.
+    pub fn excess_files(&self, target_size: u64) -> usize {
+        self.sizes
+            .count
+            .saturating_sub(self.files_needed(target_size))
+    }
+
+    pub fn mean_size(&self) -> u64 {
+        self.sizes
+            .bytes
+            .checked_div(self.sizes.count as u64)
+            .unwrap_or(0)
+    }
+}
+
+/// Surveys candidates, [`LISTINGS_IN_FLIGHT`] at a time, returning them in the given order.
+pub async fn survey_all(
+    metastore: &Metastore,
+    hdfs: &Hdfs,
+    candidates: Vec<Candidate>,
+    small_file_size: u64,
+) -> Vec<Survey> {
+    futures::stream::iter(candidates)
+        .map(|c| survey(metastore, hdfs, c, small_file_size))
+        .buffered(LISTINGS_IN_FLIGHT)
+        .collect()
+        .await
+}
+
+/// One listing call for the candidate's directory (and, for a typed spec, one metastore read).
+/// Applies the same partition rules `compact` does before it reads any file.
+pub async fn survey(
+    metastore: &Metastore,
+    hdfs: &Hdfs,
+    mut candidate: Candidate,
+    small_file_size: u64,
+) -> Survey {
+    let mut s = Survey {
+        candidate: candidate.clone(),
+        location: None,
+        sizes: FileSizes::of(&[]),
+        small_files: 0,
+        newest_modification: None,
+        refusal: None,
+        error: None,
+    };
+    if let Err(r) = eligibility::check_table(&candidate.table) {
+        s.refusal = Some(r);
+        return s;
+    }
+    let partition = match candidate.partition.take() {
+        Some(p) => p,
+        None => match resolve::partition(metastore, &candidate.table, &candidate.name).await {
+            Ok((spec, p)) => {
+                s.candidate.name = spec.name();
+                s.candidate.partition = Some(p.clone());
+                p
+            }
+            Err(ResolveError::Refused(r)) => {
+                s.refusal = Some(r);
+                return s;
+            }
+            Err(ResolveError::Other(e)) => {
+                s.error = Some(format!("{e:#}"));
+                return s;
+            }
+        },
+    };
+    s.location = partition.storage.location.clone();
+    if let Err(r) = eligibility::check_partition(&partition.storage) {
+        s.refusal = Some(r);
+        return s;
+    }
+    let Some(location) = s.location.as_deref() else {
+        s.refusal = Some(Refusal::new(Rule::NotHdfs, "it has no location"));
+        return s;
+    };
+    let location = match Location::parse(location) {
+        Ok(l) => l,
+        Err(e) => {
+            s.refusal = Some(Refusal::new(Rule::NotHdfs, e.to_string()));
+            return s;
+        }
+    };
+    match hdfs.list(&location).await {
+        Ok(Some(listing)) => {
+            let lengths: Vec<u64> = listing.files.iter().map(|f| f.length).collect();
+            s.sizes = FileSizes::of(&lengths);
+            s.small_files = lengths.iter().filter(|&&l| l < small_file_size).count();
+            s.newest_modification = listing.files.iter().map(|f| f.modification_time).max();
+            if !listing.subdirs.is_empty() {
+                // The same refusal, worded the same, as compact's snapshot gives.
+                s.refusal = SnapshotError::Subdirectories {
+                    dir: location,
+                    names: listing.subdirs,
+                }
+                .refusal();
+            }
+        }
+        Ok(None) => s.error = Some(SnapshotError::Missing(location).to_string()),
+        Err(e) => s.error = Some(e.to_string()),
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_parse_and_partition_keys() {
+        assert_eq!("2/3".parse::<Shard>(), Ok(Shard { index: 2, count: 3 }));
+        for bad in ["0/3", "4/3", "3", "a/b", "1/0"] {
+            assert!(bad.parse::<Shard>().is_err(), "{bad}");
+        }
+        let shards: Vec<Shard> = (1..=3).map(|k| format!("{k}/3").parse().unwrap()).collect();
+        for i in 0..200 {
+            let key = format!("db.t/dt=2026-01-{i}");
+            let owners = shards.iter().filter(|s| s.contains(&key)).count();
+            assert_eq!(owners, 1, "{key}");
+        }
+    }
+
+    #[test]
+    fn table_globs_match_bare_names() {
+        let Tables::Database { glob: Some(g), .. } = Tables::database("DB", Some("ev*")).unwrap()
+        else {
+            panic!("a glob");
+        };
+        assert!(g.is_match("events") && g.is_match("EVENTS_2"));
+        assert!(!g.is_match("old_events"));
+    }
+}

@@ -1,0 +1,273 @@
+//! `analyze`: which partitions of a table, or of a database's tables, are worth compacting.
+//!
+//! Promises: read-only. One metastore page per [`fleet`]'s page size of partitions and one
+//! listing call per partition directory (a bounded number at once), so it is cheap enough to run
+//! over a whole database; the eligibility shown is decided by the same rules `compact` applies
+//! before it reads a file. With `deep` it also reads every ORC tail and plans each eligible
+//! partition exactly as `compact --dry-run` does, showing merge groups and stripes.
+//!
+//! The figures: `files_needed = ceil(bytes / target_size)`, `excess_files = files - needed`
+//! (never below 0): how many files compaction could remove at best. Rows come sorted by excess
+//! files, most first.
+
+use futures::StreamExt;
+use serde::Serialize;
+
+use crate::eligibility::Rule;
+use crate::fleet::{self, Partitions, Selection, Survey, Tables};
+use crate::hdfs::Hdfs;
+use crate::metastore::Metastore;
+use crate::operations::compact::{self, CompactOptions, GroupReport, Quiet, Status};
+use crate::table::TableInfo;
+
+/// Partitions planned at once with `deep`: each reads its tails with its own concurrency.
+const DEEP_PLANS_IN_FLIGHT: usize = 4;
+
+#[derive(Debug, Clone)]
+pub struct AnalyzeOptions {
+    /// Files below this size count as small.
+    pub small_file_size: u64,
+    /// The output size compaction aims for (as `compact --target-size`).
+    pub target_size: u64,
+    /// Also read ORC tails and plan, as `compact --dry-run`.
+    pub deep: bool,
+}
+
+/// One partition, or an unpartitioned table's directory (`partition` empty), or a refused or
+/// unreadable table as a whole (`partition` empty, `eligible` false).
+#[derive(Debug, Clone, Serialize)]
+pub struct PartitionAnalysis {
+    pub table: String,
+    pub partition: String,
+    pub location: Option<String>,
+    pub files: usize,
+    pub bytes: u64,
+    pub mean_size: u64,
+    /// The lower median: a real file's size.
+    pub median_size: u64,
+    pub small_files: usize,
+    pub files_needed: usize,
+    pub excess_files: usize,
+    pub eligible: bool,
+    pub rule: Option<Rule>,
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<DeepPlan>,
+}
+
+/// What `compact --dry-run` would do with the partition (`deep` only).
+#[derive(Debug, Clone, Serialize)]
+pub struct DeepPlan {
+    pub files_after: usize,
+    pub rows: u64,
+    /// Stripes copied into merged outputs.
+    pub stripes: usize,
+    pub groups: Vec<GroupReport>,
+}
+
+impl PartitionAnalysis {
+    /// Files compaction would remove: the plan's count when there is one, else the estimate.
+    pub fn removable_files(&self) -> usize {
+        if !self.eligible {
+            return 0;
+        }
+        match &self.plan {
+            Some(p) => self.files.saturating_sub(p.files_after),
+            None => self.excess_files,
+        }
+    }
+}
+
+/// Sums over a table, or over everything the run covered.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Totals {
+    /// `db.table`, or the database (or table) the run covered.
+    pub scope: String,
+    pub partitions: usize,
+    pub eligible: usize,
+    pub files: usize,
+    pub bytes: u64,
+    pub small_files: usize,
+    pub removable_files: usize,
+    /// Partitions or tables that could not be read.
+    pub errors: usize,
+}
+
+impl Totals {
+    fn add(&mut self, p: &PartitionAnalysis) {
+        self.partitions += 1;
+        self.eligible += usize::from(p.eligible);
+        self.files += p.files;
+        self.bytes += p.bytes;
+        self.small_files += p.small_files;
+        self.removable_files += p.removable_files();
+        self.errors += usize::from(!p.eligible && p.rule.is_none());
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct AnalyzeReport {
+    pub partitions: Vec<PartitionAnalysis>,
+    pub tables: Vec<Totals>,
+    pub total: Totals,
+}
+
+pub async fn analyze(
+    metastore: &Metastore,
+    hdfs: &Hdfs,
+    tables: Tables,
+    options: &AnalyzeOptions,
+) -> anyhow::Result<AnalyzeReport> {
+    let scope = match &tables {
+        Tables::One(name) => name.to_string(),
+        Tables::Database { db, .. } => db.clone(),
+    };
+    let selection = Selection {
+        tables,
+        partitions: Partitions::All,
+        shard: None,
+    };
+    let mut rows = Vec::new();
+    let mut tables = Vec::new();
+    for t in fleet::select(metastore, &selection).await? {
+        let name = t.table.qualified_name();
+        tables.push(name.clone());
+        let problem = t
+            .refusal
+            .map(|r| (Some(r.rule), r.reason))
+            .or(t.error.map(|e| (None, e)));
+        if let Some((rule, reason)) = problem {
+            rows.push(PartitionAnalysis {
+                table: name,
+                partition: String::new(),
+                location: t.table.storage.location.clone(),
+                files: 0,
+                bytes: 0,
+                mean_size: 0,
+                median_size: 0,
+                small_files: 0,
+                files_needed: 0,
+                excess_files: 0,
+                eligible: false,
+                rule,
+                reason: Some(reason),
+                plan: None,
+            });
+            continue;
+        }
+        let surveys =
+            fleet::survey_all(metastore, hdfs, t.candidates, options.small_file_size).await;
+        let table_rows = surveys.iter().map(|s| row(s, options.target_size));
+        if options.deep {
+            let table = &t.table;
+            let deep: Vec<_> = futures::stream::iter(table_rows)
+                .map(|r| deepen(metastore, hdfs, table, r, options))
+                .buffered(DEEP_PLANS_IN_FLIGHT)
+                .collect()
+                .await;
+            rows.extend(deep);
+        } else {
+            rows.extend(table_rows);
+        }
+    }
+    rows.sort_by(|a, b| {
+        b.excess_files
+            .cmp(&a.excess_files)
+            .then_with(|| (&a.table, &a.partition).cmp(&(&b.table, &b.partition)))
+    });
+    let mut per_table: Vec<Totals> = tables
+        .into_iter()
+        .map(|scope| Totals {
+            scope,
+            ..Default::default()
+        })
+        .collect();
+    let mut total = Totals {
+        scope,
+        ..Default::default()
+    };
+    for r in &rows {
+        total.add(r);
+        if let Some(t) = per_table.iter_mut().find(|t| t.scope == r.table) {
+            t.add(r);
+        }
+    }
+    Ok(AnalyzeReport {
+        partitions: rows,
+        tables: per_table,
+        total,
+    })
+}
+
+fn row(s: &Survey, target_size: u64) -> PartitionAnalysis {
+    PartitionAnalysis {
+        table: s.candidate.table.qualified_name(),
+        partition: s.candidate.name.clone(),
+        location: s.location.clone(),
+        files: s.sizes.count,
+        bytes: s.sizes.bytes,
+        mean_size: s.mean_size(),
+        median_size: s.sizes.median,
+        small_files: s.small_files,
+        files_needed: s.files_needed(target_size),
+        excess_files: s.excess_files(target_size),
+        eligible: s.eligible(),
+        rule: s.refusal.as_ref().map(|r| r.rule),
+        reason: s
+            .refusal
+            .as_ref()
+            .map(|r| r.reason.clone())
+            .or(s.error.clone()),
+        plan: None,
+    }
+}
+
+/// Plans an eligible partition as `compact --dry-run` does. A file the listing could not judge
+/// (not ORC, unreadable) turns up here and makes the partition ineligible, as in `compact`.
+/// Unpartitioned tables have no partition to plan and keep the estimate.
+async fn deepen(
+    metastore: &Metastore,
+    hdfs: &Hdfs,
+    table: &TableInfo,
+    mut row: PartitionAnalysis,
+    options: &AnalyzeOptions,
+) -> PartitionAnalysis {
+    if !row.eligible || row.partition.is_empty() {
+        return row;
+    }
+    let compact_options = CompactOptions {
+        target_size: options.target_size,
+        dry_run: true,
+        ..CompactOptions::default()
+    };
+    let report = compact::compact_partition(
+        metastore,
+        hdfs,
+        table,
+        &row.partition,
+        &compact_options,
+        &Quiet,
+    )
+    .await;
+    match report.status {
+        Status::DryRun | Status::NothingToDo => {
+            row.plan = Some(DeepPlan {
+                files_after: report.files_after,
+                rows: report.rows,
+                stripes: report
+                    .groups
+                    .iter()
+                    .flat_map(|g| &g.outputs)
+                    .map(|o| o.stripes)
+                    .sum(),
+                groups: report.groups,
+            });
+        }
+        _ => {
+            row.eligible = false;
+            row.rule = report.rule;
+            row.reason = report.reason;
+        }
+    }
+    row
+}

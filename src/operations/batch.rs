@@ -1,0 +1,439 @@
+//! `compact` over many partitions: typed specs, or a selection (every partition of a table or of
+//! a database's tables, those a metastore filter picks, one shard of them), filtered by
+//! thresholds, capped by budgets, compacted a few at a time.
+//!
+//! Promises:
+//! 1. Every partition the run considers gets exactly one report: compacted or not, and a
+//!    partition left out by a threshold or budget is `skipped` with the reason.
+//! 2. Each partition is compacted by [`compact_partition`], with all of its promises; one
+//!    partition's failure does not stop the others.
+//! 3. At most `parallel` partitions run at once, each on its own metastore connection.
+//! 4. Once `cancel` fires no partition starts (those left are reported skipped), and running
+//!    ones stop at their next safe point before the swap, or finish if already past it: no
+//!    partition is left half swapped, and the run counts as failed.
+//! 5. Thresholds and budgets are judged from one directory listing per partition, before any
+//!    ORC file is read; [`plan`] does nothing else, so it is what `--dry-run` starts from.
+
+use std::time::{Duration, Instant};
+
+use bytesize::ByteSize;
+use futures::StreamExt;
+use serde::Serialize;
+
+use crate::exit::ExitCode;
+use crate::fleet::{self, Candidate, Partitions, Selection, Survey};
+use crate::hdfs::Hdfs;
+use crate::metastore::{Metastore, MetastorePool};
+use crate::operations::compact::{
+    compact_partition, CompactOptions, CompactReport, Progress, Status,
+};
+
+/// Partitions a run leaves alone, judged from their listing.
+#[derive(Debug, Clone, Default)]
+pub struct Thresholds {
+    /// Skip partitions with fewer data files.
+    pub min_files: Option<usize>,
+    /// Skip partitions whose files are already this large on average.
+    pub max_avg_size: Option<u64>,
+    /// Skip partitions with a file modified more recently: a writer may still be adding files.
+    pub min_age: Option<Duration>,
+}
+
+impl Thresholds {
+    fn any(&self) -> bool {
+        self.min_files.is_some() || self.max_avg_size.is_some() || self.min_age.is_some()
+    }
+
+    /// Why the surveyed partition is skipped, if it is. `now` is in ms since the epoch.
+    fn skip(&self, s: &Survey, now: u64) -> Option<String> {
+        if let Some(min) = self.min_files.filter(|&m| s.sizes.count < m) {
+            return Some(format!(
+                "{} data files, fewer than the minimum of {min}",
+                s.sizes.count
+            ));
+        }
+        if let Some(max) = self.max_avg_size.filter(|&m| s.mean_size() > m) {
+            return Some(format!(
+                "its files average {}, already above {}",
+                size(s.mean_size()),
+                size(max)
+            ));
+        }
+        let age = self.min_age?;
+        let newest = s.newest_modification?;
+        let ago = Duration::from_millis(now.saturating_sub(newest));
+        (ago < age).then(|| {
+            format!(
+                "a file was modified {}s ago, less than the minimum age of {}s: a writer may \
+                 still be adding files",
+                ago.as_secs(),
+                age.as_secs()
+            )
+        })
+    }
+}
+
+fn size(bytes: u64) -> String {
+    ByteSize(bytes).display().iec().to_string()
+}
+
+/// How much one run may take on.
+#[derive(Debug, Clone, Default)]
+pub struct Budget {
+    /// At most this many partitions compacted.
+    pub limit: Option<usize>,
+    /// At most this many bytes of input (the partitions' data files) read.
+    pub max_bytes: Option<u64>,
+}
+
+#[derive(Debug, Clone)]
+pub struct BatchOptions {
+    pub compact: CompactOptions,
+    pub thresholds: Thresholds,
+    pub budget: Budget,
+    /// Partitions compacted at once.
+    pub parallel: usize,
+}
+
+/// What a run will do: partitions to compact, in order, and the ones already decided.
+#[derive(Debug)]
+pub struct BatchPlan {
+    pub runs: Vec<Candidate>,
+    /// Skipped partitions, refused tables, tables whose partitions could not be listed.
+    pub decided: Vec<CompactReport>,
+}
+
+/// Selects, surveys and filters; changes nothing. For a selection, partitions with the most
+/// excess files (at the target size) come first, so budgets go where they help most; typed
+/// specs keep their order.
+pub async fn plan(
+    metastore: &Metastore,
+    hdfs: &Hdfs,
+    selection: &Selection,
+    options: &BatchOptions,
+) -> anyhow::Result<BatchPlan> {
+    let typed = matches!(selection.partitions, Partitions::Specs(_));
+    let mut decided = Vec::new();
+    let mut candidates = Vec::new();
+    for t in fleet::select(metastore, selection).await? {
+        let name = t.table.qualified_name();
+        if let Some(e) = t.error {
+            decided.push(CompactReport::not_run(&name, "", Status::Failed, e, None));
+        } else if let (Some(r), false) = (&t.refusal, typed) {
+            decided.push(CompactReport::not_run(
+                &name,
+                "",
+                Status::Refused,
+                r.reason.clone(),
+                Some(r.rule),
+            ));
+        } else if t.table.partition_keys.is_empty() && !typed {
+            decided.push(CompactReport::not_run(
+                &name,
+                "",
+                Status::Skipped,
+                "unpartitioned: compact works on partitions".into(),
+                None,
+            ));
+        } else {
+            candidates.extend(t.candidates);
+        }
+    }
+    let budget = &options.budget;
+    if typed && !options.thresholds.any() && budget.max_bytes.is_none() {
+        let limit = budget.limit.unwrap_or(usize::MAX);
+        for c in candidates.split_off(limit.min(candidates.len())) {
+            decided.push(over_budget(&c, "the partition limit"));
+        }
+        return Ok(BatchPlan {
+            runs: candidates,
+            decided,
+        });
+    }
+    let target = options.compact.target_size;
+    let now = chrono::Utc::now().timestamp_millis().max(0) as u64;
+    let mut eligible = Vec::new();
+    // A partition the survey cannot judge goes to compact, which reports why in its own words.
+    let mut unjudged = Vec::new();
+    for s in fleet::survey_all(metastore, hdfs, candidates, target).await {
+        if !s.eligible() {
+            unjudged.push(s.candidate);
+        } else if let Some(reason) = options.thresholds.skip(&s, now) {
+            let c = &s.candidate;
+            decided.push(CompactReport::not_run(
+                &c.table.qualified_name(),
+                &c.name,
+                Status::Skipped,
+                reason,
+                None,
+            ));
+        } else {
+            eligible.push(s);
+        }
+    }
+    if !typed {
+        eligible.sort_by(|a, b| {
+            b.excess_files(target)
+                .cmp(&a.excess_files(target))
+                .then_with(|| a.candidate.key().cmp(&b.candidate.key()))
+        });
+    }
+    let mut runs = Vec::new();
+    let mut bytes = 0u64;
+    for s in eligible {
+        if budget.limit.is_some_and(|l| runs.len() >= l) {
+            decided.push(over_budget(&s.candidate, "the partition limit"));
+        } else if budget.max_bytes.is_some_and(|m| bytes + s.sizes.bytes > m) {
+            decided.push(over_budget(&s.candidate, "the byte budget"));
+        } else {
+            bytes += s.sizes.bytes;
+            runs.push(s.candidate);
+        }
+    }
+    runs.extend(unjudged);
+    Ok(BatchPlan { runs, decided })
+}
+
+fn over_budget(c: &Candidate, what: &str) -> CompactReport {
+    CompactReport::not_run(
+        &c.table.qualified_name(),
+        &c.name,
+        Status::Skipped,
+        format!("left for a later run: {what} of this run is reached"),
+        None,
+    )
+}
+
+/// How the CLI follows a run: a progress display per partition and each report as it comes.
+pub trait Observer: Sync {
+    /// A partition starts; the returned progress lives until it ends.
+    fn started(&self, key: &str) -> Box<dyn Progress + '_>;
+    fn finished(&self, report: &CompactReport);
+}
+
+/// The end of a run, for cron: counts, what needs a look, and the exit code.
+#[derive(Debug, Default, Serialize)]
+pub struct BatchSummary {
+    pub partitions: usize,
+    pub compacted: usize,
+    pub nothing_to_do: usize,
+    pub dry_run: usize,
+    pub skipped: usize,
+    pub refused: usize,
+    pub busy: usize,
+    pub failed: usize,
+    pub verification_failed: usize,
+    /// Data files the compacted partitions no longer list.
+    pub files_removed: usize,
+    /// Bytes written into new files.
+    pub bytes_rewritten: u64,
+    pub seconds: f64,
+    /// A signal stopped the run early.
+    pub interrupted: bool,
+    /// `db.table/partition: status: reason` of every refused, busy or failed partition.
+    pub attention: Vec<String>,
+    pub exit_code: i32,
+}
+
+impl BatchSummary {
+    fn add(&mut self, r: &CompactReport) {
+        self.partitions += 1;
+        let counter = match r.status {
+            Status::Compacted => {
+                self.files_removed += r.files_before.saturating_sub(r.files_after);
+                self.bytes_rewritten += r.bytes_after;
+                &mut self.compacted
+            }
+            Status::NothingToDo => &mut self.nothing_to_do,
+            Status::DryRun => &mut self.dry_run,
+            Status::Skipped => &mut self.skipped,
+            Status::Refused => &mut self.refused,
+            Status::Busy => &mut self.busy,
+            Status::Failed => &mut self.failed,
+            Status::VerificationFailed => &mut self.verification_failed,
+        };
+        *counter += 1;
+        if r.status.exit_code() != ExitCode::Ok {
+            let status = serde_json::to_value(r.status)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            self.attention.push(format!(
+                "{}/{}: {status}: {}",
+                r.table,
+                r.partition,
+                r.reason.as_deref().unwrap_or("")
+            ));
+        }
+    }
+
+    /// The worst outcome; an interrupted run is a failed one.
+    pub fn exit(&self) -> ExitCode {
+        let statuses = [
+            (self.verification_failed, ExitCode::VerificationFailed),
+            (
+                self.failed + usize::from(self.interrupted),
+                ExitCode::Failed,
+            ),
+            (self.busy, ExitCode::Busy),
+            (self.refused, ExitCode::Refused),
+        ];
+        ExitCode::worst(
+            statuses
+                .into_iter()
+                .filter(|(n, _)| *n > 0)
+                .map(|(_, code)| code),
+        )
+    }
+}
+
+/// Reports the decided partitions, then compacts the planned ones, `parallel` at a time.
+pub async fn execute(
+    pool: &MetastorePool,
+    hdfs: &Hdfs,
+    plan: BatchPlan,
+    options: &BatchOptions,
+    observer: &dyn Observer,
+) -> BatchSummary {
+    let started = Instant::now();
+    let mut summary = BatchSummary::default();
+    for r in &plan.decided {
+        observer.finished(r);
+        summary.add(r);
+    }
+    let cancel = &options.compact.cancel;
+    let mut reports = futures::stream::iter(plan.runs)
+        .map(|c| async move {
+            let table = c.table.qualified_name();
+            if cancel.is_cancelled() {
+                return CompactReport::not_run(
+                    &table,
+                    &c.name,
+                    Status::Skipped,
+                    "not started: the run was interrupted".into(),
+                    None,
+                );
+            }
+            let metastore = pool.get().await;
+            let progress = observer.started(&c.key());
+            compact_partition(
+                &metastore,
+                hdfs,
+                &c.table,
+                &c.name,
+                &options.compact,
+                &*progress,
+            )
+            .await
+        })
+        .buffer_unordered(options.parallel.max(1));
+    while let Some(r) = reports.next().await {
+        observer.finished(&r);
+        summary.add(&r);
+    }
+    summary.interrupted = cancel.is_cancelled();
+    summary.exit_code = summary.exit().code();
+    summary.seconds = started.elapsed().as_secs_f64();
+    summary
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::operations::inspect::FileSizes;
+    use crate::table::{StorageInfo, TableInfo};
+    use std::sync::Arc;
+
+    fn survey(lengths: &[u64], newest: u64) -> Survey {
+        Survey {
+            candidate: Candidate {
+                table: Arc::new(TableInfo {
+                    db: "d".into(),
+                    name: "t".into(),
+                    table_type: "EXTERNAL_TABLE".into(),
+                    owner: None,
+                    partition_keys: vec!["dt".into()],
+                    params: Default::default(),
+                    storage: StorageInfo::none(),
+                }),
+                name: "dt=1".into(),
+                partition: None,
+            },
+            location: None,
+            sizes: FileSizes::of(lengths),
+            small_files: lengths.len(),
+            newest_modification: Some(newest),
+            refusal: None,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn thresholds_skip_with_reasons() {
+        let now = 10_000_000;
+        let s = survey(&[100, 200, 300], now - 60_000);
+        assert!(Thresholds::default().skip(&s, now).is_none());
+        let min_files = Thresholds {
+            min_files: Some(4),
+            ..Default::default()
+        };
+        assert!(min_files.skip(&s, now).unwrap().contains("fewer than"));
+        let avg = Thresholds {
+            max_avg_size: Some(199),
+            ..Default::default()
+        };
+        assert!(avg.skip(&s, now).unwrap().contains("average"));
+        let avg_ok = Thresholds {
+            max_avg_size: Some(200),
+            ..Default::default()
+        };
+        assert!(avg_ok.skip(&s, now).is_none());
+        let hot = Thresholds {
+            min_age: Some(Duration::from_secs(3600)),
+            ..Default::default()
+        };
+        assert!(hot.skip(&s, now).unwrap().contains("writer"));
+        let cold = Thresholds {
+            min_age: Some(Duration::from_secs(30)),
+            ..Default::default()
+        };
+        assert!(cold.skip(&s, now).is_none());
+    }
+
+    #[test]
+    fn summary_counts_and_worst_code() {
+        let mut s = BatchSummary::default();
+        let mut ok = CompactReport::not_run("d.t", "dt=1", Status::Compacted, String::new(), None);
+        ok.files_before = 10;
+        ok.files_after = 1;
+        ok.bytes_after = 500;
+        s.add(&ok);
+        s.add(&CompactReport::not_run(
+            "d.t",
+            "dt=2",
+            Status::Refused,
+            "r".into(),
+            None,
+        ));
+        s.add(&CompactReport::not_run(
+            "d.t",
+            "dt=3",
+            Status::Failed,
+            "gone".into(),
+            None,
+        ));
+        assert_eq!((s.compacted, s.refused, s.failed), (1, 1, 1));
+        assert_eq!((s.files_removed, s.bytes_rewritten), (9, 500));
+        assert_eq!(s.exit(), ExitCode::Failed);
+        assert_eq!(
+            s.attention,
+            vec!["d.t/dt=2: refused: r", "d.t/dt=3: failed: gone"]
+        );
+        let mut interrupted = BatchSummary {
+            interrupted: true,
+            ..Default::default()
+        };
+        interrupted.add(&ok);
+        assert_eq!(interrupted.exit(), ExitCode::Failed);
+    }
+}

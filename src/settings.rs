@@ -1,0 +1,97 @@
+//! Defaults for flags from a TOML file (`--config FILE` or `$HOC_CONFIG`). A value is taken from
+//! the flag, else its environment variable (clap reads both), else this file, else the built-in
+//! default; so one file can hold a site's settings and cron lines stay short.
+//!
+//! ```toml
+//! metastore = "thrift://hms1:9083,thrift://hms2:9083"
+//! target_size = "256MiB"
+//! small_file_size = "64MiB"
+//! min_files = 2
+//! max_avg_size = "128MiB"
+//! min_age = "1h"
+//! parallel = 4
+//! ```
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{anyhow, Context};
+use serde::Deserialize;
+
+/// The file's keys; unknown keys are an error, so a typo does not silently do nothing.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    pub metastore: Option<String>,
+    target_size: Option<String>,
+    small_file_size: Option<String>,
+    pub min_files: Option<usize>,
+    max_avg_size: Option<String>,
+    min_age: Option<String>,
+    pub parallel: Option<usize>,
+}
+
+impl Settings {
+    pub fn load(path: Option<&Path>) -> anyhow::Result<Settings> {
+        let Some(path) = path else {
+            return Ok(Settings::default());
+        };
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the config file {}", path.display()))?;
+        toml::from_str(&text).with_context(|| format!("config file {}", path.display()))
+    }
+
+    pub fn target_size(&self) -> anyhow::Result<Option<u64>> {
+        size("target_size", &self.target_size, crate::parse_target_size)
+    }
+
+    pub fn small_file_size(&self) -> anyhow::Result<Option<u64>> {
+        size("small_file_size", &self.small_file_size, crate::parse_bytes)
+    }
+
+    pub fn max_avg_size(&self) -> anyhow::Result<Option<u64>> {
+        size("max_avg_size", &self.max_avg_size, crate::parse_bytes)
+    }
+
+    pub fn min_age(&self) -> anyhow::Result<Option<Duration>> {
+        self.min_age
+            .as_deref()
+            .map(|v| {
+                crate::parse_duration(v).map_err(|e| anyhow!("min_age in the config file: {e}"))
+            })
+            .transpose()
+    }
+}
+
+fn size(
+    key: &str,
+    value: &Option<String>,
+    parse: fn(&str) -> Result<u64, String>,
+) -> anyhow::Result<Option<u64>> {
+    value
+        .as_deref()
+        .map(|v| parse(v).map_err(|e| anyhow!("{key} in the config file: {e}")))
+        .transpose()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_settings_and_refuses_typos() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("hoc.toml");
+        std::fs::write(
+            &p,
+            "target_size = \"128MiB\"\nmin_age = \"2h\"\nparallel = 3\n",
+        )
+        .unwrap();
+        let s = Settings::load(Some(&p)).unwrap();
+        assert_eq!(s.target_size().unwrap(), Some(128 * 1024 * 1024));
+        assert_eq!(s.min_age().unwrap(), Some(Duration::from_secs(7200)));
+        assert_eq!((s.parallel, s.min_files), (Some(3), None));
+        std::fs::write(&p, "target-size = \"1GiB\"\n").unwrap();
+        assert!(Settings::load(Some(&p)).is_err());
+    }
+}
