@@ -31,6 +31,8 @@ pub enum Rule {
     UnreadableFile,
     PartitionSpec,
     NoSuchPartition,
+    /// `rollback`: the partition is not in a run's directory, or the run's old files are gone.
+    NotRollbackable,
 }
 
 impl Rule {
@@ -50,6 +52,7 @@ impl Rule {
             Rule::UnreadableFile => "unreadable_file",
             Rule::PartitionSpec => "partition_spec",
             Rule::NoSuchPartition => "no_such_partition",
+            Rule::NotRollbackable => "not_rollbackable",
         }
     }
 }

@@ -1,0 +1,328 @@
+//! The journal of a compaction run: what one swap replaced, kept next to the runs as
+//! `<home>/.hive-orc-compactor/<run-id>.json` (step 9 of the protocol). `rollback`, `cleanup`
+//! and `verify` work from it; it is the only record of exactly which files a swap replaced.
+//!
+//! A run killed between its swap and step 9 leaves no journal, but the partition parameters
+//! name the run and its previous location: [`rebuild`] recovers the journal from them (see its
+//! rule for which files count as inputs).
+
+use std::collections::BTreeMap;
+
+use anyhow::{anyhow, Context};
+use serde::{Deserialize, Serialize};
+
+use crate::hdfs::{Hdfs, Location};
+use crate::operations::compact::{PARAM_PREVIOUS_LOCATION, PARAM_RUN_ID, WORK_DIR};
+use crate::snapshot::Snapshot;
+
+/// What a run did, so that rollback and cleanup know exactly which files a compaction replaced.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Journal {
+    pub run_id: String,
+    pub table: String,
+    pub partition: String,
+    pub partition_values: Vec<String>,
+    pub old_location: String,
+    pub new_location: String,
+    pub inputs: Vec<JournalInput>,
+    pub outputs: Vec<JournalOutput>,
+    pub dropped_empty: Vec<String>,
+    pub parameters_before: BTreeMap<String, String>,
+    pub parameters_after: BTreeMap<String, String>,
+    pub finished_at: String,
+    /// Set when the run died after its swap and `cleanup` or `verify` rebuilt this journal from
+    /// the partition parameters: the rule that chose the inputs. Outputs then carry no checksums.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rebuilt: Option<String>,
+    /// When `rollback` swapped the partition back: cleanup then deletes the outputs, not the inputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rolled_back_at: Option<String>,
+    /// When `cleanup` removed what this run left behind: a second cleanup skips it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cleaned_at: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JournalInput {
+    pub path: String,
+    pub length: u64,
+    pub modification_time: u64,
+    pub rows: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JournalOutput {
+    pub path: String,
+    pub length: u64,
+    pub rows: u64,
+    /// Names of the input files (in the old location) this output was made from.
+    pub inputs: Vec<String>,
+    /// XXH3-64 of each stripe (for a carried file: of the whole file).
+    pub stripe_checksums: Vec<u64>,
+}
+
+impl Journal {
+    /// When the swap happened, as far as the journal knows (milliseconds since the epoch).
+    pub fn finished_millis(&self) -> Option<i64> {
+        chrono::DateTime::parse_from_rfc3339(&self.finished_at)
+            .ok()
+            .map(|t| t.timestamp_millis())
+    }
+}
+
+/// `<home>/.hive-orc-compactor/<run-id>.json`.
+pub fn path(home: &Location, run_id: &str) -> Location {
+    home.child(WORK_DIR).child(&format!("{run_id}.json"))
+}
+
+/// The home of the run whose published directory is `location`
+/// (`<home>/.hive-orc-compactor/<run-id>`), or `None` when `location` is not such a directory.
+pub fn home_of_run(location: &Location, run_id: &str) -> Option<Location> {
+    let suffix = format!("/{WORK_DIR}/{run_id}");
+    let home = location.path.strip_suffix(&suffix)?;
+    Some(Location {
+        fs: location.fs.clone(),
+        path: if home.is_empty() { "/" } else { home }.to_string(),
+    })
+}
+
+/// Writes a new journal; fails if one exists.
+pub async fn write(hdfs: &Hdfs, path: &Location, journal: &Journal) -> anyhow::Result<()> {
+    let bytes = serde_json::to_vec_pretty(journal)?;
+    let mut writer = hdfs.create(path, 0o644).await?;
+    writer
+        .write_bytes(bytes.into())
+        .await
+        .map_err(|e| anyhow!("writing {path}: {e}"))?;
+    writer
+        .close()
+        .await
+        .map_err(|e| anyhow!("closing {path}: {e}"))?;
+    Ok(())
+}
+
+/// Replaces a journal atomically: the new text goes to a hidden sibling first, then one
+/// overwriting rename, so a kill leaves the old journal or the new one, never half of one.
+pub async fn replace(hdfs: &Hdfs, path: &Location, journal: &Journal) -> anyhow::Result<()> {
+    let name = path.path.rsplit('/').next().unwrap_or("journal");
+    let tmp = Location {
+        fs: path.fs.clone(),
+        path: format!(
+            "{}/.{name}.{}",
+            path.path.rsplit_once('/').map_or("", |(d, _)| d),
+            uuid::Uuid::new_v4().simple()
+        ),
+    };
+    write(hdfs, &tmp, journal).await?;
+    hdfs.replace(&tmp, path).await?;
+    Ok(())
+}
+
+/// Reads a journal; `Ok(None)` when there is none at `path`.
+pub async fn read(hdfs: &Hdfs, path: &Location) -> anyhow::Result<Option<Journal>> {
+    let Some(status) = hdfs.status(path).await? else {
+        return Ok(None);
+    };
+    let reader = hdfs.open(path).await?;
+    let bytes = reader
+        .read_range(0, status.length as usize)
+        .await
+        .map_err(|e| anyhow!("reading {path}: {e}"))?;
+    let journal = serde_json::from_slice(&bytes)
+        .with_context(|| format!("{path} is not a journal of this tool"))?;
+    Ok(Some(journal))
+}
+
+/// The journals under `<home>/.hive-orc-compactor/`, oldest run first (run ids sort by time).
+pub async fn list(hdfs: &Hdfs, home: &Location) -> anyhow::Result<Vec<Location>> {
+    let work = home.child(WORK_DIR);
+    let Some(listing) = hdfs.list(&work).await? else {
+        return Ok(vec![]);
+    };
+    Ok(listing
+        .files
+        .iter()
+        .filter(|f| f.name.ends_with(".json"))
+        .map(|f| work.child(&f.name))
+        .collect())
+}
+
+/// The run a partition points at now, with its journal.
+#[derive(Debug)]
+pub struct CurrentRun {
+    pub home: Location,
+    /// Where the journal is (or, when rebuilt, belongs).
+    pub path: Location,
+    pub journal: Journal,
+    /// No journal was found: this one was rebuilt and is not written yet.
+    pub rebuilt: bool,
+}
+
+/// The journal of the run the partition points at (`location`, named by the parameters), read
+/// or rebuilt; `None` when the partition is not in a run directory of this tool.
+pub async fn current_run(
+    hdfs: &Hdfs,
+    table: &str,
+    partition: &str,
+    partition_values: &[String],
+    parameters: &BTreeMap<String, String>,
+    location: &Location,
+) -> anyhow::Result<Option<CurrentRun>> {
+    let Some(run_id) = parameters.get(PARAM_RUN_ID) else {
+        return Ok(None);
+    };
+    let Some(home) = home_of_run(location, run_id) else {
+        return Ok(None);
+    };
+    let path = path(&home, run_id);
+    let (journal, rebuilt) = match read(hdfs, &path).await? {
+        Some(j) => (j, false),
+        None => (
+            rebuild(
+                hdfs,
+                table,
+                partition,
+                partition_values,
+                parameters,
+                location,
+            )
+            .await?,
+            true,
+        ),
+    };
+    Ok(Some(CurrentRun {
+        home,
+        path,
+        journal,
+        rebuilt,
+    }))
+}
+
+/// The rule [`rebuild`] applies, recorded in the rebuilt journal.
+pub const REBUILD_RULE: &str = "inputs: the files in the previous location last modified no \
+     later than the newest file of the run's new location (the run's own re-checks before and \
+     right after its swap prove that no file appeared or changed there from its snapshot until \
+     its swap; files written later, or copied in with preserved older times, cannot be told \
+     apart from inputs by this rule)";
+
+/// Rebuilds the journal of a run that died after its swap and before writing it, from what the
+/// metastore and HDFS still say: `parameters` are the partition's current ones (naming the run
+/// and its previous location) and `location` its current location (the run's directory).
+///
+/// Inputs are chosen by [`REBUILD_RULE`]. The parameters before the swap are the current ones
+/// with the run's own keys removed and the basic statistics of the inputs: what the swap
+/// replaced. Outputs carry no checksums (the run's are lost); `verify` says so.
+pub async fn rebuild(
+    hdfs: &Hdfs,
+    table: &str,
+    partition: &str,
+    partition_values: &[String],
+    parameters: &BTreeMap<String, String>,
+    location: &Location,
+) -> anyhow::Result<Journal> {
+    let run_id = parameters
+        .get(PARAM_RUN_ID)
+        .ok_or_else(|| anyhow!("the partition parameters name no run ({PARAM_RUN_ID})"))?;
+    let previous = parameters.get(PARAM_PREVIOUS_LOCATION).ok_or_else(|| {
+        anyhow!("the partition parameters name no previous location ({PARAM_PREVIOUS_LOCATION})")
+    })?;
+    let outputs = Snapshot::take(hdfs, location)
+        .await
+        .with_context(|| format!("reading the run directory {location}"))?;
+    let swapped_after = outputs
+        .files
+        .iter()
+        .map(|f| f.modification_time)
+        .max()
+        .ok_or_else(|| anyhow!("the run directory {location} holds no files"))?;
+    let old = Location::parse(previous)?;
+    let inputs = Snapshot::take(hdfs, &old)
+        .await
+        .with_context(|| format!("reading the previous location {old}"))?;
+    let inputs: Vec<_> = inputs
+        .files
+        .into_iter()
+        .filter(|f| f.modification_time <= swapped_after)
+        .collect();
+    let mut before = parameters.clone();
+    before.remove(PARAM_RUN_ID);
+    before.remove(PARAM_PREVIOUS_LOCATION);
+    before.insert("numFiles".into(), inputs.len().to_string());
+    before.insert(
+        "totalSize".into(),
+        inputs.iter().map(|f| f.length).sum::<u64>().to_string(),
+    );
+    before.insert(
+        "numRows".into(),
+        inputs.iter().map(|f| f.rows()).sum::<u64>().to_string(),
+    );
+    // The swap may have rewritten the erasure-coded count; the old one is unknown.
+    if before.get("numFilesErasureCoded").is_some_and(|n| n != "0") {
+        before.remove("numFilesErasureCoded");
+    }
+    let finished_at = chrono::DateTime::from_timestamp_millis(swapped_after as i64)
+        .unwrap_or_else(chrono::Utc::now)
+        .to_rfc3339();
+    Ok(Journal {
+        run_id: run_id.clone(),
+        table: table.to_string(),
+        partition: partition.to_string(),
+        partition_values: partition_values.to_vec(),
+        old_location: old.to_string(),
+        new_location: location.to_string(),
+        inputs: inputs
+            .iter()
+            .map(|f| JournalInput {
+                path: f.location.to_string(),
+                length: f.length,
+                modification_time: f.modification_time,
+                rows: f.rows(),
+            })
+            .collect(),
+        outputs: outputs
+            .files
+            .iter()
+            .map(|f| JournalOutput {
+                path: f.location.to_string(),
+                length: f.length,
+                rows: f.rows(),
+                inputs: vec![],
+                stripe_checksums: vec![],
+            })
+            .collect(),
+        dropped_empty: vec![],
+        parameters_before: before,
+        parameters_after: parameters.clone(),
+        finished_at,
+        rebuilt: Some(REBUILD_RULE.to_string()),
+        rolled_back_at: None,
+        cleaned_at: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn home_of_a_run_directory() {
+        let l = Location::parse("hdfs://nn/w/t/dt=1/.hive-orc-compactor/r1").unwrap();
+        assert_eq!(
+            home_of_run(&l, "r1").unwrap().to_string(),
+            "hdfs://nn/w/t/dt=1"
+        );
+        assert!(home_of_run(&l, "r2").is_none());
+        assert!(home_of_run(&Location::parse("hdfs://nn/w/t/dt=1").unwrap(), "r1").is_none());
+    }
+
+    #[test]
+    fn old_journals_read_without_the_new_fields() {
+        let text = r#"{"run_id":"r","table":"d.t","partition":"dt=1","partition_values":["1"],
+            "old_location":"hdfs://nn/a","new_location":"hdfs://nn/a/.hive-orc-compactor/r",
+            "inputs":[],"outputs":[],"dropped_empty":[],"parameters_before":{},
+            "parameters_after":{},"finished_at":"2026-11-30T08:30:00+00:00"}"#;
+        let j: Journal = serde_json::from_str(text).unwrap();
+        assert!(j.rolled_back_at.is_none() && j.cleaned_at.is_none() && j.rebuilt.is_none());
+        assert_eq!(j.finished_millis(), Some(1_796_027_400_000));
+    }
+}

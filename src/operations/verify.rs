@@ -1,0 +1,255 @@
+//! `verify`: check that a partition's current files are what the metastore and the journal say.
+//!
+//! Promises: read-only (it rebuilds a lost journal in memory, but only `cleanup` and `rollback`
+//! write one). It compares the files in the partition's current location with the metastore's
+//! basic statistics (`numFiles`, `totalSize`, and `numRows` against the ORC footers) and, when
+//! the partition is in a run directory of this tool, with that run's journal (file names,
+//! lengths, row counts; with `--checksums` the XXH3 of every stripe, or of every carried file,
+//! read back from HDFS). Every mismatch is named; any mismatch is exit 5.
+
+use std::collections::BTreeMap;
+
+use anyhow::anyhow;
+use hdfs_native::file::FileReader;
+use serde::Serialize;
+use xxhash_rust::xxh3::Xxh3;
+
+use crate::exit::ExitCode;
+use crate::hdfs::{Hdfs, Location};
+use crate::journal::{self, Journal};
+use crate::metastore::Metastore;
+use crate::operations::resolve::{self, ResolveError, TableName};
+use crate::snapshot::{DataFile, Snapshot};
+
+/// Largest read while hashing: memory stays bounded whatever the stripe size.
+const CHUNK: u64 = 8 * 1024 * 1024;
+
+/// What `--json` prints.
+#[derive(Debug, Serialize)]
+pub struct VerifyReport {
+    pub table: String,
+    pub partition: String,
+    pub location: String,
+    pub files: usize,
+    pub bytes: u64,
+    /// From the ORC footers.
+    pub rows: u64,
+    /// The basic statistics the metastore holds.
+    pub statistics: BTreeMap<String, String>,
+    /// The run whose journal the files were checked against, if any.
+    pub run_id: Option<String>,
+    pub journal_rebuilt: bool,
+    pub checksums_checked: usize,
+    /// Each one a sentence naming the file or statistic; empty means verified.
+    pub mismatches: Vec<String>,
+    /// What could not be checked, and why.
+    pub notes: Vec<String>,
+}
+
+impl VerifyReport {
+    pub fn exit_code(&self) -> ExitCode {
+        if self.mismatches.is_empty() {
+            ExitCode::Ok
+        } else {
+            ExitCode::VerificationFailed
+        }
+    }
+}
+
+const STATISTICS: [&str; 3] = ["numFiles", "totalSize", "numRows"];
+
+pub async fn verify(
+    metastore: &Metastore,
+    hdfs: &Hdfs,
+    table: &TableName,
+    spec: &str,
+    checksums: bool,
+) -> anyhow::Result<VerifyReport> {
+    let info = resolve::table(metastore, table).await?;
+    let (spec, partition) = match resolve::partition(metastore, &info, spec).await {
+        Ok(found) => found,
+        Err(ResolveError::Refused(r)) => return Err(r.into()),
+        Err(ResolveError::Other(e)) => return Err(e),
+    };
+    let location = partition
+        .storage
+        .location
+        .as_deref()
+        .ok_or_else(|| anyhow!("the partition has no location"))?;
+    let location = Location::parse(location)?;
+    let mut report = VerifyReport {
+        table: info.qualified_name(),
+        partition: spec.name(),
+        location: location.to_string(),
+        files: 0,
+        bytes: 0,
+        rows: 0,
+        statistics: STATISTICS
+            .iter()
+            .filter_map(|k| Some((k.to_string(), partition.params.get(*k)?.clone())))
+            .collect(),
+        run_id: None,
+        journal_rebuilt: false,
+        checksums_checked: 0,
+        mismatches: vec![],
+        notes: vec![],
+    };
+    let snapshot = match Snapshot::take(hdfs, &location).await {
+        Ok(s) => s,
+        Err(e) if e.refusal().is_some() => {
+            report.mismatches.push(e.to_string());
+            return Ok(report);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    report.files = snapshot.files.len();
+    report.bytes = snapshot.bytes();
+    report.rows = snapshot.rows();
+    let found = [report.files as u64, report.bytes, report.rows];
+    for (key, value) in STATISTICS.iter().zip(found) {
+        match partition.params.get(*key) {
+            Some(v) if v.parse::<u64>().ok() == Some(value) => {}
+            Some(v) => report.mismatches.push(format!(
+                "{key} is {v} in the metastore, the files hold {value}"
+            )),
+            None => report
+                .notes
+                .push(format!("the metastore holds no {key} for the partition")),
+        }
+    }
+    let run = journal::current_run(
+        hdfs,
+        &report.table,
+        &report.partition,
+        &spec.values,
+        &partition.params,
+        &location,
+    )
+    .await?;
+    if let Some(run) = run {
+        report.run_id = Some(run.journal.run_id.clone());
+        report.journal_rebuilt = run.rebuilt;
+        if run.rebuilt {
+            report.notes.push(format!(
+                "run {}'s journal was lost (a kill after its swap) and was rebuilt for this \
+                 check; it has no checksums (cleanup writes it)",
+                run.journal.run_id
+            ));
+        }
+        against_journal(hdfs, &snapshot, &run.journal, checksums, &mut report).await?;
+    } else {
+        report
+            .notes
+            .push("the partition is not in a run directory of this tool: no journal".into());
+    }
+    Ok(report)
+}
+
+async fn against_journal(
+    hdfs: &Hdfs,
+    snapshot: &Snapshot,
+    journal: &Journal,
+    checksums: bool,
+    report: &mut VerifyReport,
+) -> anyhow::Result<()> {
+    let now: BTreeMap<&str, &DataFile> = snapshot
+        .files
+        .iter()
+        .map(|f| (f.name.as_str(), f))
+        .collect();
+    let name = |path: &str| path.rsplit('/').next().unwrap_or(path).to_string();
+    let named: Vec<String> = journal.outputs.iter().map(|o| name(&o.path)).collect();
+    for f in &snapshot.files {
+        if !named.contains(&f.name) {
+            report.mismatches.push(format!(
+                "{} is not one of the files run {} wrote",
+                f.name, journal.run_id
+            ));
+        }
+    }
+    for (output, file_name) in journal.outputs.iter().zip(&named) {
+        let Some(file) = now.get(file_name.as_str()) else {
+            report.mismatches.push(format!(
+                "{file_name} (written by run {}) is gone",
+                journal.run_id
+            ));
+            continue;
+        };
+        if file.length != output.length {
+            report.mismatches.push(format!(
+                "{file_name} is {} bytes, the journal says {}",
+                file.length, output.length
+            ));
+            continue;
+        }
+        if file.rows() != output.rows {
+            report.mismatches.push(format!(
+                "{file_name} holds {} rows by its footer, the journal says {}",
+                file.rows(),
+                output.rows
+            ));
+        }
+        if !checksums || output.stripe_checksums.is_empty() {
+            continue;
+        }
+        let reader = hdfs.open(&file.location).await?;
+        // A carried file keeps its input's name and has one checksum, of the whole file.
+        let carried = output.inputs.len() == 1 && output.inputs[0] == *file_name;
+        let ranges: Vec<(u64, u64)> = match (&file.tail, carried) {
+            (_, true) => vec![(0, file.length)],
+            (Some(tail), false) => tail
+                .stripes
+                .iter()
+                .map(|s| (s.offset, s.length()))
+                .collect(),
+            (None, false) => vec![],
+        };
+        if ranges.len() != output.stripe_checksums.len() {
+            report.mismatches.push(format!(
+                "{file_name} has {} stripes, the journal has checksums of {}",
+                ranges.len(),
+                output.stripe_checksums.len()
+            ));
+            continue;
+        }
+        for (i, ((offset, length), expected)) in
+            ranges.iter().zip(&output.stripe_checksums).enumerate()
+        {
+            let found = xxh3_of(&reader, *offset, *length, &file.location).await?;
+            report.checksums_checked += 1;
+            if found != *expected {
+                report.mismatches.push(format!(
+                    "{file_name} stripe {i}: checksum {found:016x}, the journal says {expected:016x}"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// XXH3-64 of `length` bytes at `offset`, read in bounded chunks.
+async fn xxh3_of(
+    reader: &FileReader,
+    offset: u64,
+    length: u64,
+    file: &Location,
+) -> anyhow::Result<u64> {
+    if offset + length > reader.file_length() as u64 {
+        return Err(anyhow!(
+            "{file}: bytes {offset}..{} are past its end",
+            offset + length
+        ));
+    }
+    let mut hasher = Xxh3::new();
+    let mut at = offset;
+    while at < offset + length {
+        let n = CHUNK.min(offset + length - at);
+        let bytes = reader
+            .read_range(at as usize, n as usize)
+            .await
+            .map_err(|e| anyhow!("reading {file}: {e}"))?;
+        hasher.update(&bytes);
+        at += n;
+    }
+    Ok(hasher.digest())
+}
