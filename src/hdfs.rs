@@ -9,6 +9,7 @@ use std::io;
 use std::ops::Range;
 
 use bytes::Bytes;
+use hdfs_native::acl::AclEntry;
 use hdfs_native::file::{FileReader, FileWriter};
 use hdfs_native::{Client, ClientBuilder, HdfsError, WriteOptions};
 use serde::Serialize;
@@ -114,6 +115,18 @@ fn describe(e: &HdfsError) -> String {
 #[derive(Default)]
 pub struct Hdfs {
     clients: Mutex<HashMap<String, Client>>,
+    /// `--hadoop-user`: the user to act as on clusters without Kerberos.
+    user: Option<String>,
+}
+
+/// The Hadoop user of a simple-auth cluster: `explicit` (`--hadoop-user`), else
+/// `$HADOOP_USER_NAME`, else the login name, as hdfs-native decides it.
+pub fn hadoop_user(explicit: Option<&str>) -> String {
+    explicit
+        .map(str::to_owned)
+        .or_else(|| std::env::var("HADOOP_USER_NAME").ok())
+        .or_else(|| whoami::username().ok())
+        .unwrap_or_else(|| "unknown".into())
 }
 
 /// One entry of a directory listing.
@@ -125,6 +138,27 @@ pub struct Entry {
     pub owner: String,
     pub group: String,
     pub permission: u16,
+}
+
+/// Who may do what with a path: what a copy must carry to be used like the original.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Access {
+    pub owner: String,
+    pub group: String,
+    /// With an ACL, the group bits are the ACL's mask.
+    pub permission: u16,
+    /// The ACL's entries beyond the permission bits, default (inherited) entries included;
+    /// empty without an ACL.
+    pub acl: Vec<AclEntry>,
+}
+
+/// One part of an [`Access`] that could not be given to a path.
+#[derive(Debug)]
+pub struct NotKept {
+    pub target: Location,
+    /// `owner`, `group`, `permission` or `ACL`.
+    pub what: &'static str,
+    pub error: FsError,
 }
 
 /// A partition directory as Hive's readers see it.
@@ -148,6 +182,20 @@ impl Hdfs {
         Self::default()
     }
 
+    /// Acts as `user` (simple authentication; with Kerberos, as its proxy user) instead of
+    /// `$HADOOP_USER_NAME` or the login name.
+    pub fn as_user(user: Option<String>) -> Self {
+        Hdfs {
+            user,
+            ..Self::default()
+        }
+    }
+
+    /// The user this client acts as, on clusters without Kerberos.
+    pub fn user(&self) -> String {
+        hadoop_user(self.user.as_deref())
+    }
+
     pub fn client(&self, location: &Location) -> Result<Client, FsError> {
         let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(c) = clients.get(&location.fs) {
@@ -157,6 +205,9 @@ impl Hdfs {
         // `hdfs:///path` means "the default filesystem": let hdfs-native take fs.defaultFS.
         if !location.fs.ends_with("://") {
             builder = builder.with_url(location.fs.clone());
+        }
+        if let Some(user) = &self.user {
+            builder = builder.with_user(user.clone());
         }
         let client = builder.build().map_err(|source| FsError::Client {
             fs: location.fs.clone(),
@@ -213,6 +264,41 @@ impl Hdfs {
             .map_err(Self::io("renaming", from))
     }
 
+    /// HDFS `rename2` with overwrite: atomically replaces the file `to` with `from`.
+    pub async fn replace(&self, from: &Location, to: &Location) -> Result<(), FsError> {
+        let client = self.client(from)?;
+        client
+            .rename(&from.path, &to.path, true)
+            .await
+            .map_err(Self::io("replacing", to))
+    }
+
+    /// Moves `target` into the trash as `hadoop fs -rm` would: to
+    /// `/user/<user>/.Trash/Current/<its path>` on its own filesystem, creating the parents, with
+    /// a time suffix when that name is taken. Returns where it went. hdfs-native's own `trash()`
+    /// is not used because it cannot be pointed at another trash root; encryption zones (whose
+    /// trash is `<zone>/.Trash/<user>`) are not detected yet, so there the rename fails and
+    /// nothing moves.
+    pub async fn trash(&self, target: &Location) -> Result<Location, FsError> {
+        let user = self.user();
+        let mut to = Location {
+            fs: target.fs.clone(),
+            path: format!("/user/{user}/.Trash/Current{}", target.path),
+        };
+        if let Some((parent, _)) = to.path.rsplit_once('/') {
+            let parent = Location {
+                fs: to.fs.clone(),
+                path: parent.to_string(),
+            };
+            self.mkdirs(&parent, 0o700).await?;
+        }
+        if self.status(&to).await?.is_some() {
+            to.path = format!("{}{}", to.path, chrono::Utc::now().timestamp_millis());
+        }
+        self.rename(target, &to).await?;
+        Ok(to)
+    }
+
     pub async fn delete(&self, target: &Location, recursive: bool) -> Result<bool, FsError> {
         let client = self.client(target)?;
         client
@@ -221,15 +307,16 @@ impl Hdfs {
             .map_err(Self::io("deleting", target))
     }
 
+    /// Changes the owner, the group, or both (`None` leaves it as it is).
     pub async fn set_owner(
         &self,
         target: &Location,
-        owner: &str,
-        group: &str,
+        owner: Option<&str>,
+        group: Option<&str>,
     ) -> Result<(), FsError> {
         let client = self.client(target)?;
         client
-            .set_owner(&target.path, Some(owner), Some(group))
+            .set_owner(&target.path, owner, group)
             .await
             .map_err(Self::io("changing the owner of", target))
     }
@@ -240,6 +327,117 @@ impl Hdfs {
             .set_permission(&target.path, u32::from(permission))
             .await
             .map_err(Self::io("changing the permission of", target))
+    }
+
+    /// Owner, group, permission and ACL of a path (one call); `Ok(None)` when it does not
+    /// exist. On a NameNode with ACLs disabled, the ACL is empty.
+    pub async fn access(&self, target: &Location) -> Result<Option<Access>, FsError> {
+        let client = self.client(target)?;
+        match client.get_acl_status(&target.path).await {
+            Ok(a) => Ok(Some(Access {
+                owner: a.owner,
+                group: a.group,
+                permission: a.permission,
+                acl: a.entries,
+            })),
+            Err(HdfsError::FileNotFound(_)) => Ok(None),
+            Err(HdfsError::RPCError(class, _)) if class.ends_with("AclException") => {
+                Ok(self.status(target).await?.map(|s| Access {
+                    owner: s.owner,
+                    group: s.group,
+                    permission: s.permission,
+                    acl: vec![],
+                }))
+            }
+            Err(e) => Err(Self::io("reading the ACL of", target)(e)),
+        }
+    }
+
+    /// Gives `target` the access `want`, as far as the user we act as may: ACL and permission
+    /// first (its owner may set them), owner and group last (changing the owner takes an HDFS
+    /// superuser; afterwards we may no longer be the owner). Returns what could not be set.
+    pub async fn copy_access(&self, target: &Location, want: &Access) -> Vec<NotKept> {
+        let now = match self.access(target).await {
+            Ok(Some(now)) => now,
+            Ok(None) => return vec![],
+            Err(error) => {
+                return vec![NotKept {
+                    target: target.clone(),
+                    what: "ACL",
+                    error,
+                }]
+            }
+        };
+        let client = match self.client(target) {
+            Ok(c) => c,
+            Err(error) => {
+                return vec![NotKept {
+                    target: target.clone(),
+                    what: "ACL",
+                    error,
+                }]
+            }
+        };
+        let mut failed = Vec::new();
+        let same_acl =
+            now.acl.len() == want.acl.len() && now.acl.iter().all(|e| want.acl.contains(e));
+        if !same_acl {
+            // Replace rather than merge: entries the new path inherited from its parent's
+            // default ACL, which the original lacks, must go.
+            let replaced = async {
+                if !now.acl.is_empty() {
+                    client.remove_acl(&target.path).await?;
+                }
+                if !want.acl.is_empty() {
+                    client
+                        .modify_acl_entries(&target.path, want.acl.clone())
+                        .await?;
+                }
+                Ok(())
+            };
+            if let Err(e) = replaced.await {
+                failed.push(NotKept {
+                    target: target.clone(),
+                    what: "ACL",
+                    error: Self::io("changing the ACL of", target)(e),
+                });
+            }
+        }
+        // A changed ACL recomputes the mask (the group bits): set the bits after it.
+        if !same_acl || now.permission != want.permission {
+            if let Err(error) = self.set_permission(target, want.permission).await {
+                failed.push(NotKept {
+                    target: target.clone(),
+                    what: "permission",
+                    error,
+                });
+            }
+        }
+        for (what, differs, owner, group) in [
+            (
+                "owner",
+                now.owner != want.owner,
+                Some(want.owner.as_str()),
+                None,
+            ),
+            (
+                "group",
+                now.group != want.group,
+                None,
+                Some(want.group.as_str()),
+            ),
+        ] {
+            if differs {
+                if let Err(error) = self.set_owner(target, owner, group).await {
+                    failed.push(NotKept {
+                        target: target.clone(),
+                        what,
+                        error,
+                    });
+                }
+            }
+        }
+        failed
     }
 
     /// The status of one path; `Ok(None)` when it does not exist.

@@ -14,13 +14,16 @@ use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand,
 use hive_orc_compactor::config;
 use hive_orc_compactor::exit::ExitCode;
 use hive_orc_compactor::fleet::{Partitions, Selection, Shard, Tables};
-use hive_orc_compactor::hdfs::Hdfs;
+use hive_orc_compactor::hdfs::{self, Hdfs};
+use hive_orc_compactor::lock::{LockMode, LockOptions};
 use hive_orc_compactor::metastore::{Metastore, MetastorePool};
 use hive_orc_compactor::operations::analyze::{self, AnalyzeOptions};
 use hive_orc_compactor::operations::batch::{self, BatchOptions, Budget, Thresholds};
+use hive_orc_compactor::operations::cleanup::{self, CleanupOptions};
 use hive_orc_compactor::operations::compact::CompactOptions;
 use hive_orc_compactor::operations::inspect;
 use hive_orc_compactor::operations::resolve::TableName;
+use hive_orc_compactor::operations::{rollback, verify};
 use settings::Settings;
 
 const ABOUT: &str = "Compacts the small ORC files of legacy Hive tables on HDFS, safely.";
@@ -75,6 +78,10 @@ struct Global {
     /// Log line format on stderr
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
+    /// Act on HDFS as this user, on clusters without Kerberos (e.g. the table's owner, so new
+    /// files can keep their owner)
+    #[arg(long, global = true, value_name = "NAME", env = "HADOOP_USER_NAME")]
+    hadoop_user: Option<String>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -210,6 +217,103 @@ Examples:
         /// Take only shard K of N of the candidates (stable hash of db.table/partition)
         #[arg(long, value_name = "K/N")]
         shard: Option<Shard>,
+        /// Do not take the metastore's EXCLUSIVE partition lock (writers using Hive's lock
+        /// manager are then not kept out; the re-check before the swap still is)
+        #[arg(long, conflicts_with = "require_lock")]
+        no_lock: bool,
+        /// Fail (exit 1) where the metastore has no lock manager, instead of warning and
+        /// running without a lock
+        #[arg(long)]
+        require_lock: bool,
+        /// How long to wait for a partition lock someone else holds before giving up as busy
+        /// (exit 4); 0 = do not wait
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "1m")]
+        lock_timeout: Duration,
+    },
+    /// Swap a compacted partition back to the files it had before
+    #[command(long_about = "\
+Swaps a partition back to the location and parameters it had before the compaction it points \
+at now (the run named by its hive-orc-compactor.run-id parameter), with one metastore call, \
+provided every file that run replaced is still there with the same length and modification \
+time. Otherwise refuses (exit 3) and lists what is missing or changed. The run's own files stay \
+until cleanup removes them. A later compact works as usual.
+
+Exit codes: 0 rolled back or dry run; 1 failed; 3 refused; 4 the partition moved meanwhile.
+
+Examples:
+  hive-orc-compactor rollback --table sales.events --partition 'dt=2026-11-01' --dry-run
+  hive-orc-compactor rollback --table sales.events --partition 'dt=2026-11-01'")]
+    Rollback {
+        /// The table, as db.table
+        #[arg(long, value_name = "DB.TABLE")]
+        table: TableName,
+        /// A full partition spec as SHOW PARTITIONS prints it
+        #[arg(long, value_name = "SPEC")]
+        partition: String,
+        /// Check and show what would happen; change nothing
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Remove the files compactions replaced, once past the retention, and dead runs' leftovers
+    #[command(long_about = "\
+For every compaction journal older than --older-than: deletes exactly the input files the \
+journal names (from the old location, only when the partition no longer points there, and only \
+files with the journal's length and modification time), or for a rolled-back run its new \
+directory. Files in an old location no journal names were written after the swap (no query sees \
+them): they are reported and left, or with --adopt-late-files renamed into the partition's \
+current location (numFiles, totalSize and numRows then recomputed from the files' ORC tails; \
+rawDataSize and COLUMN_STATS_ACCURATE dropped). Also removes staging directories and \
+never-swapped run directories older than --staging-older-than, and rebuilds the journal of a run \
+killed between its swap and its journal. Never touches a partition's current files. Journals \
+are marked cleaned: a second cleanup does nothing.
+
+Exit codes: 0 done (or nothing to do); 1 something could not be removed (the rest was).
+
+Examples:
+  hive-orc-compactor cleanup --table sales.events --dry-run
+  hive-orc-compactor cleanup --database sales --tables 'events_*' --older-than 48h --trash")]
+    Cleanup {
+        #[command(flatten)]
+        scope: Scope,
+        /// Keep the old files of compactions younger than this (engines' caches may read them)
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "24h")]
+        older_than: Duration,
+        /// Remove staging and never-swapped run directories only when older than this (longer
+        /// than any run)
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "6h")]
+        staging_older_than: Duration,
+        /// Move to /user/<user>/.Trash/Current instead of deleting (encryption zones' own
+        /// trash directories are not detected yet)
+        #[arg(long)]
+        trash: bool,
+        /// Rename files that arrived in an old location after the swap into the current one
+        #[arg(long)]
+        adopt_late_files: bool,
+        /// Show what would be removed; change nothing
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Check a partition's files against the metastore's statistics and the run's journal
+    #[command(long_about = "\
+Reads the partition's current files and their ORC footers, and compares them with the \
+metastore's numFiles, totalSize and numRows, and, when the partition is in a compaction's \
+directory, with that run's journal (names, lengths, rows; with --checksums every stripe's XXH3 \
+read back from HDFS). Read-only. Names each mismatch.
+
+Exit codes: 0 verified; 5 a mismatch; 1 could not check (e.g. no such partition).
+
+Examples:
+  hive-orc-compactor verify --table sales.events --partition 'dt=2026-11-01' --checksums")]
+    Verify {
+        /// The table, as db.table
+        #[arg(long, value_name = "DB.TABLE")]
+        table: TableName,
+        /// A full partition spec as SHOW PARTITIONS prints it
+        #[arg(long, value_name = "SPEC")]
+        partition: String,
+        /// Also re-read every stripe and compare its checksum with the journal's
+        #[arg(long)]
+        checksums: bool,
     },
 }
 
@@ -365,7 +469,7 @@ async fn run(cli: Cli, matches: ArgMatches) -> anyhow::Result<ExitCode> {
     match &cli.command {
         Command::Inspect { table, partition } => {
             let metastore = connect(global, &settings).await?;
-            let hdfs = Hdfs::new();
+            let hdfs = Hdfs::as_user(global.hadoop_user.clone());
             let report = inspect::inspect(&metastore, &hdfs, table, partition.as_deref()).await?;
             render::inspect(&report, global.json)?;
             Ok(match report.refusal() {
@@ -392,8 +496,13 @@ async fn run(cli: Cli, matches: ArgMatches) -> anyhow::Result<ExitCode> {
                 deep: *deep,
             };
             let metastore = connect(global, &settings).await?;
-            let report =
-                analyze::analyze(&metastore, &Hdfs::new(), scope.tables()?, &options).await?;
+            let report = analyze::analyze(
+                &metastore,
+                &Hdfs::as_user(global.hadoop_user.clone()),
+                scope.tables()?,
+                &options,
+            )
+            .await?;
             let format = match (global.json, *csv) {
                 (true, _) => render::Format::Json,
                 (_, true) => render::Format::Csv,
@@ -405,6 +514,52 @@ async fn run(cli: Cli, matches: ArgMatches) -> anyhow::Result<ExitCode> {
             } else {
                 ExitCode::Ok
             })
+        }
+        Command::Rollback {
+            table,
+            partition,
+            dry_run,
+        } => {
+            let metastore = connect(global, &settings).await?;
+            let hdfs = Hdfs::as_user(global.hadoop_user.clone());
+            let report = rollback::rollback(&metastore, &hdfs, table, partition, *dry_run).await;
+            render::rollback(&report, global.json)?;
+            Ok(report.exit_code())
+        }
+        Command::Cleanup {
+            scope,
+            older_than,
+            staging_older_than,
+            trash,
+            adopt_late_files,
+            dry_run,
+        } => {
+            let options = CleanupOptions {
+                older_than: *older_than,
+                staging_older_than: *staging_older_than,
+                trash: *trash,
+                adopt_late_files: *adopt_late_files,
+                dry_run: *dry_run,
+            };
+            let metastore = connect(global, &settings).await?;
+            let hdfs = Hdfs::as_user(global.hadoop_user.clone());
+            let mut report = cleanup::plan(&metastore, &hdfs, scope.tables()?, &options).await?;
+            if !options.dry_run {
+                report = cleanup::execute(&metastore, &hdfs, report, &options).await;
+            }
+            render::cleanup(&report, global.json)?;
+            Ok(report.exit_code())
+        }
+        Command::Verify {
+            table,
+            partition,
+            checksums,
+        } => {
+            let metastore = connect(global, &settings).await?;
+            let hdfs = Hdfs::as_user(global.hadoop_user.clone());
+            let report = verify::verify(&metastore, &hdfs, table, partition, *checksums).await?;
+            render::verify(&report, global.json)?;
+            Ok(report.exit_code())
         }
         Command::Compact {
             scope,
@@ -420,6 +575,9 @@ async fn run(cli: Cli, matches: ArgMatches) -> anyhow::Result<ExitCode> {
             max_bytes,
             parallel,
             shard,
+            no_lock,
+            require_lock,
+            lock_timeout,
         } => {
             let partitions = match (partition.is_empty(), where_, all) {
                 (false, _, _) => Partitions::Specs(partition.clone()),
@@ -452,6 +610,16 @@ async fn run(cli: Cli, matches: ArgMatches) -> anyhow::Result<ExitCode> {
                 compact: CompactOptions {
                     target_size: sizes.target_size(&settings)?,
                     dry_run: *dry_run,
+                    lock: LockOptions {
+                        mode: match (no_lock, require_lock) {
+                            (true, _) => LockMode::Off,
+                            (_, true) => LockMode::Required,
+                            _ => LockMode::IfSupported,
+                        },
+                        wait: *lock_timeout,
+                        user: hdfs::hadoop_user(global.hadoop_user.as_deref()),
+                        ..LockOptions::default()
+                    },
                     ..CompactOptions::default()
                 },
                 thresholds: Thresholds {
@@ -482,7 +650,7 @@ async fn run(cli: Cli, matches: ArgMatches) -> anyhow::Result<ExitCode> {
             let metastore = Metastore::connect(resolved.config.clone())
                 .await
                 .with_context(|| format!("metastore from {}", resolved.source))?;
-            let hdfs = Hdfs::new();
+            let hdfs = Hdfs::as_user(global.hadoop_user.clone());
             let plan = batch::plan(&metastore, &hdfs, &selection, &options).await?;
             drop(metastore);
             let pool =

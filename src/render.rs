@@ -9,7 +9,10 @@ use hive_orc_compactor::operations::batch::{self, BatchSummary};
 use hive_orc_compactor::operations::compact::{CompactReport, Progress, Status};
 use std::collections::BTreeMap;
 
+use hive_orc_compactor::operations::cleanup::{CleanupReport, RunAction};
 use hive_orc_compactor::operations::inspect::{DirectoryReport, FileSizes, InspectReport};
+use hive_orc_compactor::operations::rollback::{RollbackReport, RollbackStatus};
+use hive_orc_compactor::operations::verify::VerifyReport;
 use serde::Serialize;
 
 fn json<T: Serialize>(value: &T) -> anyhow::Result<()> {
@@ -485,6 +488,136 @@ fn aligned(out: &mut impl Write, rows: &[Vec<String>]) -> std::io::Result<()> {
             }
         }
         writeln!(out, "{}", line.trim_end())?;
+    }
+    Ok(())
+}
+
+pub fn rollback(r: &RollbackReport, as_json: bool) -> anyhow::Result<()> {
+    if as_json {
+        return json(r);
+    }
+    let status = match r.status {
+        RollbackStatus::RolledBack => "rolled back",
+        RollbackStatus::DryRun => "dry run",
+        RollbackStatus::Refused => "refused",
+        RollbackStatus::Busy => "busy",
+        RollbackStatus::Failed => "failed",
+    };
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{status}: {} partition {}", r.table, r.partition)?;
+    if let Some(run) = &r.run_id {
+        writeln!(out, "  run       {run}")?;
+    }
+    if let (Some(from), Some(to)) = (&r.from, &r.to) {
+        writeln!(out, "  from      {from}\n  to        {to}")?;
+    }
+    if r.journal_rebuilt {
+        writeln!(out, "  journal   rebuilt from the partition parameters")?;
+    }
+    for m in &r.missing {
+        writeln!(out, "  missing   {m}")?;
+    }
+    for w in &r.warnings {
+        writeln!(out, "  warning   {w}")?;
+    }
+    drop(out);
+    if let Some(reason) = &r.reason {
+        eprintln!("{status}: {} partition {}: {reason}", r.table, r.partition);
+    }
+    Ok(())
+}
+
+pub fn cleanup(r: &CleanupReport, as_json: bool) -> anyhow::Result<()> {
+    if as_json {
+        return json(r);
+    }
+    let mut out = std::io::stdout().lock();
+    let will = if r.dry_run { "would remove" } else { "removed" };
+    for p in &r.partitions {
+        writeln!(out, "{} partition {}", p.table, p.partition)?;
+        for id in &p.journals_rebuilt {
+            writeln!(out, "  run {id}: journal rebuilt (killed after its swap)")?;
+        }
+        for run in &p.runs {
+            let action = match run.action {
+                RunAction::DeleteInputs => "replaced files",
+                RunAction::DeleteOutputs => "rolled back: its own directory",
+                RunAction::Kept => "younger than the retention: kept",
+            };
+            writeln!(out, "  run {}: {action}", run.run_id)?;
+            // Hundreds of small files each: the first few name the directory, JSON has all.
+            for f in run.removed.iter().take(3) {
+                writeln!(out, "    {will} {f}")?;
+            }
+            if run.removed.len() > 3 {
+                writeln!(out, "    {will} {} more", run.removed.len() - 3)?;
+            }
+            for f in &run.left {
+                writeln!(out, "    left    {f}")?;
+            }
+            for f in &run.late_files {
+                writeln!(
+                    out,
+                    "    late    {f} (written after the swap; queries do not see it)"
+                )?;
+            }
+            for f in &run.adopted {
+                writeln!(out, "    adopted {f}")?;
+            }
+        }
+        for d in &p.dead_runs_removed {
+            writeln!(out, "  dead run: {will} {d}")?;
+        }
+        for e in &p.errors {
+            writeln!(out, "  error   {e}")?;
+        }
+    }
+    writeln!(
+        out,
+        "cleanup{}: {} partitions checked, {} with something to clean, {} errors",
+        if r.dry_run { " (dry run)" } else { "" },
+        r.partitions_checked,
+        r.partitions.len(),
+        r.errors
+    )?;
+    Ok(())
+}
+
+pub fn verify(r: &VerifyReport, as_json: bool) -> anyhow::Result<()> {
+    if as_json {
+        return json(r);
+    }
+    let mut out = std::io::stdout().lock();
+    let verdict = if r.mismatches.is_empty() {
+        "verified"
+    } else {
+        "MISMATCH"
+    };
+    writeln!(out, "{verdict}: {} partition {}", r.table, r.partition)?;
+    writeln!(out, "  location  {}", r.location)?;
+    writeln!(
+        out,
+        "  files     {} ({}), {} rows",
+        r.files,
+        size(r.bytes),
+        r.rows
+    )?;
+    if let Some(run) = &r.run_id {
+        writeln!(
+            out,
+            "  run       {run} ({} checksums checked)",
+            r.checksums_checked
+        )?;
+    }
+    for n in &r.notes {
+        writeln!(out, "  note      {n}")?;
+    }
+    for m in &r.mismatches {
+        writeln!(out, "  mismatch  {m}")?;
+    }
+    drop(out);
+    for m in &r.mismatches {
+        eprintln!("mismatch: {} partition {}: {m}", r.table, r.partition);
     }
     Ok(())
 }

@@ -29,14 +29,17 @@ use xxhash_rust::xxh3::Xxh3;
 
 use crate::eligibility::{self, Refusal, Rule};
 use crate::exit::ExitCode;
-use crate::hdfs::{FsError, Hdfs, Location};
-use crate::metastore::{Metastore, MetastoreError, DO_NOT_UPDATE_STATS};
+use crate::hdfs::{Access, FsError, Hdfs, Location, NotKept};
+use crate::journal::{self, Journal, JournalInput, JournalOutput};
+use crate::lock::{self, LockError, LockOptions, PartitionLock};
+use crate::metastore::Metastore;
 use crate::operations::resolve;
 use crate::orc::{
     self, group_tails, plan_group, read_tail, verify_output, MergeInput, MergeOptions, OrcTail,
     OutputPlan, PlanOptions,
 };
 use crate::partition_spec::PartitionSpec;
+use crate::relocate::{set_location, RelocateError};
 use crate::snapshot::{DataFile, Snapshot, SnapshotError};
 use crate::table::TableInfo;
 
@@ -58,6 +61,8 @@ pub struct CompactOptions {
     /// Cancelled on SIGINT/SIGTERM: a run checks it between the steps before the swap and
     /// stops there, cleaning up as after any failure; past the swap it finishes.
     pub cancel: CancellationToken,
+    /// The metastore lock held from the snapshot to the journal (not taken by a dry run).
+    pub lock: LockOptions,
 }
 
 impl Default for CompactOptions {
@@ -69,6 +74,7 @@ impl Default for CompactOptions {
             dry_run: false,
             chunk_size: MergeOptions::default().chunk_size,
             cancel: CancellationToken::new(),
+            lock: LockOptions::default(),
         }
     }
 }
@@ -220,6 +226,15 @@ impl From<FsError> for Stop {
     }
 }
 
+impl From<RelocateError> for Stop {
+    fn from(e: RelocateError) -> Self {
+        match e {
+            RelocateError::Moved { .. } => Stop::Busy(e.to_string()),
+            RelocateError::Failed(e) => Stop::Failed(e),
+        }
+    }
+}
+
 impl Stop {
     fn status(&self) -> Status {
         match self {
@@ -280,16 +295,18 @@ pub struct PartitionPlan {
     with_tail: Vec<usize>,
 }
 
-/// Resolves, checks and plans one partition without changing anything.
+/// Resolves, checks and plans one partition without changing anything. Unless a dry run, it
+/// takes the partition's metastore lock into `lock` before the snapshot; the caller releases it.
 pub async fn plan(
     metastore: &Metastore,
     hdfs: &Hdfs,
     table: &TableInfo,
     spec: &str,
     options: &CompactOptions,
+    lock: &mut Option<PartitionLock>,
     report: &mut CompactReport,
 ) -> Result<Option<PartitionPlan>, anyhow::Error> {
-    match plan_inner(metastore, hdfs, table, spec, options, report).await {
+    match plan_inner(metastore, hdfs, table, spec, options, lock, report).await {
         Ok(p) => Ok(p),
         Err(stop) => {
             finish_stopped(report, stop);
@@ -334,6 +351,7 @@ async fn plan_inner(
     table: &TableInfo,
     spec: &str,
     options: &CompactOptions,
+    lock: &mut Option<PartitionLock>,
     report: &mut CompactReport,
 ) -> Result<Option<PartitionPlan>, Stop> {
     // Step 1: resolve and refuse.
@@ -352,6 +370,29 @@ async fn plan_inner(
     let location = Location::parse(location)
         .map_err(|e| Stop::Refused(Refusal::new(Rule::NotHdfs, e.to_string())))?;
     let home = home_of(table, &spec, &location);
+
+    // Lock before the snapshot, so what we list is what no lock-taking writer changes until
+    // the swap.
+    if !options.dry_run {
+        let target = lock::Target {
+            db: &table.db,
+            table: &table.name,
+            partition: &spec.name(),
+        };
+        *lock = lock::acquire(
+            metastore,
+            &target,
+            &options.lock,
+            &options.cancel,
+            &mut report.warnings,
+        )
+        .await
+        .map_err(|e| match e {
+            LockError::Busy { .. } => Stop::Busy(e.to_string()),
+            LockError::Interrupted => Stop::Interrupted,
+            LockError::Unsupported(_) | LockError::Failed(_) => Stop::Failed(e.into()),
+        })?;
+    }
 
     // Steps 2 and 3: snapshot the files and read every tail.
     let snapshot = match Snapshot::take(hdfs, &location).await {
@@ -513,7 +554,18 @@ pub async fn compact_partition(
 ) -> CompactReport {
     let started = Instant::now();
     let mut report = CompactReport::new(&table.qualified_name(), spec);
-    match plan(metastore, hdfs, table, spec, options, &mut report).await {
+    let mut lock = None;
+    match plan(
+        metastore,
+        hdfs,
+        table,
+        spec,
+        options,
+        &mut lock,
+        &mut report,
+    )
+    .await
+    {
         Ok(Some(plan)) if options.dry_run => {
             report.status = Status::DryRun;
             report.run_id = None;
@@ -525,9 +577,29 @@ pub async fn compact_partition(
                     .map(|(i, _)| plan.snapshot.files[*i].length)
                     .sum::<u64>();
         }
-        Ok(Some(plan)) => execute(metastore, hdfs, plan, options, progress, &mut report).await,
+        Ok(Some(plan)) => {
+            execute(
+                metastore,
+                hdfs,
+                plan,
+                options,
+                lock.as_ref(),
+                progress,
+                &mut report,
+            )
+            .await
+        }
         Ok(None) => {}
         Err(e) => finish_stopped(&mut report, Stop::Failed(e)),
+    }
+    // Every path ends here, so the lock is released whatever happened.
+    if let Some(lock) = lock {
+        if let Err(e) = lock.release().await {
+            report.warnings.push(format!(
+                "could not release the metastore lock ({e}); it expires when the metastore \
+                 times it out (hive.txn.timeout)"
+            ));
+        }
     }
     report.seconds = started.elapsed().as_secs_f64();
     report
@@ -554,6 +626,7 @@ pub async fn execute(
     hdfs: &Hdfs,
     plan: PartitionPlan,
     options: &CompactOptions,
+    lock: Option<&PartitionLock>,
     progress: &dyn Progress,
     report: &mut CompactReport,
 ) {
@@ -569,6 +642,7 @@ pub async fn execute(
         hdfs,
         &plan,
         options,
+        lock,
         progress,
         report,
         &run_id,
@@ -600,6 +674,7 @@ async fn run_protocol(
     hdfs: &Hdfs,
     plan: &PartitionPlan,
     options: &CompactOptions,
+    lock: Option<&PartitionLock>,
     progress: &dyn Progress,
     report: &mut CompactReport,
     run_id: &str,
@@ -608,18 +683,27 @@ async fn run_protocol(
     swapped: &mut bool,
 ) -> Result<(), Stop> {
     let files = &plan.snapshot.files;
-    let dir_status = hdfs
-        .status(&plan.location)
+    let vanished = |l: &Location| Stop::Busy(format!("{l} vanished"));
+    let dir_access = hdfs
+        .access(&plan.location)
         .await?
-        .ok_or_else(|| Stop::Busy(format!("{} vanished", plan.location)))?;
-    // New files get the permission bits of the old ones (the first input's: Hive writes a
-    // partition's files with one umask); directories those of the old directory.
-    let file_permission = files.first().map_or(0o644, |f| f.permission);
+        .ok_or_else(|| vanished(&plan.location))?;
+    // New files get the access of the old ones (the first input's: Hive writes a partition's
+    // files with one umask and the directory's default ACL); directories that of the old
+    // directory.
+    let file_access = match files.first() {
+        Some(f) => hdfs
+            .access(&f.location)
+            .await?
+            .ok_or_else(|| vanished(&f.location))?,
+        None => dir_access.clone(),
+    };
+    let file_permission = file_access.permission;
     failpoint!("compact::before-stage");
     checkpoint(options)?;
 
     // Step 4: stage.
-    hdfs.mkdirs(staging, dir_status.permission).await?;
+    hdfs.mkdirs(staging, dir_access.permission).await?;
     let to_write: u64 = plan.outputs.iter().map(|o| o.content_length).sum::<u64>()
         + plan
             .carried
@@ -689,7 +773,16 @@ async fn run_protocol(
         .chain(copies.iter().map(|(t, _, _)| t.clone()))
         .map(|t| published.child(t.path.rsplit('/').next().unwrap_or("")))
         .collect();
-    keep_ownership(hdfs, &dir_status, files, published, &new_files, report).await;
+    // Our work directory too: whoever owns the table must be able to use it later.
+    let work = plan.home.child(WORK_DIR);
+    let mut not_kept = keep_access(
+        hdfs,
+        &std::iter::once((&work, &dir_access))
+            .chain(std::iter::once((published, &dir_access)))
+            .chain(new_files.iter().map(|f| (f, &file_access)))
+            .collect::<Vec<_>>(),
+    )
+    .await;
     failpoint!("compact::after-publish");
     checkpoint(options)?;
 
@@ -703,21 +796,34 @@ async fn run_protocol(
     }
     failpoint!("compact::before-swap");
     checkpoint(options)?;
+    // A lock the metastore timed out no longer keeps writers away: do not swap without it.
+    if let Some(why) = lock.and_then(PartitionLock::lost) {
+        return Err(Stop::Busy(format!(
+            "the metastore lock was lost during the run ({why}); retry later"
+        )));
+    }
 
     // Step 8: swap, with the statistics we can vouch for.
     let bytes_after: u64 = written.iter().map(|(_, m)| m.length).sum::<u64>()
         + copies.iter().map(|(_, s, _)| s.length).sum::<u64>();
     let new_location = published.to_string();
-    let (before, after) = set_location(metastore, plan, &plan.location, &new_location, |p| {
-        new_parameters(
-            p,
-            &plan.location.to_string(),
-            new_files.len(),
-            bytes_after,
-            rows,
-            run_id,
-        )
-    })
+    let (before, after) = set_location(
+        metastore,
+        &plan.table,
+        &plan.spec,
+        &plan.location,
+        &new_location,
+        |p| {
+            new_parameters(
+                p,
+                &plan.location.to_string(),
+                new_files.len(),
+                bytes_after,
+                rows,
+                run_id,
+            )
+        },
+    )
     .await?;
     *swapped = true;
 
@@ -732,9 +838,14 @@ async fn run_protocol(
         );
         let published_location = Location::parse(&new_location).map_err(|e| anyhow!("{e}"))?;
         let old = plan.location.to_string();
-        return match set_location(metastore, plan, &published_location, &old, |_| {
-            before.clone()
-        })
+        return match set_location(
+            metastore,
+            &plan.table,
+            &plan.spec,
+            &published_location,
+            &old,
+            |_| before.clone(),
+        )
         .await
         {
             Ok(_) => {
@@ -816,9 +927,12 @@ async fn run_protocol(
         parameters_before: before,
         parameters_after: after,
         finished_at: chrono::Utc::now().to_rfc3339(),
+        rebuilt: None,
+        rolled_back_at: None,
+        cleaned_at: None,
     };
-    let journal_path = plan.home.child(WORK_DIR).child(&format!("{run_id}.json"));
-    if let Err(e) = write_journal(hdfs, &journal_path, &journal).await {
+    let journal_path = journal::path(&plan.home, run_id);
+    if let Err(e) = journal::write(hdfs, &journal_path, &journal).await {
         // The swap is done and correct; only the record is missing. Say so loudly.
         return Err(Stop::Failed(anyhow!(
             "the partition was compacted and now points at {}, but writing the journal {} \
@@ -828,6 +942,8 @@ async fn run_protocol(
             journal_path
         )));
     }
+    not_kept.extend(hdfs.copy_access(&journal_path, &file_access).await);
+    report.warnings.extend(not_kept_warning(&not_kept));
     Ok(())
 }
 
@@ -960,45 +1076,33 @@ async fn read_hashed(
     Ok((len, hasher.digest()))
 }
 
-/// Gives the new directory and files the owner, group and permission of the old ones, as far
-/// as the running user may (changing the owner needs HDFS superuser rights). What could not be
-/// kept becomes a warning: the data is correct either way, access may differ.
-async fn keep_ownership(
-    hdfs: &Hdfs,
-    dir: &crate::hdfs::Entry,
-    old_files: &[DataFile],
-    published: &Location,
-    new_files: &[Location],
-    report: &mut CompactReport,
-) {
-    let (owner, group) = old_files
-        .first()
-        .map_or((dir.owner.as_str(), dir.group.as_str()), |f| {
-            (f.owner.as_str(), f.group.as_str())
-        });
+/// Gives each new path the owner, group, permission bits and ACL (default entries included) of
+/// the original it stands for, as far as the user we act as may (changing the owner needs HDFS
+/// superuser rights). Returns what could not be kept, for [`not_kept_warning`].
+async fn keep_access(hdfs: &Hdfs, targets: &[(&Location, &Access)]) -> Vec<NotKept> {
     let mut failed = Vec::new();
-    if let Err(e) = hdfs.set_permission(published, dir.permission).await {
-        failed.push(format!("permission of {published}: {e}"));
+    for (target, want) in targets {
+        failed.extend(hdfs.copy_access(target, want).await);
     }
-    for (target, (o, g)) in std::iter::once((published, (dir.owner.as_str(), dir.group.as_str())))
-        .chain(new_files.iter().map(|f| (f, (owner, group))))
-    {
-        match hdfs.status(target).await {
-            Ok(Some(now)) if now.owner == o && now.group == g => continue,
-            _ => {}
-        }
-        if let Err(e) = hdfs.set_owner(target, o, g).await {
-            failed.push(format!("owner {o}:{g} of {target}: {e}"));
-        }
-    }
-    if !failed.is_empty() {
-        report.warnings.push(format!(
-            "could not keep {} of the old ownership (run as the table's owner or an HDFS \
-             superuser to keep it): {}",
-            failed.len(),
-            failed.first().cloned().unwrap_or_default()
-        ));
-    }
+    failed
+}
+
+/// One warning for everything [`keep_access`] could not keep: the data is correct either way,
+/// only who may read or change it can differ.
+fn not_kept_warning(failed: &[NotKept]) -> Option<String> {
+    let first = failed.first()?;
+    let mut what: Vec<&str> = failed.iter().map(|f| f.what).collect();
+    what.sort_unstable();
+    what.dedup();
+    let mut paths: Vec<&Location> = failed.iter().map(|f| &f.target).collect();
+    paths.dedup();
+    Some(format!(
+        "could not keep the original {} on {} new path(s) (run as the table's owner, or as an \
+         HDFS superuser to keep owners): {}",
+        what.join(", "),
+        paths.len(),
+        first.error
+    ))
 }
 
 /// Basic statistics this swap makes true; the rest of the parameters are kept as they were,
@@ -1030,142 +1134,6 @@ fn new_parameters(
     p.insert(PARAM_PREVIOUS_LOCATION.into(), old_location.to_string());
     p.insert(PARAM_RUN_ID.into(), run_id.to_string());
     p
-}
-
-/// Points the partition at `to`, provided it still points at `from`: one `alter_partition` from
-/// the partition as the metastore holds it now (so no field we do not know is dropped), with
-/// the parameters `params` makes of the current ones, then a read-back. Returns the parameters
-/// before and after. Used for the swap (step 8) and to swap back when a writer slipped in.
-async fn set_location(
-    metastore: &Metastore,
-    plan: &PartitionPlan,
-    from: &Location,
-    to: &str,
-    params: impl FnOnce(&BTreeMap<String, String>) -> BTreeMap<String, String>,
-) -> Result<(BTreeMap<String, String>, BTreeMap<String, String>), Stop> {
-    let table = &plan.table;
-    let what = || {
-        format!(
-            "partition {} of {}",
-            plan.spec.name(),
-            table.qualified_name()
-        )
-    };
-    let mut partition = metastore
-        .get_partition_by_values(&table.db, &table.name, &plan.spec.values)
-        .await
-        .map_err(|e| anyhow!("re-reading {} before changing its location: {e}", what()))?;
-    let current = partition.sd.as_ref().and_then(|sd| sd.location.clone());
-    if current
-        .as_deref()
-        .map(Location::parse)
-        .and_then(Result::ok)
-        .as_ref()
-        != Some(from)
-    {
-        return Err(Stop::Busy(format!(
-            "{} moved to {} during the run; retry later",
-            what(),
-            current.unwrap_or_default()
-        )));
-    }
-    let before = partition.parameters.clone().unwrap_or_default();
-    let after = params(&before);
-    if let Some(sd) = partition.sd.as_mut() {
-        sd.location = Some(to.to_string());
-    }
-    partition.parameters = Some(after.clone());
-    let env = BTreeMap::from([(DO_NOT_UPDATE_STATS.to_string(), "true".to_string())]);
-    if let Err(e) = metastore
-        .alter_partition(&table.db, &table.name, partition, env)
-        .await
-    {
-        // Whether the change happened is unknown after a timeout: read it back before saying.
-        let outcome_unknown = matches!(
-            e,
-            MetastoreError::Timeout {
-                outcome_unknown: true,
-                ..
-            } | MetastoreError::ConnectionLost {
-                outcome_unknown: true,
-                ..
-            }
-        );
-        if !outcome_unknown || !points_at(metastore, plan, to).await {
-            return Err(Stop::Failed(anyhow!(
-                "setting the location of {} to {to}: {e}",
-                what()
-            )));
-        }
-    }
-    // Read back: the change counts only once the metastore says so.
-    if !points_at(metastore, plan, to).await {
-        return Err(Stop::Failed(anyhow!(
-            "the metastore accepted the new location of {} but reading it back does not show {to}",
-            what()
-        )));
-    }
-    Ok((before, after))
-}
-
-async fn points_at(metastore: &Metastore, plan: &PartitionPlan, location: &str) -> bool {
-    metastore
-        .get_partition_by_values(&plan.table.db, &plan.table.name, &plan.spec.values)
-        .await
-        .ok()
-        .and_then(|p| p.sd.and_then(|sd| sd.location))
-        .is_some_and(|l| l == location)
-}
-
-/// What a run did, kept next to the runs (`<home>/.hive-orc-compactor/<run-id>.json`) so that
-/// rollback and cleanup know exactly which files a compaction replaced.
-#[derive(Debug, Serialize)]
-pub struct Journal {
-    pub run_id: String,
-    pub table: String,
-    pub partition: String,
-    pub partition_values: Vec<String>,
-    pub old_location: String,
-    pub new_location: String,
-    pub inputs: Vec<JournalInput>,
-    pub outputs: Vec<JournalOutput>,
-    pub dropped_empty: Vec<String>,
-    pub parameters_before: BTreeMap<String, String>,
-    pub parameters_after: BTreeMap<String, String>,
-    pub finished_at: String,
-}
-
-#[derive(Debug, Serialize)]
-pub struct JournalInput {
-    pub path: String,
-    pub length: u64,
-    pub modification_time: u64,
-    pub rows: u64,
-}
-
-#[derive(Debug, Serialize)]
-pub struct JournalOutput {
-    pub path: String,
-    pub length: u64,
-    pub rows: u64,
-    /// Names of the input files (in the old location) this output was made from.
-    pub inputs: Vec<String>,
-    /// XXH3-64 of each stripe (for a carried file: of the whole file).
-    pub stripe_checksums: Vec<u64>,
-}
-
-async fn write_journal(hdfs: &Hdfs, path: &Location, journal: &Journal) -> anyhow::Result<()> {
-    let bytes = serde_json::to_vec_pretty(journal)?;
-    let mut writer = hdfs.create(path, 0o644).await?;
-    writer
-        .write_bytes(bytes.into())
-        .await
-        .map_err(|e| anyhow!("writing {path}: {e}"))?;
-    writer
-        .close()
-        .await
-        .map_err(|e| anyhow!("closing {path}: {e}"))?;
-    Ok(())
 }
 
 #[cfg(test)]

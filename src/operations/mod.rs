@@ -4,6 +4,9 @@
 
 pub mod analyze;
 pub mod batch;
+pub mod cleanup;
 pub mod compact;
 pub mod inspect;
 pub mod resolve;
+pub mod rollback;
+pub mod verify;

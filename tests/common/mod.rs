@@ -57,6 +57,16 @@ pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// Exit code, stdout and stderr of a run, for assertion messages.
+pub fn describe(o: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        o.status.code(),
+        stdout(o),
+        stderr(o)
+    )
+}
+
 pub fn json(o: &Output) -> Value {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
         panic!(
@@ -93,6 +103,28 @@ pub fn run_many(hms_uri: &str, cases: &[Vec<String>]) -> Vec<Output> {
         .into_iter()
         .map(|o| o.into_inner().unwrap().expect("every case ran"))
         .collect()
+}
+
+/// One tokio runtime per test binary, for the library's async calls.
+pub fn rt() -> &'static tokio::runtime::Runtime {
+    static RT: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a tokio runtime")
+    })
+}
+
+/// A database of the test binary's own, made once from `sets` (`name` gets the process id):
+/// tests of one binary use different partitions of it.
+pub fn own_database(
+    cell: &'static std::sync::OnceLock<OwnDatabase>,
+    name: &str,
+    sets: &str,
+) -> &'static OwnDatabase {
+    cell.get_or_init(|| OwnDatabase::create(&format!("{name}_{}", std::process::id()), sets))
 }
 
 /// A TCP port on 127.0.0.1 that nothing listens on (free when this returns).
@@ -343,6 +375,27 @@ pub async fn fingerprint_with(
         partitions,
         listings,
     }
+}
+
+/// One partition's metastore object and everything under its directory, listed as
+/// [`Fingerprint`] lists a table: to check that a run left one partition alone while tests on
+/// other partitions of the same table change theirs.
+pub async fn partition_fingerprint(
+    metastore: &Metastore,
+    hdfs: &Hdfs,
+    db: &str,
+    table: &str,
+    values: &[String],
+    location: &str,
+) -> (Partition, BTreeMap<String, Value>) {
+    let partition = metastore
+        .get_partition_by_values(db, table, values)
+        .await
+        .unwrap_or_else(|e| panic!("partition {db}.{table} {values:?}: {e}"));
+    let mut listings = BTreeMap::new();
+    let dir = Location::parse(location).unwrap_or_else(|e| panic!("{location}: {e}"));
+    list_recursively(hdfs, dir, &mut listings).await;
+    (partition, listings)
 }
 
 async fn list_recursively(hdfs: &Hdfs, dir: Location, out: &mut BTreeMap<String, Value>) {

@@ -1,0 +1,222 @@
+//! The metastore lock around `compact`, against the real HMS `scripts/test` starts (4.0.1, whose
+//! TxnHandler on Derby implements locks): a held lock makes another run busy without touching
+//! anything, `--no-lock` ignores it, and every run releases its lock however it ends.
+//!
+//! Each test uses its own partitions of this binary's own database (`OwnDatabase`).
+
+mod common;
+
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use std::collections::BTreeMap;
+
+use common::{describe, env, json, own_database, partition_fingerprint, rt, run, OwnDatabase};
+use hive_orc_compactor::hdfs::Hdfs;
+use hive_orc_compactor::lock::{self, LockMode, LockOptions, PartitionLock, Target};
+use hive_orc_compactor::metastore::{Metastore, MetastoreConfig, Partition};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+const TABLE: &str = "ext_p3";
+
+fn db() -> &'static OwnDatabase {
+    static DB: OnceLock<OwnDatabase> = OnceLock::new();
+    own_database(&DB, "locks", "basic")
+}
+
+fn metastore() -> Metastore {
+    rt().block_on(async {
+        let mut cfg = MetastoreConfig::new(&env("HMS_URI")).expect("a metastore URI");
+        cfg.io_timeout = Duration::from_secs(60);
+        Metastore::connect(cfg)
+            .await
+            .expect("the metastore answers")
+    })
+}
+
+/// The partition's exclusive lock, taken the way the tool takes it, without waiting.
+fn take_lock(ms: &Metastore, spec: &str) -> Result<Option<PartitionLock>, lock::LockError> {
+    let db = &db().fixtures.database;
+    let options = LockOptions {
+        mode: LockMode::Required,
+        wait: Duration::ZERO,
+        user: "lock-test".into(),
+        ..LockOptions::default()
+    };
+    let target = Target {
+        db,
+        table: TABLE,
+        partition: spec,
+    };
+    rt().block_on(lock::acquire(
+        ms,
+        &target,
+        &options,
+        &CancellationToken::new(),
+        &mut vec![],
+    ))
+}
+
+fn compact_args(spec: &str, extra: &[&str]) -> Vec<String> {
+    let table = db().fixtures.qualified(TABLE);
+    let mut args: Vec<String> = ["compact", "--table", &table, "--partition", spec, "--json"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
+fn compact(spec: &str, extra: &[&str]) -> Output {
+    let args = compact_args(spec, extra);
+    run(&args.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+fn status_of(o: &Output) -> String {
+    json(o)["status"].as_str().unwrap_or_default().to_string()
+}
+
+type State = (Partition, BTreeMap<String, Value>);
+
+/// The partition's metastore object and everything under its directory.
+fn state(spec: &str) -> State {
+    let f = &db().fixtures;
+    let p = f.table(TABLE).partition(spec);
+    rt().block_on(partition_fingerprint(
+        &metastore(),
+        &Hdfs::new(),
+        &f.database,
+        TABLE,
+        &p.values,
+        &p.location,
+    ))
+}
+
+/// Asserts the run ended busy because of the lock and changed nothing of the partition.
+fn assert_busy_untouched(o: &Output, spec: &str, before: &State) {
+    assert_eq!(o.status.code(), Some(4), "{}", describe(o));
+    let r = json(o);
+    assert_eq!(r["status"], "busy", "{r}");
+    let reason = r["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("locked in the metastore"), "{r}");
+    assert!(*before == state(spec), "{spec} changed");
+}
+
+#[test]
+fn a_lock_held_by_someone_else_makes_compact_busy_and_no_lock_ignores_it() {
+    let spec = "region=us/dt=2024-01-01/hour=00";
+    let ms = metastore();
+    let held = take_lock(&ms, spec)
+        .expect("the test takes the lock")
+        .expect("HMS 4 supports locks");
+    let before = state(spec);
+    let t0 = Instant::now();
+    let out = compact(spec, &["--lock-timeout", "2s"]);
+    assert_busy_untouched(&out, spec, &before);
+    assert!(
+        t0.elapsed() >= Duration::from_secs(2),
+        "it waited for --lock-timeout"
+    );
+    // `--require-lock` on a metastore with locks is the same: busy.
+    let out = compact(spec, &["--lock-timeout", "0", "--require-lock"]);
+    assert_busy_untouched(&out, spec, &before);
+
+    // The busy runs withdrew their waiting requests: once the holder lets go, a run that does
+    // not wait at all gets the lock (a request left queued would be ahead of it).
+    rt().block_on(held.release()).expect("unlock");
+    let held = take_lock(&ms, spec).unwrap().unwrap();
+    // `--no-lock` does not ask, so the held lock does not stop it.
+    let out = compact(spec, &["--no-lock"]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert_eq!(status_of(&out), "compacted");
+    rt().block_on(held.release()).expect("unlock");
+}
+
+#[cfg(feature = "failpoints")]
+#[test]
+fn a_run_holding_the_lock_makes_a_second_busy_and_releases_it_when_done() {
+    let spec = "region=us/dt=2024-01-01/hour=13";
+    let first = Command::new(env!("CARGO_BIN_EXE_hive-orc-compactor"))
+        .args(compact_args(spec, &[]))
+        .env_remove("HIVE_CONF_DIR")
+        .env("HMS_URI", env("HMS_URI"))
+        .env("FAILPOINTS", "compact::before-swap=sleep(8000)")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary starts");
+    // Wait until the first run holds the lock: then the test cannot take it.
+    let ms = metastore();
+    let t0 = Instant::now();
+    loop {
+        match take_lock(&ms, spec) {
+            Ok(Some(l)) => {
+                rt().block_on(l.release()).expect("unlock");
+                assert!(t0.elapsed() < Duration::from_secs(6), "never locked");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(lock::LockError::Busy { .. }) => break,
+            Err(e) => panic!("{e}"),
+            Ok(None) => unreachable!("required"),
+        }
+    }
+    // Until the first run's pause before the swap, its own work changes the directory.
+    let home = hive_orc_compactor::hdfs::Location::parse(
+        &db().fixtures.table(TABLE).partition(spec).location,
+    )
+    .unwrap()
+    .child(".hive-orc-compactor");
+    let published = || {
+        rt().block_on(Hdfs::new().list(&home))
+            .unwrap()
+            .is_some_and(|l| l.subdirs.iter().any(|d| !d.ends_with(".staging")))
+    };
+    while !published() {
+        assert!(t0.elapsed() < Duration::from_secs(6), "never published");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let before = state(spec);
+    let second = compact(spec, &["--lock-timeout", "1s"]);
+    assert_busy_untouched(&second, spec, &before);
+
+    let first = first.wait_with_output().expect("the first run ends");
+    assert_eq!(first.status.code(), Some(0), "{}", describe(&first));
+    assert_eq!(status_of(&first), "compacted");
+    // Released: a third run, not waiting at all, gets the lock and finds nothing to do.
+    let third = compact(spec, &["--lock-timeout", "0"]);
+    assert_eq!(third.status.code(), Some(0), "{}", describe(&third));
+    assert_eq!(status_of(&third), "nothing-to-do");
+}
+
+#[cfg(feature = "failpoints")]
+#[test]
+fn the_lock_is_released_after_a_failure() {
+    let spec = "region=eu/dt=2024-01-01/hour=00";
+    for fp in ["compact::after-stage", "compact::after-swap"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_hive-orc-compactor"))
+            .args(compact_args(spec, &[]))
+            .env_remove("HIVE_CONF_DIR")
+            .env("HMS_URI", env("HMS_URI"))
+            .env("FAILPOINTS", format!("{fp}=return"))
+            .output()
+            .expect("the binary runs");
+        assert_eq!(out.status.code(), Some(1), "{fp}: {}", describe(&out));
+        let held = take_lock(&metastore(), spec)
+            .unwrap_or_else(|e| panic!("{fp}: the failed run left its lock: {e}"))
+            .expect("HMS 4 supports locks");
+        rt().block_on(held.release()).expect("unlock");
+    }
+}
+
+#[test]
+fn dry_runs_do_not_lock() {
+    let spec = "region=eu/dt=2024-01-01/hour=13";
+    let ms = metastore();
+    let held = take_lock(&ms, spec).unwrap().unwrap();
+    let out = compact(spec, &["--dry-run", "--lock-timeout", "0"]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert_eq!(status_of(&out), "dry-run");
+    rt().block_on(held.release()).expect("unlock");
+}
