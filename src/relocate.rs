@@ -2,6 +2,7 @@
 //! swap back), rollback's swap back and cleanup's statistics update after adopting late files.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use anyhow::anyhow;
 
@@ -19,9 +20,20 @@ pub enum RelocateError {
         partition: String,
         current: String,
     },
+    /// The call's outcome is unknown (timeout, broken connection) and the partition does not
+    /// show the change yet: the metastore may still apply it (HMS retries internally), so the
+    /// caller must keep `to` in place.
+    #[error("{0}")]
+    Unconfirmed(String),
     #[error(transparent)]
     Failed(#[from] anyhow::Error),
 }
+
+/// How long to keep reading back after an alter whose outcome is unknown. HMS retries a failed
+/// transaction itself (10 times, 2 s apart, by default), so a change can land well after the
+/// client gave up.
+const CONFIRM_FOR: Duration = Duration::from_secs(60);
+const CONFIRM_EVERY: Duration = Duration::from_secs(2);
 
 /// Points the partition at `to`, provided it still points at `from`: one `alter_partition` from
 /// the partition as the metastore holds it now (so no field we do not know is dropped), with
@@ -77,8 +89,15 @@ pub async fn set_location(
                 ..
             }
         );
-        if !outcome_unknown || !points_at(metastore, table, spec, to).await {
+        if !outcome_unknown {
             return Err(anyhow!("setting the location of {} to {to}: {e}", what()).into());
+        }
+        if !confirmed(metastore, table, spec, to).await {
+            return Err(RelocateError::Unconfirmed(format!(
+                "setting the location of {} to {to}: {e}; it did not show after {}s of reading back",
+                what(),
+                CONFIRM_FOR.as_secs()
+            )));
         }
     }
     if !points_at(metastore, table, spec, to).await {
@@ -89,6 +108,25 @@ pub async fn set_location(
         .into());
     }
     Ok((before, after))
+}
+
+/// Reads back until the partition points at `location`, for at most [`CONFIRM_FOR`].
+async fn confirmed(
+    metastore: &Metastore,
+    table: &TableInfo,
+    spec: &PartitionSpec,
+    location: &str,
+) -> bool {
+    let deadline = tokio::time::Instant::now() + CONFIRM_FOR;
+    loop {
+        if points_at(metastore, table, spec, location).await {
+            return true;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(CONFIRM_EVERY).await;
+    }
 }
 
 async fn points_at(

@@ -19,6 +19,7 @@
 //! the I/O; both return a [`CompactReport`], which is what `--json` prints.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{anyhow, Context};
@@ -63,6 +64,10 @@ pub struct CompactOptions {
     pub cancel: CancellationToken,
     /// The metastore lock held from the snapshot to the journal (not taken by a dry run).
     pub lock: LockOptions,
+    /// Held from the final re-check through the swap, so a batch swaps one partition at a time:
+    /// concurrent `alter_partition` calls on one table deadlock in the metastore's database
+    /// (seen on Derby: minutes of internal retries), and a swap is quick anyway.
+    pub swap_gate: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl Default for CompactOptions {
@@ -75,6 +80,7 @@ impl Default for CompactOptions {
             chunk_size: MergeOptions::default().chunk_size,
             cancel: CancellationToken::new(),
             lock: LockOptions::default(),
+            swap_gate: Arc::default(),
         }
     }
 }
@@ -230,6 +236,7 @@ impl From<RelocateError> for Stop {
     fn from(e: RelocateError) -> Self {
         match e {
             RelocateError::Moved { .. } => Stop::Busy(e.to_string()),
+            RelocateError::Unconfirmed(_) => Stop::Failed(anyhow!("{e}")),
             RelocateError::Failed(e) => Stop::Failed(e),
         }
     }
@@ -786,6 +793,9 @@ async fn run_protocol(
     failpoint!("compact::after-publish");
     checkpoint(options)?;
 
+    // One swap at a time per process, from this re-check on (see `CompactOptions::swap_gate`).
+    let _swap_turn = options.swap_gate.lock().await;
+
     // Step 7: re-check the snapshot: a writer that added or changed files means busy.
     let changes = changes_since_snapshot(hdfs, plan).await?;
     if !changes.is_empty() {
@@ -807,7 +817,7 @@ async fn run_protocol(
     let bytes_after: u64 = written.iter().map(|(_, m)| m.length).sum::<u64>()
         + copies.iter().map(|(_, s, _)| s.length).sum::<u64>();
     let new_location = published.to_string();
-    let (before, after) = set_location(
+    let swap = set_location(
         metastore,
         &plan.table,
         &plan.spec,
@@ -824,7 +834,19 @@ async fn run_protocol(
             )
         },
     )
-    .await?;
+    .await;
+    let (before, after) = match swap {
+        Ok(params) => params,
+        Err(RelocateError::Unconfirmed(why)) => {
+            // The metastore may still point the partition here: the new files must stay.
+            *swapped = true;
+            return Err(Stop::Failed(anyhow!(
+                "{why}; the new files stay in {new_location} in case the metastore applies the \
+                 change later: check with `verify`; `cleanup` settles the run either way"
+            )));
+        }
+        Err(e) => return Err(e.into()),
+    };
     *swapped = true;
 
     // A writer that slipped in between the re-check and the swap wrote where queries no longer

@@ -233,6 +233,9 @@ async fn execute(
     .await
     .map_err(|e| match e {
         RelocateError::Moved { .. } => Stop::Busy(e.to_string()),
+        RelocateError::Unconfirmed(why) => Stop::Failed(anyhow::anyhow!(
+            "{why}; check with `inspect` where the partition points before retrying"
+        )),
         RelocateError::Failed(e) => Stop::Failed(e),
     })?;
     run.journal.rolled_back_at = Some(chrono::Utc::now().to_rfc3339());
