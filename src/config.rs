@@ -115,6 +115,19 @@ pub fn metastore(
     if framed {
         config.transport = Transport::Framed;
     }
+    // Kerberos: SASL/GSSAPI to the principal named here (empty when unset: the caller must
+    // then have one from the command line, or refuses).
+    let sasl = lookup(&["hive.metastore.sasl.enabled", "metastore.sasl.enabled"])
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    if sasl {
+        config.sasl_principal = Some(
+            lookup(&[
+                "hive.metastore.kerberos.principal",
+                "metastore.kerberos.principal",
+            ])
+            .unwrap_or_default(),
+        );
+    }
     let timeout = flag_timeout.or_else(|| {
         lookup(&[
             "hive.metastore.client.socket.timeout",

@@ -209,6 +209,15 @@ impl Hdfs {
         if let Some(user) = &self.user {
             builder = builder.with_user(user.clone());
         }
+        // --principal/--keytab (hdfs-native then uses them instead of the default ticket
+        // cache); Kerberos itself is on when core-site.xml says so.
+        let login = crate::kerberos::login();
+        if let Some(principal) = login.principal {
+            builder = builder.with_kerberos_principal(principal);
+        }
+        if let Some(keytab) = login.keytab {
+            builder = builder.with_kerberos_keytab(keytab.to_string_lossy().into_owned());
+        }
         let client = builder.build().map_err(|source| FsError::Client {
             fs: location.fs.clone(),
             source,

@@ -7,6 +7,7 @@ pub mod exit;
 pub mod fleet;
 pub mod hdfs;
 pub mod journal;
+pub mod kerberos;
 pub mod lock;
 pub mod metastore;
 pub mod operations;

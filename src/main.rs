@@ -82,6 +82,20 @@ struct Global {
     /// files can keep their owner)
     #[arg(long, global = true, value_name = "NAME", env = "HADOOP_USER_NAME")]
     hadoop_user: Option<String>,
+    /// Kerberos: log in as this principal (user@REALM), for HDFS and the metastore; without
+    /// --keytab its tickets come from the cache (KRB5CCNAME, kinit)
+    #[arg(long, global = true, value_name = "PRINCIPAL", env = "HOC_PRINCIPAL")]
+    principal: Option<String>,
+    /// Kerberos: the keytab of --principal; the tool then gets and renews its own tickets
+    #[arg(long, global = true, value_name = "FILE", env = "HOC_KEYTAB")]
+    keytab: Option<PathBuf>,
+    /// Talk to the metastore over SASL/GSSAPI (Kerberos), as hive.metastore.sasl.enabled
+    #[arg(long, global = true)]
+    metastore_sasl: bool,
+    /// The metastore's Kerberos principal, e.g. hive/_HOST@REALM (_HOST: the URI's host);
+    /// default hive.metastore.kerberos.principal; implies --metastore-sasl
+    #[arg(long, global = true, value_name = "PRINCIPAL")]
+    metastore_principal: Option<String>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -434,6 +448,18 @@ fn metastore_config(global: &Global, settings: &Settings) -> anyhow::Result<conf
     if global.metastore.is_none() && settings.metastore.is_some() {
         resolved.source = "the config file".into();
     }
+    if let Some(p) = &global.metastore_principal {
+        resolved.config.sasl_principal = Some(p.clone());
+    } else if global.metastore_sasl && resolved.config.sasl_principal.is_none() {
+        resolved.config.sasl_principal = Some(String::new());
+    }
+    if resolved.config.sasl_principal.as_deref() == Some("") {
+        anyhow::bail!(
+            "the metastore uses Kerberos (SASL) but its principal is not known: set \
+             hive.metastore.kerberos.principal in hive-site.xml or pass --metastore-principal \
+             (e.g. hive/_HOST@REALM)"
+        );
+    }
     Ok(resolved)
 }
 
@@ -466,6 +492,11 @@ fn cancel_on_signal(cancel: tokio_util::sync::CancellationToken) {
 async fn run(cli: Cli, matches: ArgMatches) -> anyhow::Result<ExitCode> {
     let global = &cli.global;
     let settings = Settings::load(global.config.as_deref())?;
+    hive_orc_compactor::kerberos::set_login(hive_orc_compactor::kerberos::Login {
+        principal: global.principal.clone(),
+        keytab: global.keytab.clone(),
+    })
+    .map_err(anyhow::Error::msg)?;
     match &cli.command {
         Command::Inspect { table, partition } => {
             let metastore = connect(global, &settings).await?;

@@ -114,6 +114,10 @@ pub struct MetastoreConfig {
     pub retries: u32,
     /// First pause between attempts; doubled each time, capped at 8x.
     pub retry_backoff: Duration,
+    /// SASL/GSSAPI (Kerberos) with this server principal (`hive/_HOST@REALM`: `_HOST` becomes
+    /// each URI's host), as `hive.metastore.sasl.enabled`; replaces the buffered/framed
+    /// transport. The client's credential is [`crate::kerberos::login`].
+    pub sasl_principal: Option<String>,
 }
 
 impl MetastoreConfig {
@@ -126,6 +130,7 @@ impl MetastoreConfig {
             io_timeout: Duration::from_secs(120),
             retries: 2,
             retry_backoff: Duration::from_millis(250),
+            sasl_principal: None,
         })
     }
 

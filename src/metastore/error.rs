@@ -72,6 +72,10 @@ pub enum MetastoreError {
         message: String,
     },
 
+    /// SASL/GSSAPI could not authenticate; `message` says why and how to fix it.
+    #[error("Kerberos authentication to metastore {uris} failed: {message}")]
+    Kerberos { uris: String, message: String },
+
     #[error("metastore client task failed: {0}")]
     Client(String),
 }

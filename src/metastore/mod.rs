@@ -15,6 +15,8 @@
 mod config;
 mod error;
 mod gen;
+mod gssapi;
+mod sasl;
 mod session;
 
 use std::collections::BTreeMap;

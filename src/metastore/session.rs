@@ -16,6 +16,8 @@ use thrift::{ApplicationErrorKind, TransportErrorKind};
 use super::config::{MetastoreConfig, MetastoreUri, Transport};
 use super::error::{one_line, MetastoreError};
 use super::gen::{self, TThriftHiveMetastoreSyncClient};
+use super::gssapi;
+use super::sasl::{self, Failure as SaslFailure};
 
 pub(crate) type Client = gen::ThriftHiveMetastoreSyncClient<
     TBinaryInputProtocol<Box<dyn Read + Send>>,
@@ -119,7 +121,59 @@ fn tcp_connect(cfg: &MetastoreConfig, uri: &MetastoreUri) -> Result<TcpStream, S
     Err(last)
 }
 
-fn open(cfg: &MetastoreConfig, uri: &MetastoreUri) -> Result<Client, String> {
+/// Why a connection could not be opened.
+enum OpenError {
+    /// Not reachable, or not answering as a metastore.
+    Network(String),
+    /// Kerberos (SASL/GSSAPI) failed: the message names the fix.
+    Auth(String),
+}
+
+impl From<String> for OpenError {
+    fn from(s: String) -> Self {
+        OpenError::Network(s)
+    }
+}
+
+type Halves = (Box<dyn Read + Send>, Box<dyn Write + Send>);
+
+/// Authenticates with SASL/GSSAPI on `stream` and returns its framed halves.
+fn sasl_open(stream: &TcpStream, uri: &MetastoreUri, pattern: &str) -> Result<Halves, OpenError> {
+    let server = crate::kerberos::server_principal(pattern, &uri.host);
+    let login = crate::kerberos::login();
+    let setup = |e: io::Error| OpenError::Network(format!("{uri}: {e}"));
+    let ctx = gssapi::Context::new(&server, login.principal.as_deref(), login.keytab.as_deref())
+        .map_err(|e| OpenError::Auth(e.explain(&server)))?;
+    let mut mech = sasl::Gssapi::new(ctx);
+    let mut handshake = Socket(stream.try_clone().map_err(setup)?);
+    sasl::negotiate(&mut handshake, &mut mech).map_err(|f| match f {
+        SaslFailure::Gss(e) => OpenError::Auth(e.explain(&server)),
+        SaslFailure::Refused(msg) => OpenError::Auth(format!(
+            "{uri} refused the Kerberos login ({}); check that its principal is {server} \
+             (hive.metastore.kerberos.principal / --metastore-principal) and that it trusts \
+             this realm",
+            one_line(&msg)
+        )),
+        SaslFailure::Protocol(msg) => OpenError::Network(format!(
+            "{uri} does not speak SASL ({msg}); is hive.metastore.sasl.enabled true on the \
+             server? Without Kerberos, drop --metastore-sasl / hive.metastore.sasl.enabled"
+        )),
+        SaslFailure::Io(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+            OpenError::Network(format!(
+                "{uri} closed the connection during the SASL handshake; is \
+                 hive.metastore.sasl.enabled true on the server?"
+            ))
+        }
+        SaslFailure::Io(e) => OpenError::Network(format!("{uri}: {}", timed_out(e))),
+    })?;
+    tracing::debug!(%uri, server = %server, "metastore SASL/GSSAPI authenticated");
+    let reader = Socket(stream.try_clone().map_err(setup)?);
+    let writer = Socket(stream.try_clone().map_err(setup)?);
+    let (r, w) = sasl::split(reader, writer, mech);
+    Ok((Box::new(r), Box::new(w)))
+}
+
+fn open(cfg: &MetastoreConfig, uri: &MetastoreUri) -> Result<Client, OpenError> {
     let stream = tcp_connect(cfg, uri)?;
     let setup = |e: io::Error| format!("{uri}: {e}");
     stream.set_nodelay(true).map_err(setup)?;
@@ -129,9 +183,14 @@ fn open(cfg: &MetastoreConfig, uri: &MetastoreUri) -> Result<Client, String> {
     stream
         .set_write_timeout(Some(cfg.io_timeout))
         .map_err(setup)?;
+    let sasl_halves = match &cfg.sasl_principal {
+        Some(pattern) => Some(sasl_open(&stream, uri, pattern)?),
+        None => None,
+    };
     let reader = Socket(stream.try_clone().map_err(setup)?);
     let writer = Socket(stream);
-    let (input, output): (Box<dyn Read + Send>, Box<dyn Write + Send>) = match cfg.transport {
+    let (input, output): Halves = match cfg.transport {
+        _ if sasl_halves.is_some() => sasl_halves.expect("checked"),
         Transport::Buffered => (
             Box::new(TBufferedReadTransport::new(reader)),
             Box::new(TBufferedWriteTransport::new(writer)),
@@ -154,7 +213,8 @@ fn open(cfg: &MetastoreConfig, uri: &MetastoreUri) -> Result<Client, String> {
         Err(thrift::Error::Transport(e)) if e.kind == TransportErrorKind::TimedOut => Err(format!(
             "{uri} accepted the connection but did not answer within {:?}",
             cfg.io_timeout
-        )),
+        )
+        .into()),
         Err(thrift::Error::Transport(e))
             if matches!(
                 e.kind,
@@ -166,9 +226,10 @@ fn open(cfg: &MetastoreConfig, uri: &MetastoreUri) -> Result<Client, String> {
                  check that the {} transport matches it (framed or not, SASL/Kerberos)",
                 one_line(&e.message),
                 cfg.transport
-            ))
+            )
+            .into())
         }
-        Err(e) => Err(format!("{uri}: {}", one_line(&e.to_string()))),
+        Err(e) => Err(format!("{uri}: {}", one_line(&e.to_string())).into()),
     }
 }
 
@@ -204,6 +265,7 @@ impl Session {
         self.drop_connection();
         let n = self.cfg.uris.len();
         let mut last_error = String::from("no URI configured");
+        let mut auth_error = None;
         for k in 0..n {
             let i = (self.next + k) % n;
             let uri = &self.cfg.uris[i];
@@ -219,11 +281,22 @@ impl Session {
                     });
                     return Ok(());
                 }
-                Err(e) => {
+                Err(OpenError::Network(e)) => {
                     tracing::warn!(%uri, error = %e, "metastore did not answer");
                     last_error = e;
                 }
+                Err(OpenError::Auth(e)) => {
+                    tracing::warn!(%uri, error = %e, "Kerberos authentication failed");
+                    auth_error = Some(e);
+                }
             }
+        }
+        // A Kerberos failure says more than another URI's silence.
+        if let Some(message) = auth_error {
+            return Err(MetastoreError::Kerberos {
+                uris: self.cfg.uri_list(),
+                message,
+            });
         }
         Err(MetastoreError::Unreachable {
             uris: self.cfg.uri_list(),

@@ -28,7 +28,8 @@ import org.apache.hadoop.security.UserGroupInformation;
  * sees half a file). The script waits for that file.
  *
  * <p>Usage: {@code ClusterDfs --dir DIR --ready-file FILE [--nn-port N] [--http-port N]
- * [--supergroup NAME]}
+ * [--supergroup NAME]
+ * [--keytab FILE --realm REALM]}
  */
 public final class ClusterDfs {
 
@@ -41,11 +42,18 @@ public final class ClusterDfs {
     int nnPort = Integer.parseInt(opts.getOrDefault("--nn-port", "0"));
     int httpPort = Integer.parseInt(opts.getOrDefault("--http-port", "0"));
     String superGroup = opts.getOrDefault("--supergroup", "supergroup");
+    // Kerberos (scripts/cluster start --secure): the keytab of hdfs/localhost and HTTP/localhost
+    // and the realm; java.security.krb5.conf must name the KDC.
+    String keytab = opts.get("--keytab");
 
     Files.createDirectories(dir);
     Files.deleteIfExists(readyFile);
 
-    MiniDFSCluster cluster = new MiniDFSCluster.Builder(configuration(dir, superGroup))
+    Configuration conf = configuration(dir, superGroup);
+    if (keytab != null) {
+      secure(conf, keytab, required(opts, "--realm"));
+    }
+    MiniDFSCluster cluster = new MiniDFSCluster.Builder(conf)
         .numDataNodes(1)
         .nameNodePort(nnPort)
         .nameNodeHttpPort(httpPort)
@@ -90,6 +98,33 @@ public final class ClusterDfs {
     // Trash on, like most production clusters (minutes).
     conf.setLong("fs.trash.interval", 60);
     return conf;
+  }
+
+  /**
+   * Kerberos for the NameNode and DataNode (one principal, hdfs/localhost, as Hadoop's own
+   * secure MiniDFS tests do), block access tokens, SASL on data transfer (authentication only),
+   * which lets the DataNode use unprivileged ports; then logs in as hdfs/localhost, so the
+   * cluster's own client (createLayout) is the HDFS superuser. The metastore's principal
+   * (hive) may impersonate its SASL clients, as Hive's metastore does.
+   */
+  private static void secure(Configuration conf, String keytab, String realm) throws IOException {
+    String hdfs = "hdfs/localhost@" + realm;
+    conf.set("hadoop.security.authentication", "kerberos");
+    conf.set("dfs.namenode.kerberos.principal", hdfs);
+    conf.set("dfs.namenode.keytab.file", keytab);
+    conf.set("dfs.datanode.kerberos.principal", hdfs);
+    conf.set("dfs.datanode.keytab.file", keytab);
+    conf.set("dfs.web.authentication.kerberos.principal", "HTTP/localhost@" + realm);
+    conf.set("dfs.web.authentication.kerberos.keytab", keytab);
+    conf.setBoolean("dfs.block.access.token.enable", true);
+    conf.set("dfs.data.transfer.protection", "authentication");
+    conf.setBoolean("ignore.secure.ports.for.testing", true);
+    conf.set("hadoop.proxyuser.hive.hosts", "*");
+    conf.set("hadoop.proxyuser.hive.groups", "*");
+    conf.set("hadoop.proxyuser.hdfs.hosts", "*");
+    conf.set("hadoop.proxyuser.hdfs.groups", "*");
+    UserGroupInformation.setConfiguration(conf);
+    UserGroupInformation.loginUserFromKeytab(hdfs, keytab);
   }
 
   /** The directories a Hive deployment expects: /tmp, /user and the two warehouses. */
