@@ -16,8 +16,7 @@ use common::{describe, json, rt, stderr};
 use hive_orc_compactor::hdfs::{Hdfs, Location};
 use hive_orc_compactor::kerberos;
 use hive_orc_compactor::metastore::{
-    Database, FieldSchema, Metastore, MetastoreConfig, Partition, PrincipalType, SerDeInfo,
-    StorageDescriptor, Table,
+    FieldSchema, Metastore, MetastoreConfig, SerDeInfo, StorageDescriptor,
 };
 
 struct Secure {
@@ -162,70 +161,26 @@ fn fixture(s: &Secure) -> &'static str {
                 w.write_bytes(orc.clone().into()).await.unwrap();
                 w.close().await.unwrap();
             }
-            ms.create_database(Database {
-                name: Some(db.clone()),
-                description: None,
-                location_uri: Some(root.clone()),
-                parameters: Some(BTreeMap::new()),
-                privileges: None,
-                owner_name: Some("tester".into()),
-                owner_type: Some(PrincipalType::USER),
-                catalog_name: None,
-                create_time: None,
-                managed_location_uri: None,
-                type_: None,
-                connector_name: None,
-                remote_dbname: None,
-            })
+            ms.create_database(common::database(&db, &root, "tester", None))
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            ms.create_table(common::external_table(
+                &db,
+                "events",
+                "tester",
+                sd(&format!("{root}/events")),
+                vec![col("dt", "string")],
+                BTreeMap::from([("EXTERNAL".into(), "TRUE".into())]),
+            ))
             .await
             .unwrap_or_else(|e| panic!("{e}"));
-            ms.create_table(Table {
-                table_name: Some("events".into()),
-                db_name: Some(db.clone()),
-                owner: Some("tester".into()),
-                create_time: Some(0),
-                last_access_time: Some(0),
-                retention: Some(0),
-                sd: Some(sd(&format!("{root}/events"))),
-                partition_keys: Some(vec![col("dt", "string")]),
-                parameters: Some(BTreeMap::from([("EXTERNAL".into(), "TRUE".into())])),
-                view_original_text: None,
-                view_expanded_text: None,
-                table_type: Some("EXTERNAL_TABLE".into()),
-                privileges: None,
-                temporary: None,
-                rewrite_enabled: None,
-                creation_metadata: None,
-                cat_name: None,
-                owner_type: Some(PrincipalType::USER),
-                write_id: None,
-                is_stats_compliant: None,
-                col_stats: None,
-                access_type: None,
-                required_read_capabilities: None,
-                required_write_capabilities: None,
-                id: None,
-                file_metadata: None,
-                dictionary: None,
-                txn_id: None,
-            })
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-            ms.add_partitions(vec![Partition {
-                values: Some(vec!["2026-11-01".into()]),
-                db_name: Some(db.clone()),
-                table_name: Some("events".into()),
-                create_time: Some(0),
-                last_access_time: Some(0),
-                sd: Some(sd(&part)),
-                parameters: Some(BTreeMap::new()),
-                privileges: None,
-                cat_name: None,
-                write_id: None,
-                is_stats_compliant: None,
-                col_stats: None,
-                file_metadata: None,
-            }])
+            ms.add_partitions(vec![common::new_partition(
+                &db,
+                "events",
+                &["2026-11-01"],
+                sd(&part),
+                BTreeMap::new(),
+            )])
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         });

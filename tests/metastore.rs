@@ -7,6 +7,8 @@
 //!
 //! Each test makes its own database (unique name) through the client and drops it at the end.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -16,9 +18,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures::FutureExt;
 use hive_orc_compactor::metastore::{
-    Database, FieldSchema, LockComponent, LockLevel, LockRequest, LockState, LockType, Metastore,
-    MetastoreConfig, MetastoreError, Order, Partition, PrincipalType, SerDeInfo, SkewedInfo,
-    StorageDescriptor, Table, Transport, DO_NOT_UPDATE_STATS,
+    FieldSchema, LockComponent, LockLevel, LockRequest, LockState, LockType, Metastore,
+    MetastoreConfig, MetastoreError, Order, Partition, SerDeInfo, SkewedInfo, StorageDescriptor,
+    Table, Transport, DO_NOT_UPDATE_STATS,
 };
 
 const ORC_INPUT: &str = "org.apache.hadoop.hive.ql.io.orc.OrcInputFormat";
@@ -125,59 +127,29 @@ fn orc_sd(location: &str) -> StorageDescriptor {
 }
 
 fn external_orc_table(db: &str, name: &str, location: &str) -> Table {
-    Table {
-        table_name: Some(name.into()),
-        db_name: Some(db.into()),
-        owner: Some("hive-orc-compactor-test".into()),
-        create_time: Some(0),
-        last_access_time: Some(0),
-        retention: Some(0),
-        sd: Some(orc_sd(location)),
-        partition_keys: Some(vec![col("dt", "string", None), col("h", "int", None)]),
-        parameters: Some(map(&[("EXTERNAL", "TRUE"), ("table.param", "t")])),
-        view_original_text: None,
-        view_expanded_text: None,
-        table_type: Some("EXTERNAL_TABLE".into()),
-        privileges: None,
-        temporary: None,
-        rewrite_enabled: None,
-        creation_metadata: None,
-        cat_name: None,
-        owner_type: Some(PrincipalType::USER),
-        write_id: None,
-        is_stats_compliant: None,
-        col_stats: None,
-        access_type: None,
-        required_read_capabilities: None,
-        required_write_capabilities: None,
-        id: None,
-        file_metadata: None,
-        dictionary: None,
-        txn_id: None,
-    }
+    common::external_table(
+        db,
+        name,
+        "hive-orc-compactor-test",
+        orc_sd(location),
+        vec![col("dt", "string", None), col("h", "int", None)],
+        map(&[("EXTERNAL", "TRUE"), ("table.param", "t")]),
+    )
 }
 
 fn partition(db: &str, table: &str, values: &[&str], location: &str) -> Partition {
-    Partition {
-        values: Some(values.iter().map(|v| v.to_string()).collect()),
-        db_name: Some(db.into()),
-        table_name: Some(table.into()),
-        create_time: Some(0),
-        last_access_time: Some(0),
-        sd: Some(orc_sd(location)),
-        parameters: Some(map(&[
+    common::new_partition(
+        db,
+        table,
+        values,
+        orc_sd(location),
+        map(&[
             ("numFiles", "3"),
             ("totalSize", "300"),
             ("numRows", "30"),
             ("custom.key", "kept"),
-        ])),
-        privileges: None,
-        cat_name: None,
-        write_id: None,
-        is_stats_compliant: None,
-        col_stats: None,
-        file_metadata: None,
-    }
+        ]),
+    )
 }
 
 /// A database of its own with one partitioned external ORC table and three partitions;
@@ -197,21 +169,12 @@ where
     let ms = connect().await;
     let db = unique("hoc_ms_test");
     let db_location = format!("{}/tmp/hoc-ms-test/{db}.db", hdfs_url());
-    ms.create_database(Database {
-        name: Some(db.clone()),
-        description: Some("hive-orc-compactor metastore test".into()),
-        location_uri: Some(db_location.clone()),
-        parameters: Some(BTreeMap::new()),
-        privileges: None,
-        owner_name: Some("hive-orc-compactor-test".into()),
-        owner_type: Some(PrincipalType::USER),
-        catalog_name: None,
-        create_time: None,
-        managed_location_uri: None,
-        type_: None,
-        connector_name: None,
-        remote_dbname: None,
-    })
+    ms.create_database(common::database(
+        &db,
+        &db_location,
+        "hive-orc-compactor-test",
+        Some("hive-orc-compactor metastore test"),
+    ))
     .await
     .unwrap_or_else(|e| panic!("{e}"));
 
@@ -437,19 +400,13 @@ async fn alter_partition_round_trip_changes_only_what_we_changed() {
     .await;
 }
 
-fn free_port() -> u16 {
-    // Bound then released: nothing listens there, so connecting is refused.
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 #[tokio::test]
 async fn fails_over_from_a_refusing_uri_to_the_real_one() {
     let real = hms_uri();
-    let cfg = config(&format!("thrift://127.0.0.1:{},{real}", free_port()));
+    let cfg = config(&format!(
+        "thrift://127.0.0.1:{},{real}",
+        common::free_port()
+    ));
     let ms = Metastore::connect(cfg).await.unwrap();
     assert_eq!(
         ms.uri(),
@@ -462,7 +419,7 @@ async fn fails_over_from_a_refusing_uri_to_the_real_one() {
 
 #[tokio::test]
 async fn nothing_listening_is_unreachable_and_names_the_uris() {
-    let port = free_port();
+    let port = common::free_port();
     let e = Metastore::connect(config(&format!("thrift://127.0.0.1:{port}")))
         .await
         .err()
