@@ -156,8 +156,9 @@ struct Bound<'a> {
     exact: bool,
 }
 
-fn string_lower(s: &StringStatistics) -> Option<Bound<'_>> {
-    match (&s.minimum, &s.lower_bound) {
+/// The exact value when the file has one, else its truncated bound.
+fn bound<'a>(exact: &'a Option<String>, truncated: &'a Option<String>) -> Option<Bound<'a>> {
+    match (exact, truncated) {
         (Some(v), _) => Some(Bound {
             value: v,
             exact: true,
@@ -170,18 +171,12 @@ fn string_lower(s: &StringStatistics) -> Option<Bound<'_>> {
     }
 }
 
+fn string_lower(s: &StringStatistics) -> Option<Bound<'_>> {
+    bound(&s.minimum, &s.lower_bound)
+}
+
 fn string_upper(s: &StringStatistics) -> Option<Bound<'_>> {
-    match (&s.maximum, &s.upper_bound) {
-        (Some(v), _) => Some(Bound {
-            value: v,
-            exact: true,
-        }),
-        (None, Some(v)) => Some(Bound {
-            value: v,
-            exact: false,
-        }),
-        (None, None) => None,
-    }
+    bound(&s.maximum, &s.upper_bound)
 }
 
 fn merge_string(parts: &[Part<'_, StringStatistics>]) -> Option<StringStatistics> {
