@@ -91,6 +91,70 @@ impl Qop {
             Qop::Privacy => 4,
         }
     }
+
+    /// Hadoop's name for it, as in `hadoop.rpc.protection`.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Qop::Auth => "authentication",
+            Qop::Integrity => "integrity",
+            Qop::Privacy => "privacy",
+        }
+    }
+
+    /// A `hadoop.rpc.protection` value: names separated by commas, in the client's order of
+    /// preference (Hadoop's SaslPropertiesResolver keeps that order).
+    pub(crate) fn parse_list(value: &str) -> Result<Vec<Qop>, String> {
+        value
+            .split(',')
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(|v| {
+                [Qop::Auth, Qop::Integrity, Qop::Privacy]
+                    .into_iter()
+                    .find(|q| q.name().eq_ignore_ascii_case(v))
+                    .ok_or_else(|| {
+                        format!(
+                            "hadoop.rpc.protection: '{v}' is none of authentication, \
+                             integrity, privacy"
+                        )
+                    })
+            })
+            .collect()
+    }
+
+    /// The names of the layers in a GSSAPI offer's bit mask.
+    fn names_in(mask: u8) -> String {
+        let names: Vec<_> = [Qop::Privacy, Qop::Integrity, Qop::Auth]
+            .into_iter()
+            .filter(|q| mask & q.bit() != 0)
+            .map(Qop::name)
+            .collect();
+        if names.is_empty() {
+            "none".into()
+        } else {
+            names.join(",")
+        }
+    }
+}
+
+/// Picks the security layer from the server's offer (a bit mask): the first of `wanted` (the
+/// client's `hadoop.rpc.protection`, in its order) that the server offers, as Java's GSSAPI
+/// client does; without a wish, the strongest offered.
+pub(crate) fn choose_qop(offer: u8, wanted: Option<&[Qop]>) -> Result<Qop, Failure> {
+    let strongest_first = [Qop::Privacy, Qop::Integrity, Qop::Auth];
+    let candidates = wanted.unwrap_or(&strongest_first);
+    candidates
+        .iter()
+        .copied()
+        .find(|q| offer & q.bit() != 0)
+        .ok_or_else(|| Failure::NoCommonQop {
+            offered: Qop::names_in(offer),
+            wanted: candidates
+                .iter()
+                .map(|q| q.name())
+                .collect::<Vec<_>>()
+                .join(","),
+        })
 }
 
 /// What a client mechanism does; GSSAPI in production, a script in the tests.
@@ -115,6 +179,11 @@ pub(crate) enum Failure {
     Refused(String),
     /// The peer does not speak SASL as expected.
     Protocol(String),
+    /// The server offers none of the protections (QOP) the client accepts.
+    NoCommonQop {
+        offered: String,
+        wanted: String,
+    },
     Io(io::Error),
 }
 
@@ -188,12 +257,18 @@ fn receive(stream: &mut impl Read) -> Result<(Status, Vec<u8>), Failure> {
 /// The GSSAPI mechanism (RFC 4752) over a Kerberos [`Context`].
 pub(crate) struct Gssapi {
     ctx: Context,
+    /// The client's `hadoop.rpc.protection`, in its order; `None`: the strongest offered.
+    wanted: Option<Vec<Qop>>,
     qop: Option<Qop>,
 }
 
 impl Gssapi {
-    pub(crate) fn new(ctx: Context) -> Self {
-        Gssapi { ctx, qop: None }
+    pub(crate) fn new(ctx: Context, wanted: Option<Vec<Qop>>) -> Self {
+        Gssapi {
+            ctx,
+            wanted,
+            qop: None,
+        }
     }
 }
 
@@ -218,11 +293,7 @@ impl Mechanism for Gssapi {
                 offer.len()
             )));
         }
-        // The strongest protection the server offers.
-        let qop = [Qop::Privacy, Qop::Integrity, Qop::Auth]
-            .into_iter()
-            .find(|q| offer[0] & q.bit() != 0)
-            .ok_or_else(|| Failure::Protocol("the server offers no security layer".into()))?;
+        let qop = choose_qop(offer[0], self.wanted.as_deref())?;
         // With a layer, as large a buffer as the server accepts; none without one.
         let max = if qop == Qop::Auth {
             [0, 0, 0]
@@ -538,6 +609,27 @@ mod tests {
             r2.read_exact(&mut buf).unwrap();
             assert_eq!(&buf, b"abcde");
         }
+    }
+
+    #[test]
+    fn the_client_takes_its_first_wish_the_server_offers() {
+        let all = 1 | 2 | 4;
+        assert_eq!(choose_qop(all, None).unwrap(), Qop::Privacy);
+        assert_eq!(choose_qop(1 | 2, None).unwrap(), Qop::Integrity);
+        let wish = Qop::parse_list(" Integrity , privacy").unwrap();
+        assert_eq!(wish, vec![Qop::Integrity, Qop::Privacy]);
+        assert_eq!(choose_qop(all, Some(&wish)).unwrap(), Qop::Integrity);
+        assert_eq!(choose_qop(1 | 4, Some(&wish)).unwrap(), Qop::Privacy);
+        match choose_qop(1, Some(&wish)) {
+            Err(Failure::NoCommonQop { offered, wanted }) => {
+                assert_eq!(
+                    (offered.as_str(), wanted.as_str()),
+                    ("authentication", "integrity,privacy")
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(Qop::parse_list("auth-conf").is_err());
     }
 
     #[test]

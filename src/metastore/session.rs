@@ -17,7 +17,7 @@ use super::config::{MetastoreConfig, MetastoreUri, Transport};
 use super::error::{one_line, MetastoreError};
 use super::gen::{self, TThriftHiveMetastoreSyncClient};
 use super::gssapi;
-use super::sasl::{self, Failure as SaslFailure};
+use super::sasl::{self, Failure as SaslFailure, Mechanism as _};
 
 pub(crate) type Client = gen::ThriftHiveMetastoreSyncClient<
     TBinaryInputProtocol<Box<dyn Read + Send>>,
@@ -144,7 +144,11 @@ fn sasl_open(stream: &TcpStream, uri: &MetastoreUri, pattern: &str) -> Result<Ha
     let setup = |e: io::Error| OpenError::Network(format!("{uri}: {e}"));
     let ctx = gssapi::Context::new(&server, login.principal.as_deref(), login.keytab.as_deref())
         .map_err(|e| OpenError::Auth(e.explain(&server)))?;
-    let mut mech = sasl::Gssapi::new(ctx);
+    let wanted = crate::kerberos::rpc_protection()
+        .map(|v| sasl::Qop::parse_list(&v))
+        .transpose()
+        .map_err(OpenError::Auth)?;
+    let mut mech = sasl::Gssapi::new(ctx, wanted);
     let mut handshake = Socket(stream.try_clone().map_err(setup)?);
     sasl::negotiate(&mut handshake, &mut mech).map_err(|f| match f {
         SaslFailure::Gss(e) => OpenError::Auth(e.explain(&server)),
@@ -153,6 +157,11 @@ fn sasl_open(stream: &TcpStream, uri: &MetastoreUri, pattern: &str) -> Result<Ha
              (hive.metastore.kerberos.principal / --metastore-principal) and that it trusts \
              this realm",
             one_line(&msg)
+        )),
+        SaslFailure::NoCommonQop { offered, wanted } => OpenError::Auth(format!(
+            "{uri} offers SASL protection {offered}, this client accepts only {wanted}: set \
+             hadoop.rpc.protection (hive-site.xml or core-site.xml) to one the metastore \
+             offers"
         )),
         SaslFailure::Protocol(msg) => OpenError::Network(format!(
             "{uri} does not speak SASL ({msg}); is hive.metastore.sasl.enabled true on the \
@@ -166,7 +175,12 @@ fn sasl_open(stream: &TcpStream, uri: &MetastoreUri, pattern: &str) -> Result<Ha
         }
         SaslFailure::Io(e) => OpenError::Network(format!("{uri}: {}", timed_out(e))),
     })?;
-    tracing::debug!(%uri, server = %server, "metastore SASL/GSSAPI authenticated");
+    tracing::debug!(
+        %uri,
+        server = %server,
+        qop = mech.qop().name(),
+        "metastore SASL/GSSAPI authenticated"
+    );
     let reader = Socket(stream.try_clone().map_err(setup)?);
     let writer = Socket(stream.try_clone().map_err(setup)?);
     let (r, w) = sasl::split(reader, writer, mech);
