@@ -106,6 +106,10 @@ fn describe(e: &HdfsError) -> String {
             format!("{short}: {first}")
         }
         HdfsError::IOError(io) => format!("{io} (is the NameNode up and reachable?)"),
+        // Kerberos: one line with the fix, as for the metastore.
+        HdfsError::GSSAPIError(major, minor, text) => {
+            crate::kerberos::explain_hdfs((major.raw() >> 16) & 0xff, *minor, text)
+        }
         other => other.to_string(),
     }
 }

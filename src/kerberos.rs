@@ -66,6 +66,9 @@ const PREAUTH_FAILED: i64 = KRB5_BASE + 24;
 const TKT_EXPIRED: i64 = KRB5_BASE + 32;
 const SKEW: i64 = KRB5_BASE + 37;
 const CC_NOTFOUND: i64 = KRB5_BASE + 141;
+/// The client's own check of the KDC's reply (`kdc_timesync = 0`); 37 is the KDC's or the
+/// server's verdict.
+const KDCREP_SKEW: i64 = KRB5_BASE + 148;
 const KDC_UNREACH: i64 = KRB5_BASE + 156;
 const FCC_NOFILE: i64 = KRB5_BASE + 195;
 
@@ -90,7 +93,7 @@ pub fn classify(routine_error: u32, minor: u32, text: &str) -> Failure {
         S_PRINCIPAL_UNKNOWN => return Failure::UnknownServer,
         C_PRINCIPAL_UNKNOWN => return Failure::UnknownClient,
         TKT_EXPIRED => return Failure::Expired,
-        SKEW => return Failure::ClockSkew,
+        SKEW | KDCREP_SKEW => return Failure::ClockSkew,
         KDC_UNREACH => return Failure::KdcUnreachable,
         FCC_NOFILE | CC_NOTFOUND => return Failure::NoTicket,
         PREAUTH_FAILED => return Failure::BadKey,
@@ -104,7 +107,7 @@ pub fn classify(routine_error: u32, minor: u32, text: &str) -> Failure {
         Failure::KdcUnreachable
     } else if t.contains("clock skew") {
         Failure::ClockSkew
-    } else if t.contains("expired") || routine_error == 11 {
+    } else if t.contains("ticket expired") || routine_error == 11 {
         Failure::Expired
     } else if t.contains("no kerberos credentials")
         || t.contains("no credentials cache")
@@ -156,6 +159,23 @@ pub fn explain(failure: Failure, server: &str, detail: &str) -> String {
     format!("{fix} ({detail})")
 }
 
+/// One line for a Kerberos failure on the way to HDFS (hdfs-native's GSSAPI error: the major
+/// status's routine error, the krb5 minor status and the library's text). hdfs-native takes
+/// the NameNode's principal from the NameNode's own SASL offer (`protocol/serverId`), so an
+/// unknown server principal is the cluster's matter, not a flag of ours.
+pub fn explain_hdfs(routine_error: u32, minor: u32, text: &str) -> String {
+    let detail = format!("GSSAPI: {}", text.trim());
+    let fix = match classify(routine_error, minor, text) {
+        Failure::UnknownServer => format!(
+            "the KDC does not know the principal the NameNode announced: check the NameNode's \
+             dfs.namenode.kerberos.principal and the [domain_realm] of krb5.conf ({detail})"
+        ),
+        Failure::Other => format!("Kerberos authentication failed ({detail})"),
+        failure => explain(failure, "", &detail),
+    };
+    format!("Kerberos authentication to HDFS failed: {fix}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,6 +200,13 @@ mod tests {
             Failure::UnknownServer
         );
         assert_eq!(classify(13, m(SKEW), ""), Failure::ClockSkew);
+        assert_eq!(classify(7, m(KDCREP_SKEW), ""), Failure::ClockSkew);
+        assert_eq!(classify(13, m(TKT_EXPIRED), ""), Failure::Expired);
+        // A principal's or password's expiry in the KDC database is no ticket to renew.
+        assert_eq!(
+            classify(13, 0, "Client's entry in database has expired"),
+            Failure::Other
+        );
         assert_eq!(classify(13, m(KDC_UNREACH), ""), Failure::KdcUnreachable);
         assert_eq!(classify(13, m(FCC_NOFILE), ""), Failure::NoTicket);
         assert_eq!(classify(11, 0, ""), Failure::Expired);
@@ -208,6 +235,26 @@ mod tests {
         }
         assert!(explain(Failure::NoTicket, "s", "d").contains("kinit"));
         assert!(explain(Failure::UnknownServer, "hive/h@R", "d").contains("hive/h@R"));
+    }
+
+    #[test]
+    fn hdfs_failures_are_explained_for_hdfs() {
+        let m = |c: i64| c as i32 as u32;
+        // What hdfs-native reports for a cache without a TGT (MIT 1.20).
+        let s = explain_hdfs(
+            13,
+            m(CC_NOTFOUND),
+            "Unspecified GSS failure.  Minor code may provide more information: Matching \
+             credential not found (filename: /tmp/cc)",
+        );
+        assert!(s.starts_with("Kerberos authentication to HDFS failed: no Kerberos ticket"));
+        assert!(s.contains("kinit"), "{s}");
+        let s = explain_hdfs(13, m(TKT_EXPIRED), "Ticket expired");
+        assert!(s.contains("has expired") && s.contains("kinit"), "{s}");
+        let s = explain_hdfs(13, m(S_PRINCIPAL_UNKNOWN), "Server not found");
+        assert!(s.contains("dfs.namenode.kerberos.principal"), "{s}");
+        assert!(!s.contains("hive.metastore"), "{s}");
+        assert!(!explain_hdfs(13, m(SKEW), "skew").contains('\n'));
     }
 
     #[test]
