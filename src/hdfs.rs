@@ -87,13 +87,15 @@ pub enum FsError {
         "'{0}' is not an HDFS location (expected hdfs://namenode/path or viewfs://cluster/path)"
     )]
     BadLocation(String),
-    #[error("cannot set up an HDFS client for {fs}: {source} (check HADOOP_CONF_DIR)")]
-    Client { fs: String, source: HdfsError },
-    #[error("{op} {location} failed: {}", describe(.source))]
+    // The HDFS error is rendered into the message and deliberately not a `source`: error
+    // chains print every source, and hdfs-native's raw text would repeat what `describe` said.
+    #[error("cannot set up an HDFS client for {fs}: {error} (check HADOOP_CONF_DIR)")]
+    Client { fs: String, error: HdfsError },
+    #[error("{op} {location} failed: {}", describe(.error))]
     Io {
         op: &'static str,
         location: String,
-        source: HdfsError,
+        error: HdfsError,
     },
 }
 
@@ -222,19 +224,19 @@ impl Hdfs {
         if let Some(keytab) = login.keytab {
             builder = builder.with_kerberos_keytab(keytab.to_string_lossy().into_owned());
         }
-        let client = builder.build().map_err(|source| FsError::Client {
+        let client = builder.build().map_err(|error| FsError::Client {
             fs: location.fs.clone(),
-            source,
+            error,
         })?;
         clients.insert(location.fs.clone(), client.clone());
         Ok(client)
     }
 
     fn io<'a>(op: &'static str, location: &'a Location) -> impl FnOnce(HdfsError) -> FsError + 'a {
-        move |source| FsError::Io {
+        move |error| FsError::Io {
             op,
             location: location.to_string(),
-            source,
+            error,
         }
     }
 
@@ -476,11 +478,11 @@ impl Hdfs {
         let statuses = match client.list_status(&dir.path, false).await {
             Ok(s) => s,
             Err(HdfsError::FileNotFound(_)) => return Ok(None),
-            Err(source) => {
+            Err(error) => {
                 return Err(FsError::Io {
                     op: "listing",
                     location: dir.to_string(),
-                    source,
+                    error,
                 })
             }
         };

@@ -101,7 +101,7 @@ impl Snapshot {
                                 FsError::Io {
                                     op: "opening",
                                     location: location.to_string(),
-                                    source,
+                                    error: source,
                                 }
                             })?;
                             match read_tail(&reader).await {
