@@ -312,10 +312,13 @@ impl Session {
                 message,
             });
         }
-        Err(MetastoreError::Unreachable {
-            uris: self.cfg.uri_list(),
-            last_error,
-        })
+        // Each error names its URI; with one URI the message names it already.
+        let uris = self.cfg.uri_list();
+        let last_error = match last_error.strip_prefix(&format!("{uris}: ")) {
+            Some(rest) if n == 1 => rest.to_owned(),
+            _ => last_error,
+        };
+        Err(MetastoreError::Unreachable { uris, last_error })
     }
 
     fn drop_connection(&mut self) {
