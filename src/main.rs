@@ -20,7 +20,7 @@ use hive_orc_compactor::metastore::{Metastore, MetastorePool};
 use hive_orc_compactor::operations::analyze::{self, AnalyzeOptions};
 use hive_orc_compactor::operations::batch::{self, BatchOptions, Budget, Thresholds};
 use hive_orc_compactor::operations::cleanup::{self, CleanupOptions};
-use hive_orc_compactor::operations::compact::CompactOptions;
+use hive_orc_compactor::operations::compact::{CompactOptions, VerifyLevel};
 use hive_orc_compactor::operations::inspect;
 use hive_orc_compactor::operations::resolve::TableName;
 use hive_orc_compactor::operations::{rollback, verify};
@@ -243,6 +243,11 @@ Examples:
         /// (exit 4); 0 = do not wait
         #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "1m")]
         lock_timeout: Duration,
+        /// Before the swap, re-read from HDFS every byte of the new files (full, the default) or
+        /// only their tails (tail: about half the I/O; the bytes are then proven by in-process
+        /// checksums of what was written and HDFS's own write checksums) [env: HOC_VERIFY]
+        #[arg(long, value_name = "full|tail", value_parser = parse_verify, env = "HOC_VERIFY", hide_env = true)]
+        verify: Option<VerifyLevel>,
     },
     /// Swap a compacted partition back to the files it had before
     #[command(long_about = "\
@@ -410,6 +415,10 @@ fn parse_target_size(s: &str) -> Result<u64, String> {
         return Err(format!("'{s}' is too small a target: use at least 1MiB"));
     }
     Ok(size)
+}
+
+fn parse_verify(s: &str) -> Result<VerifyLevel, String> {
+    s.parse()
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -609,6 +618,7 @@ async fn run(cli: Cli, matches: ArgMatches) -> anyhow::Result<ExitCode> {
             no_lock,
             require_lock,
             lock_timeout,
+            verify,
         } => {
             let partitions = match (partition.is_empty(), where_, all) {
                 (false, _, _) => Partitions::Specs(partition.clone()),
@@ -641,6 +651,10 @@ async fn run(cli: Cli, matches: ArgMatches) -> anyhow::Result<ExitCode> {
                 compact: CompactOptions {
                     target_size: sizes.target_size(&settings)?,
                     dry_run: *dry_run,
+                    verify: match verify {
+                        Some(level) => *level,
+                        None => settings.verify()?.unwrap_or_default(),
+                    },
                     lock: LockOptions {
                         mode: match (no_lock, require_lock) {
                             (true, _) => LockMode::Off,

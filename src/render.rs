@@ -6,7 +6,7 @@ use bytesize::ByteSize;
 use hive_orc_compactor::eligibility::Refusal;
 use hive_orc_compactor::operations::analyze::{AnalyzeReport, PartitionAnalysis, Totals};
 use hive_orc_compactor::operations::batch::{self, BatchSummary};
-use hive_orc_compactor::operations::compact::{CompactReport, Progress, Status};
+use hive_orc_compactor::operations::compact::{CompactReport, Progress, Status, VerifyLevel};
 use std::collections::BTreeMap;
 
 use hive_orc_compactor::operations::cleanup::{CleanupReport, RunAction};
@@ -288,6 +288,17 @@ pub fn compact(r: &CompactReport, as_json: bool) -> anyhow::Result<()> {
         writeln!(out, "  location  {l}")?;
         if let Some(old) = &r.old_location {
             writeln!(out, "  was       {old} (old files kept until cleanup)")?;
+        }
+    }
+    if let Some(level) = r.verify {
+        if matches!(r.status, Status::Compacted | Status::DryRun) {
+            let how = match level {
+                VerifyLevel::Full => "every byte re-read from HDFS and checksummed",
+                VerifyLevel::Tail => {
+                    "tails re-read from HDFS; bytes checked in process and by HDFS write checksums"
+                }
+            };
+            writeln!(out, "  verify    {} ({how})", level.as_str())?;
         }
     }
     if let Some(reason) = &r.reason {

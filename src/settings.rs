@@ -10,12 +10,14 @@
 //! max_avg_size = "128MiB"
 //! min_age = "1h"
 //! parallel = 4
+//! verify = "full"
 //! ```
 
 use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{anyhow, Context};
+use hive_orc_compactor::operations::compact::VerifyLevel;
 use serde::Deserialize;
 
 /// The file's keys; unknown keys are an error, so a typo does not silently do nothing.
@@ -29,6 +31,7 @@ pub struct Settings {
     max_avg_size: Option<String>,
     min_age: Option<String>,
     pub parallel: Option<usize>,
+    verify: Option<String>,
 }
 
 impl Settings {
@@ -51,6 +54,16 @@ impl Settings {
 
     pub fn max_avg_size(&self) -> anyhow::Result<Option<u64>> {
         size("max_avg_size", &self.max_avg_size, crate::parse_bytes)
+    }
+
+    pub fn verify(&self) -> anyhow::Result<Option<VerifyLevel>> {
+        self.verify
+            .as_deref()
+            .map(|v| {
+                v.parse()
+                    .map_err(|e| anyhow!("verify in the config file: {e}"))
+            })
+            .transpose()
     }
 
     pub fn min_age(&self) -> anyhow::Result<Option<Duration>> {
@@ -84,13 +97,16 @@ mod tests {
         let p = dir.path().join("hoc.toml");
         std::fs::write(
             &p,
-            "target_size = \"128MiB\"\nmin_age = \"2h\"\nparallel = 3\n",
+            "target_size = \"128MiB\"\nmin_age = \"2h\"\nparallel = 3\nverify = \"tail\"\n",
         )
         .unwrap();
         let s = Settings::load(Some(&p)).unwrap();
         assert_eq!(s.target_size().unwrap(), Some(128 * 1024 * 1024));
         assert_eq!(s.min_age().unwrap(), Some(Duration::from_secs(7200)));
         assert_eq!((s.parallel, s.min_files), (Some(3), None));
+        assert_eq!(s.verify().unwrap(), Some(VerifyLevel::Tail));
+        std::fs::write(&p, "verify = \"some\"\n").unwrap();
+        assert!(Settings::load(Some(&p)).unwrap().verify().is_err());
         std::fs::write(&p, "target-size = \"1GiB\"\n").unwrap();
         assert!(Settings::load(Some(&p)).is_err());
     }

@@ -15,8 +15,8 @@ use std::process::Command;
 
 use bytes::Bytes;
 use hive_orc_compactor::orc::{
-    group_tails, plan_group, read_tail, verify_output, write_merged, Compression, MergeInput,
-    MergeOptions, OrcTail, PlanOptions, RangeRead, Sink,
+    group_tails, plan_group, read_tail, verify_output, verify_tail, write_merged, Compression,
+    OrcTail, PlanOptions, RangeRead, ReadAhead, Sink,
 };
 use serde_json::{json, Value};
 
@@ -347,25 +347,33 @@ async fn merge_all(files: &[PathBuf], out_dir: &Path, expected_groups: usize) ->
         assert_eq!(plan.outputs.len(), 1);
         for out in &plan.outputs {
             let path = out_dir.join(format!("part-test-{:05}.orc", merged.len()));
-            let inputs: Vec<MergeInput<'_, LocalFile>> = out
-                .inputs
-                .iter()
-                .map(|&f| MergeInput {
-                    tail: &tails[f],
-                    reader: &readers[f],
-                })
-                .collect();
+            let inputs: Vec<&OrcTail> = out.inputs.iter().map(|&f| &tails[f]).collect();
             let mut sink = LocalSink(File::create(&path).unwrap());
-            // A small chunk size makes every stripe cross several chunk boundaries.
-            let result = write_merged(out, &inputs, &mut sink, &MergeOptions { chunk_size: 1000 })
-                .await
-                .unwrap();
+            // A small chunk size makes every stripe cross several chunk boundaries; inputs are
+            // opened by the writer, a few ahead, as on HDFS.
+            let read_ahead = ReadAhead {
+                chunk_size: 1000,
+                ..ReadAhead::default()
+            };
+            let result = write_merged(
+                out,
+                &inputs,
+                |i| {
+                    let path = files[out.inputs[i]].clone();
+                    async move { Ok(LocalFile::open(&path)) }
+                },
+                &mut sink,
+                &read_ahead,
+            )
+            .await
+            .unwrap();
             sink.0.sync_all().unwrap();
             drop(sink);
 
             let reader = LocalFile::open(&path);
             let tail = read_tail(&reader).await.unwrap().unwrap();
-            verify_output(out, &result, &tail, &reader, 1 << 20)
+            verify_tail(out, &result, &tail, &reader).await.unwrap();
+            verify_output(out, &result, &tail, &reader, &ReadAhead::default())
                 .await
                 .unwrap();
             assert_eq!(

@@ -9,7 +9,9 @@
 //! 2. The swap is one `alter_partition`: readers see the old files or the new ones.
 //! 3. The new files hold exactly the old rows: stripes are copied byte for byte, and every
 //!    output is re-read from HDFS and checked (rows per file and per stripe, offsets, checksums
-//!    of every stripe's bytes) before it may be published.
+//!    of every stripe's bytes) before it may be published; with `--verify tail`, only its tail
+//!    is re-read, the bytes being proven in process and by HDFS's own checksums (see
+//!    [`VerifyLevel`]).
 //! 4. After the swap the partition's basic statistics are true (`numFiles`, `totalSize`,
 //!    `numRows`); statistics we cannot vouch for are dropped, never guessed.
 //! 5. Old files stay where they were, so the swap can be rolled back until cleanup.
@@ -22,11 +24,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{anyhow, Context};
-use hdfs_native::file::{FileReader, FileWriter};
+use anyhow::anyhow;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
-use xxhash_rust::xxh3::Xxh3;
 
 use crate::eligibility::{self, Refusal, Rule};
 use crate::exit::ExitCode;
@@ -36,8 +36,8 @@ use crate::lock::{self, LockError, LockOptions, PartitionLock};
 use crate::metastore::Metastore;
 use crate::operations::resolve;
 use crate::orc::{
-    self, group_tails, plan_group, read_tail, verify_output, MergeInput, MergeOptions, OrcTail,
-    OutputPlan, PlanOptions,
+    self, copy_pieces, group_tails, plan_group, read_tail, verify_output, verify_tail, Discard,
+    OrcError, OrcTail, OutputPlan, Piece, PlanOptions, ReadAhead,
 };
 use crate::partition_spec::PartitionSpec;
 use crate::relocate::{set_location, RelocateError};
@@ -57,8 +57,10 @@ pub struct CompactOptions {
     /// Files at least this fraction of the target are left as they are.
     pub large_file_fraction: f64,
     pub dry_run: bool,
-    /// Largest read while copying: bounds memory per output being written.
-    pub chunk_size: u64,
+    /// Chunk size and read-ahead of every copy and re-read: bounds memory per output.
+    pub read_ahead: ReadAhead,
+    /// How much of each new file step 5 reads back from HDFS.
+    pub verify: VerifyLevel,
     /// Cancelled on SIGINT/SIGTERM: a run checks it between the steps before the swap and
     /// stops there, cleaning up as after any failure; past the swap it finishes.
     pub cancel: CancellationToken,
@@ -77,10 +79,50 @@ impl Default for CompactOptions {
             target_size: plan.target_size,
             large_file_fraction: plan.large_file_fraction,
             dry_run: false,
-            chunk_size: MergeOptions::default().chunk_size,
+            read_ahead: ReadAhead::default(),
+            verify: VerifyLevel::default(),
             cancel: CancellationToken::new(),
             lock: LockOptions::default(),
             swap_gate: Arc::default(),
+        }
+    }
+}
+
+/// How step 5 (verify) proves the new files before the swap. Both levels re-read every output's
+/// tail from HDFS and check rows per output and per stripe, stripe count, offsets and lengths as
+/// planned, that stripes and tail cover the file exactly, and the file length; both check the
+/// total rows against the snapshot; and every copy checks in process, chunk by chunk, that the
+/// bytes handed to the HDFS writer are the bytes read from the input.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VerifyLevel {
+    /// The design's bar: every stripe (every carried file) is re-read from HDFS and its XXH3
+    /// compared with the input's. Reads the partition's bytes a second time.
+    #[default]
+    Full,
+    /// Only tails are re-read; the stripe bytes rest on the in-process check and on HDFS's
+    /// end-to-end CRC32C of the write pipeline (computed by the client, verified by the
+    /// DataNode). Carried files: length from a status call, plus the in-process check.
+    Tail,
+}
+
+impl VerifyLevel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VerifyLevel::Full => "full",
+            VerifyLevel::Tail => "tail",
+        }
+    }
+}
+
+impl std::str::FromStr for VerifyLevel {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "full" => Ok(VerifyLevel::Full),
+            "tail" => Ok(VerifyLevel::Tail),
+            _ => Err(format!("'{s}' is not a verification level (full or tail)")),
         }
     }
 }
@@ -164,6 +206,8 @@ pub struct CompactReport {
     pub old_location: Option<String>,
     pub new_location: Option<String>,
     pub run_id: Option<String>,
+    /// The verification level the new files were (or, in a dry run, would be) checked with.
+    pub verify: Option<VerifyLevel>,
     pub seconds: f64,
     /// Things that did not stop the run but an admin should know (e.g. owner not kept).
     pub warnings: Vec<String>,
@@ -205,6 +249,7 @@ impl CompactReport {
             old_location: None,
             new_location: None,
             run_id: None,
+            verify: None,
             seconds: 0.0,
             warnings: vec![],
         }
@@ -576,6 +621,7 @@ pub async fn compact_partition(
         Ok(Some(plan)) if options.dry_run => {
             report.status = Status::DryRun;
             report.run_id = None;
+            report.verify = Some(options.verify);
             name_outputs(&mut report, &plan, "<run-id>");
             report.bytes_after = plan.outputs.iter().map(|o| o.content_length).sum::<u64>()
                 + plan
@@ -585,6 +631,11 @@ pub async fn compact_partition(
                     .sum::<u64>();
         }
         Ok(Some(plan)) => {
+            tracing::debug!(
+                files = plan.snapshot.files.len(),
+                seconds = started.elapsed().as_secs_f64(),
+                "planned"
+            );
             execute(
                 metastore,
                 hdfs,
@@ -639,6 +690,7 @@ pub async fn execute(
 ) {
     let run_id = new_run_id();
     report.run_id = Some(run_id.clone());
+    report.verify = Some(options.verify);
     name_outputs(report, &plan, &run_id);
     let work = plan.home.child(WORK_DIR);
     let staging = work.child(&format!("{run_id}.staging"));
@@ -710,6 +762,7 @@ async fn run_protocol(
     checkpoint(options)?;
 
     // Step 4: stage.
+    let staging_started = Instant::now();
     hdfs.mkdirs(staging, dir_access.permission).await?;
     let to_write: u64 = plan.outputs.iter().map(|o| o.content_length).sum::<u64>()
         + plan
@@ -730,14 +783,22 @@ async fn run_protocol(
     for (i, _) in &plan.carried {
         let source = &files[*i];
         let target = staging.child(&source.name);
-        let hash = copy_file(hdfs, source, &target, file_permission, options.chunk_size).await?;
+        let hash = copy_file(hdfs, source, &target, file_permission, options).await?;
         progress.written(source.length);
         copies.push((target, source, hash));
         checkpoint(options)?;
     }
     failpoint!("compact::after-stage");
+    tracing::debug!(
+        outputs = written.len(),
+        carried = copies.len(),
+        bytes = to_write,
+        seconds = staging_started.elapsed().as_secs_f64(),
+        "staged"
+    );
 
-    // Step 5: verify, reading back from HDFS.
+    // Step 5: verify, reading back from HDFS (every byte, or with --verify tail the tails).
+    let verify_started = Instant::now();
     let mut rows = 0;
     for ((target, merged), output) in written.iter().zip(&plan.outputs) {
         let reader = hdfs.open(target).await?;
@@ -745,13 +806,22 @@ async fn run_protocol(
             .await
             .map_err(|e| Stop::Verification(format!("{target}: re-reading its tail: {e}")))?
             .ok_or_else(|| Stop::Verification(format!("{target} is empty after writing")))?;
-        verify_output(output, merged, &tail, &reader, options.chunk_size)
-            .await
-            .map_err(|e| Stop::Verification(format!("{target}: {e}")))?;
+        match options.verify {
+            VerifyLevel::Full => {
+                verify_output(output, merged, &tail, &reader, &options.read_ahead).await
+            }
+            VerifyLevel::Tail => verify_tail(output, merged, &tail, &reader).await,
+        }
+        .map_err(|e| Stop::Verification(format!("{target}: {e}")))?;
         rows += tail.rows;
     }
     for (target, source, hash) in &copies {
-        let found = hash_file(hdfs, target, options.chunk_size).await?;
+        let found = match options.verify {
+            VerifyLevel::Full => {
+                hash_file(hdfs, target, source.length, &options.read_ahead).await?
+            }
+            VerifyLevel::Tail => (hdfs.status(target).await?.map_or(0, |s| s.length), *hash),
+        };
         if found != (source.length, *hash) {
             return Err(Stop::Verification(format!(
                 "{target}: the copy of {} reads back as {} bytes with checksum {:016x}, \
@@ -767,6 +837,11 @@ async fn run_protocol(
             plan.snapshot.rows()
         )));
     }
+    tracing::debug!(
+        level = options.verify.as_str(),
+        seconds = verify_started.elapsed().as_secs_f64(),
+        "verified"
+    );
     failpoint!("compact::after-verify");
     checkpoint(options)?;
 
@@ -894,6 +969,7 @@ async fn run_protocol(
     {
         out.bytes = merged.length;
     }
+    tracing::debug!("swapped");
     failpoint!("compact::after-swap");
 
     // Step 9: the journal rollback and cleanup work from.
@@ -977,6 +1053,35 @@ async fn changes_since_snapshot(hdfs: &Hdfs, plan: &PartitionPlan) -> Result<Vec
     }
 }
 
+/// Why a copy or a re-read stopped: a file that changed under the run means a writer is active
+/// (busy); bytes that changed between reader and writer fail verification; anything else fails.
+fn copy_stop(what: &str, e: OrcError) -> Stop {
+    match e {
+        OrcError::Changed(_) => Stop::Busy(format!("{what}: {e}; a writer is active, retry later")),
+        OrcError::Verify(_) => Stop::Verification(format!("{what}: {e}")),
+        other => Stop::Failed(anyhow!("{what}: {other}")),
+    }
+}
+
+/// Opens `file` for [`copy_pieces`], naming it when it is no longer `length` bytes long.
+async fn open_source(
+    hdfs: &Hdfs,
+    file: &Location,
+    length: u64,
+) -> Result<hdfs_native::file::FileReader, OrcError> {
+    let reader = hdfs
+        .open(file)
+        .await
+        .map_err(|e| OrcError::Io(std::io::Error::other(e.to_string())))?;
+    let now = reader.file_length() as u64;
+    if now != length {
+        return Err(OrcError::Changed(format!(
+            "{file} is {now} bytes long now, {length} when planned"
+        )));
+    }
+    Ok(reader)
+}
+
 async fn write_output(
     hdfs: &Hdfs,
     plan: &PartitionPlan,
@@ -986,46 +1091,31 @@ async fn write_output(
     options: &CompactOptions,
 ) -> Result<orc::MergedOutput, Stop> {
     let files = &plan.snapshot.files;
+    // The planner indexes inputs by their position in its tail list; give the writer its
+    // inputs' tails in output order and the same indexing.
     let inputs: Vec<&DataFile> = output
         .inputs
         .iter()
         .map(|&f| &files[plan.with_tail[f]])
         .collect();
-    let mut readers = Vec::with_capacity(inputs.len());
-    for f in &inputs {
-        readers.push(hdfs.open(&f.location).await?);
-    }
-    // The planner indexes inputs by their position in its tail list; give the writer the
-    // same indexing.
-    let tails: Vec<&OrcTail> = plan
-        .with_tail
+    let tails: Vec<&OrcTail> = inputs
         .iter()
-        .filter_map(|&i| files[i].tail.as_ref())
+        .map(|f| f.tail.as_ref().expect("planned inputs have tails"))
         .collect();
     let local_plan = OutputPlan {
         inputs: (0..output.inputs.len()).collect(),
         ..output.clone()
     };
-    let merge_inputs: Vec<MergeInput<'_, _>> = output
-        .inputs
-        .iter()
-        .zip(&readers)
-        .map(|(&f, reader)| MergeInput {
-            tail: tails[f],
-            reader,
-        })
-        .collect();
     let mut writer = hdfs.create(target, permission).await?;
     let merged = orc::write_merged(
         &local_plan,
-        &merge_inputs,
+        &tails,
+        |i| open_source(hdfs, &inputs[i].location, inputs[i].length),
         &mut writer,
-        &MergeOptions {
-            chunk_size: options.chunk_size,
-        },
+        &options.read_ahead,
     )
     .await
-    .with_context(|| format!("writing {target}"))?;
+    .map_err(|e| copy_stop(&format!("writing {target}"), e))?;
     writer
         .close()
         .await
@@ -1033,29 +1123,24 @@ async fn write_output(
     Ok(merged)
 }
 
-/// Copies a file byte for byte, returning the XXH3 of what was read.
+/// Copies a file byte for byte, with the same read-ahead and in-process check as the stripe
+/// copy, returning the XXH3 of the bytes handed to the writer.
 async fn copy_file(
     hdfs: &Hdfs,
     source: &DataFile,
     target: &Location,
     permission: u16,
-    chunk: u64,
+    options: &CompactOptions,
 ) -> Result<u64, Stop> {
-    let reader = hdfs.open(&source.location).await?;
-    if reader.file_length() as u64 != source.length {
-        return Err(Stop::Busy(format!(
-            "{} changed length during the run",
-            source.location
-        )));
-    }
     let mut writer = hdfs.create(target, permission).await?;
-    let (_, hash) = read_hashed(
-        &reader,
-        &source.location,
-        chunk,
-        Some((&mut writer, target)),
+    let hash = whole_file(
+        |_| open_source(hdfs, &source.location, source.length),
+        source.length,
+        &mut writer,
+        &options.read_ahead,
     )
-    .await?;
+    .await
+    .map_err(|e| copy_stop(&format!("copying {} to {target}", source.location), e))?;
     writer
         .close()
         .await
@@ -1063,39 +1148,50 @@ async fn copy_file(
     Ok(hash)
 }
 
-/// Length and XXH3 of a file as HDFS returns it now.
-async fn hash_file(hdfs: &Hdfs, file: &Location, chunk: u64) -> Result<(u64, u64), Stop> {
+/// Length and XXH3 of a file as HDFS returns it now (`expected` is the length it should have).
+async fn hash_file(
+    hdfs: &Hdfs,
+    file: &Location,
+    expected: u64,
+    read_ahead: &ReadAhead,
+) -> Result<(u64, u64), Stop> {
     let reader = hdfs.open(file).await?;
-    read_hashed(&reader, file, chunk, None).await
+    let len = reader.file_length() as u64;
+    if len != expected {
+        // Not worth reading: the caller reports the mismatch.
+        return Ok((len, 0));
+    }
+    let hash = whole_file(
+        |_| std::future::ready(Ok(&reader)),
+        len,
+        &mut Discard,
+        read_ahead,
+    )
+    .await
+    .map_err(|e| copy_stop(&format!("re-reading {file}"), e))?;
+    Ok((len, hash))
 }
 
-/// Reads a whole file in chunks of at most `chunk` bytes (memory stays bounded), hashing it and,
-/// when `copy_to` is given, writing every chunk there. Returns its length and XXH3.
-async fn read_hashed(
-    reader: &FileReader,
-    file: &Location,
-    chunk: u64,
-    mut copy_to: Option<(&mut FileWriter, &Location)>,
-) -> Result<(u64, u64), Stop> {
-    let len = reader.file_length() as u64;
-    let mut hasher = Xxh3::new();
-    let mut offset = 0;
-    while offset < len {
-        let n = chunk.max(1).min(len - offset);
-        let bytes = reader
-            .read_range(offset as usize, n as usize)
-            .await
-            .map_err(|e| anyhow!("reading {file}: {e}"))?;
-        hasher.update(&bytes);
-        if let Some((writer, target)) = copy_to.as_mut() {
-            writer
-                .write_bytes(bytes)
-                .await
-                .map_err(|e| anyhow!("writing {target}: {e}"))?;
-        }
-        offset += n;
-    }
-    Ok((len, hasher.digest()))
+/// Reads all `length` bytes of one file, opened by `open`, into `sink` through
+/// [`copy_pieces`]; returns their XXH3.
+async fn whole_file<R, O, F, S>(
+    open: O,
+    length: u64,
+    sink: &mut S,
+    read_ahead: &ReadAhead,
+) -> Result<u64, OrcError>
+where
+    R: orc::RangeRead,
+    O: Fn(usize) -> F,
+    F: std::future::Future<Output = Result<R, OrcError>>,
+    S: orc::Sink,
+{
+    let piece = Piece {
+        source: 0,
+        range: 0..length,
+    };
+    let sums = copy_pieces(&[piece], &[length], open, sink, read_ahead).await?;
+    Ok(sums[0])
 }
 
 /// Gives each new path the owner, group, permission bits and ACL (default entries included) of

@@ -30,6 +30,9 @@ pub enum OrcError {
     /// The plan does not match the inputs' tails (a programming error or a changed file).
     #[error("invalid merge plan: {0}")]
     Plan(String),
+    /// A file is not the one planned any more (another length): a writer changed it.
+    #[error("changed during the run: {0}")]
+    Changed(String),
     #[error("verification failed: {0}")]
     Verify(#[from] VerifyFailure),
 }
@@ -63,6 +66,10 @@ pub enum VerifyFailure {
     },
     #[error("checksum list does not match the plan: {0}")]
     Checksums(String),
+    /// The bytes handed to the writer are not the bytes read (checked in process, chunk by
+    /// chunk, while copying).
+    #[error("bytes handed to the writer differ from the bytes read: {0}")]
+    Handoff(String),
 }
 
 pub(crate) fn corrupt(msg: impl Into<String>) -> OrcError {

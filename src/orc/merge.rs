@@ -1,42 +1,24 @@
 //! The merge writer: stripes copied byte for byte, a new tail written after them.
 
+use std::future::Future;
+
 use bytes::{Bytes, BytesMut};
 use orc_rust::proto;
 use prost::Message;
-use xxhash_rust::xxh3::Xxh3;
 
 use super::compress::compress;
+use super::copy::{copy_pieces, Piece, ReadAhead};
 use super::error::OrcError;
-use super::io::{read_checked, RangeRead, Sink};
+use super::io::{RangeRead, Sink};
 use super::key::{merge_key, user_metadata};
 use super::plan::{layout, OutputPlan};
 use super::stats::merge_file_statistics;
 use super::tail::OrcTail;
 use super::ORC_MAGIC;
 
-/// One input of an output: its tail (as planned) and a reader over its bytes.
-pub struct MergeInput<'a, R> {
-    pub tail: &'a OrcTail,
-    pub reader: &'a R,
-}
-
-#[derive(Clone, Debug)]
-pub struct MergeOptions {
-    /// Largest read (and write) while copying a stripe: memory stays bounded by this, not by
-    /// the stripe or file size.
-    pub chunk_size: u64,
-}
-
-impl Default for MergeOptions {
-    fn default() -> Self {
-        Self {
-            chunk_size: 8 << 20,
-        }
-    }
-}
-
-/// The checksum of one copied stripe, taken from the input's bytes as they were read, so a
-/// re-read of the output proves the bytes landed unchanged.
+/// The checksum of one copied stripe: the XXH3 of the bytes handed to the writer, proven equal
+/// chunk by chunk to the input's bytes as they were read (see [`copy_pieces`]), so a re-read of
+/// the output proves the bytes landed unchanged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StripeChecksum {
     pub output_stripe: usize,
@@ -55,45 +37,56 @@ pub struct MergedOutput {
     pub stripe_checksums: Vec<StripeChecksum>,
 }
 
-/// Writes one planned output to `sink`: header, every stripe in bounded chunks, then Metadata,
-/// Footer, PostScript and its length byte. The caller closes the sink.
+/// Writes one planned output to `sink`: header, every stripe, then Metadata, Footer, PostScript
+/// and its length byte. The caller closes the sink.
+///
+/// `tails[i]` is the tail of the plan's input `i` as planned; `open(i)` opens that input when
+/// its stripes come near (a few inputs ahead, never all at once). Stripes are copied in chunks
+/// with reads running ahead of writes, as [`ReadAhead`] bounds them; an input whose length is
+/// no longer the planned one is [`OrcError::Changed`].
 ///
 /// Everything that can be refused (incompatible inputs, a plan that does not match the tails)
 /// is checked and the whole tail is built before the first byte is written.
-pub async fn write_merged<R: RangeRead, S: Sink>(
+pub async fn write_merged<R, O, F, S>(
     plan: &OutputPlan,
-    inputs: &[MergeInput<'_, R>],
+    tails: &[&OrcTail],
+    open: O,
     sink: &mut S,
-    opts: &MergeOptions,
-) -> Result<MergedOutput, OrcError> {
-    let tails: Vec<&OrcTail> = inputs.iter().map(|i| i.tail).collect();
-    check_plan(plan, &tails)?;
-    let tail_bytes = build_tail(plan, &tails)?;
-    let chunk = opts.chunk_size.max(1);
+    opts: &ReadAhead,
+) -> Result<MergedOutput, OrcError>
+where
+    R: RangeRead,
+    O: Fn(usize) -> F,
+    F: Future<Output = Result<R, OrcError>>,
+    S: Sink,
+{
+    check_plan(plan, tails)?;
+    let tail_bytes = build_tail(plan, tails)?;
 
     sink.write(Bytes::from_static(ORC_MAGIC)).await?;
-    let mut stripe_checksums = Vec::with_capacity(plan.stripes.len());
-    for (output_stripe, stripe) in plan.stripes.iter().enumerate() {
-        let input = &inputs[stripe.input];
-        let file_length = input.tail.file_length;
-        let mut hasher = Xxh3::new();
-        let end = stripe.source_offset + stripe.length;
-        let mut pos = stripe.source_offset;
-        while pos < end {
-            let next = end.min(pos + chunk);
-            let bytes = read_checked(input.reader, pos..next, file_length, "stripe").await?;
-            hasher.update(&bytes);
-            sink.write(bytes).await?;
-            pos = next;
-        }
-        stripe_checksums.push(StripeChecksum {
+    let pieces: Vec<Piece> = plan
+        .stripes
+        .iter()
+        .map(|s| Piece {
+            source: s.input,
+            range: s.source_offset..s.source_offset + s.length,
+        })
+        .collect();
+    let lengths: Vec<u64> = tails.iter().map(|t| t.file_length).collect();
+    let sums = copy_pieces(&pieces, &lengths, open, sink, opts).await?;
+    let stripe_checksums = plan
+        .stripes
+        .iter()
+        .zip(sums)
+        .enumerate()
+        .map(|(output_stripe, (stripe, xxh3))| StripeChecksum {
             output_stripe,
             input: stripe.input,
             input_stripe: stripe.input_stripe,
             length: stripe.length,
-            xxh3: hasher.digest(),
-        });
-    }
+            xxh3,
+        })
+        .collect();
     let length = plan.content_length + tail_bytes.len() as u64;
     sink.write(tail_bytes).await?;
     Ok(MergedOutput {
@@ -238,8 +231,22 @@ mod tests {
     use super::*;
     use crate::orc::tail::read_tail;
     use crate::orc::testutil::{block_on, MemFile, VecSink, ALL_TYPES_LZ4, MULTI_STRIPE_ZSTD};
-    use crate::orc::verify::verify_output;
+    use crate::orc::verify::{verify_output, verify_tail};
     use crate::orc::{group_tails, plan_group, PlanOptions, VerifyFailure};
+
+    /// An opener over in-memory files, as `write_merged` takes one.
+    fn opener<'a>(
+        files: &'a [&'a [u8]],
+    ) -> impl Fn(usize) -> std::future::Ready<Result<MemFile, OrcError>> + 'a {
+        move |i| std::future::ready(Ok(MemFile::new(files[i].to_vec())))
+    }
+
+    fn chunks(chunk_size: u64) -> ReadAhead {
+        ReadAhead {
+            chunk_size,
+            ..ReadAhead::default()
+        }
+    }
 
     fn merge_copies(file: &[u8], copies: usize, chunk: u64) -> (Vec<u8>, MergedOutput, OutputPlan) {
         let reader = MemFile::new(file.to_vec());
@@ -250,20 +257,15 @@ mod tests {
         let plan = plan_group(&grouping.groups[0].files, &tails, &PlanOptions::default());
         assert_eq!(plan.outputs.len(), 1);
         let out = plan.outputs[0].clone();
-        let inputs: Vec<MergeInput<'_, MemFile>> = out
-            .inputs
-            .iter()
-            .map(|&f| MergeInput {
-                tail: tails[f],
-                reader: &reader,
-            })
-            .collect();
+        let inputs: Vec<&OrcTail> = out.inputs.iter().map(|&f| tails[f]).collect();
+        let files: Vec<&[u8]> = out.inputs.iter().map(|_| file).collect();
         let mut sink = VecSink::default();
         let merged = block_on(write_merged(
             &out,
             &inputs,
+            opener(&files),
             &mut sink,
-            &MergeOptions { chunk_size: chunk },
+            &chunks(chunk),
         ))
         .unwrap();
         assert!(
@@ -293,7 +295,8 @@ mod tests {
                 tail.footer.statistics[0].number_of_values,
                 Some(3 * input.footer.statistics[0].number_of_values.unwrap())
             );
-            block_on(verify_output(&plan, &merged, &tail, &reader, 64)).unwrap();
+            block_on(verify_output(&plan, &merged, &tail, &reader, &chunks(64))).unwrap();
+            block_on(verify_tail(&plan, &merged, &tail, &reader)).unwrap();
         }
     }
 
@@ -305,21 +308,81 @@ mod tests {
         let mut wrong = merged.clone();
         wrong.stripe_checksums[1].xxh3 ^= 1;
         assert!(matches!(
-            block_on(verify_output(&plan, &wrong, &tail, &reader, 1 << 20)),
+            block_on(verify_output(
+                &plan,
+                &wrong,
+                &tail,
+                &reader,
+                &chunks(1 << 20)
+            )),
             Err(OrcError::Verify(VerifyFailure::Checksum { stripe: 1, .. }))
         ));
         bytes[10] ^= 0xff;
         let reader = MemFile::new(bytes);
         assert!(matches!(
-            block_on(verify_output(&plan, &merged, &tail, &reader, 1 << 20)),
+            block_on(verify_output(
+                &plan,
+                &merged,
+                &tail,
+                &reader,
+                &chunks(1 << 20)
+            )),
             Err(OrcError::Verify(VerifyFailure::Checksum { stripe: 0, .. }))
         ));
+        // The tail level reads no stripe bytes: a changed stripe byte is not its to find (the
+        // in-process check and HDFS's write checksums are), but the layout is.
+        block_on(verify_tail(&plan, &merged, &tail, &reader)).unwrap();
         let mut short = plan.clone();
         short.rows += 1;
         assert!(matches!(
-            block_on(verify_output(&short, &merged, &tail, &reader, 1 << 20)),
+            block_on(verify_output(
+                &short,
+                &merged,
+                &tail,
+                &reader,
+                &chunks(1 << 20)
+            )),
             Err(OrcError::Verify(VerifyFailure::Rows { .. }))
         ));
+        assert!(matches!(
+            block_on(verify_tail(&short, &merged, &tail, &reader)),
+            Err(OrcError::Verify(VerifyFailure::Rows { .. }))
+        ));
+        let mut moved = plan.clone();
+        moved.stripes[1].output_offset += 1;
+        assert!(matches!(
+            block_on(verify_tail(&moved, &merged, &tail, &reader)),
+            Err(OrcError::Verify(VerifyFailure::StripeLayout {
+                stripe: 1,
+                ..
+            }))
+        ));
+        let mut longer = merged.clone();
+        longer.length += 1;
+        assert!(matches!(
+            block_on(verify_tail(&plan, &longer, &tail, &reader)),
+            Err(OrcError::Verify(VerifyFailure::Length { .. }))
+        ));
+    }
+
+    #[test]
+    fn an_input_of_another_length_than_planned_is_a_change() {
+        let reader = MemFile::new(MULTI_STRIPE_ZSTD.to_vec());
+        let a = block_on(read_tail(&reader)).unwrap().unwrap();
+        let plan = plan_group(&[0, 1], &[&a, &a], &PlanOptions::default())
+            .outputs
+            .remove(0);
+        let mut longer = MULTI_STRIPE_ZSTD.to_vec();
+        longer.push(0);
+        let files: [&[u8]; 2] = [MULTI_STRIPE_ZSTD, &longer];
+        let err = block_on(write_merged(
+            &plan,
+            &[&a, &a],
+            opener(&files),
+            &mut VecSink::default(),
+            &ReadAhead::default(),
+        ));
+        assert!(matches!(err, Err(OrcError::Changed(_))), "{err:?}");
     }
 
     #[test]
@@ -333,21 +396,13 @@ mod tests {
             .outputs
             .remove(0);
         let mut sink = VecSink::default();
-        let mixed = [
-            MergeInput {
-                tail: &a,
-                reader: &reader,
-            },
-            MergeInput {
-                tail: &b,
-                reader: &other,
-            },
-        ];
+        let files: [&[u8]; 2] = [MULTI_STRIPE_ZSTD, ALL_TYPES_LZ4];
         let err = block_on(write_merged(
             &plan,
-            &mixed,
+            &[&a, &b],
+            opener(&files),
             &mut sink,
-            &MergeOptions::default(),
+            &ReadAhead::default(),
         ));
         assert!(matches!(err, Err(OrcError::Plan(_))), "{err:?}");
         assert!(sink.data.is_empty());
@@ -362,21 +417,13 @@ mod tests {
             name: Some("k".into()),
             value: Some(b"2".to_vec()),
         });
-        let inputs = [
-            MergeInput {
-                tail: &conflicting,
-                reader: &reader,
-            },
-            MergeInput {
-                tail: &conflicting2,
-                reader: &reader,
-            },
-        ];
+        let files: [&[u8]; 2] = [MULTI_STRIPE_ZSTD, MULTI_STRIPE_ZSTD];
         let err = block_on(write_merged(
             &plan,
-            &inputs,
+            &[&conflicting, &conflicting2],
+            opener(&files),
             &mut sink,
-            &MergeOptions::default(),
+            &ReadAhead::default(),
         ));
         assert!(matches!(err, Err(OrcError::Incompatible(_))), "{err:?}");
         assert!(sink.data.is_empty());

@@ -7,9 +7,12 @@
 //!
 //! The flow for one partition: [`read_tail`] every file, [`group_tails`] by [`MergeKey`],
 //! [`plan_group`] each group into [`OutputPlan`]s, [`write_merged`] each plan, re-read the
-//! output's tail and [`verify_output`] it.
+//! output's tail and [`verify_output`] it (or only [`verify_tail`]). Every byte copy, and the
+//! re-read of verification, goes through [`copy_pieces`]: bounded chunks, reads and opens
+//! running a few ahead of the sink, each chunk checked at the sink against its hash on read.
 
 mod compress;
+mod copy;
 mod error;
 mod io;
 mod key;
@@ -23,14 +26,15 @@ mod verify;
 mod testutil;
 
 pub use compress::Compression;
+pub use copy::{copy_pieces, Discard, Piece, ReadAhead};
 pub use error::{OrcError, VerifyFailure};
 pub use io::{RangeRead, Sink};
 pub use key::{group_tails, merge_key, Grouping, MergeGroup, MergeKey, Unmergeable};
-pub use merge::{write_merged, MergeInput, MergeOptions, MergedOutput, StripeChecksum};
+pub use merge::{write_merged, MergedOutput, StripeChecksum};
 pub use plan::{plan_group, GroupPlan, LeftAlone, OutputPlan, PlanOptions, PlannedStripe};
 pub use stats::{merge_column_statistics, merge_file_statistics};
 pub use tail::{read_tail, OrcTail, StripeInfo};
-pub use verify::verify_output;
+pub use verify::{verify_output, verify_tail};
 
 /// The ORC protobuf messages (PostScript, Footer, Metadata, statistics), re-exported so callers
 /// can inspect an [`OrcTail`] without depending on `orc-rust` themselves.
