@@ -4,8 +4,10 @@ them, measurements and the report. Standard library only.
 
 For each dataset, one after another, on the same files:
   raw copy     bench-rawcopy (hdfs-native, read every byte and write it back)
-  ours         hive-orc-compactor compact (release build, default verification)
-  orc merge    OrcFile.mergeFiles (ORC 1.9.5) on a local-disk copy of the same files
+  ours         hive-orc-compactor compact (release build, default verification: --verify full)
+  ours tail    the same after a rollback (not timed), with --verify tail
+  orc merge    OrcFile.mergeFiles (ORC 1.9.5) on a local-disk copy of the same files, and the
+               same merge on the files in HDFS (outputs written to HDFS), like for like
   spark        pyspark 3.5 local[2]: read, coalesce(n), write staging, count check,
                INSERT OVERWRITE through the metastore (or a directory swap with --spark-mode path)
 Each command runs under /usr/bin/time -v while a sampler follows its process tree in /proc
@@ -257,6 +259,32 @@ def other_load():
 
 # ------------------------------------------------------------------------------- one dataset
 
+def run_ours(cluster, res, name, phase, table, extra):
+    """Times hive-orc-compactor compact on the dataset's partition into res["phases"][phase];
+    returns its JSON report."""
+    env = dict(os.environ, RUST_LOG="hive_orc_compactor=debug")
+    r = measure(f"{name}.{phase}", [TOOL, "compact", "--table", table, "--partition", PARTITION,
+                                    "--json", *extra], cluster, env=env)
+    out = last_json(r["stdout"])
+    r.update(status=out.get("status"), files_after=out.get("files_after"),
+             bytes_read=r.get("hdfs_bytes_read"), bytes_written=out.get("bytes_after"),
+             new_location=out.get("new_location"), tool_seconds=out.get("seconds"),
+             verify=out.get("verify"))
+    if out.get("status") != "compacted":
+        log(f"{name}: {phase}: status {out.get('status')}: {out.get('reason')}")
+    res["phases"][phase] = r
+    return out
+
+
+def orc_tools_classpath():
+    """ORC tools with an HDFS client, as scripts/orc-tools runs them (resolved once, cached)."""
+    cp = subprocess.run([os.path.join(ROOT, "scripts", "orc-tools"), "--classpath"], check=True,
+                        capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    # The Hadoop configuration directory first, so hdfs:// resolves as the tool's does.
+    conf = os.environ.get("HADOOP_CONF_DIR")
+    return f"{conf}:{cp}" if conf else cp
+
+
 def run_dataset(cluster, name, args):
     what, codec = DATASETS[name]
     res = {"dataset": name, "what": what, "phases": {}}
@@ -299,17 +327,18 @@ def run_dataset(cluster, name, args):
     res["phases"]["rawcopy"] = r
     cluster.delete(dst)
 
-    # (b) ours
-    env = dict(os.environ, RUST_LOG="hive_orc_compactor=debug")
-    r = measure(f"{name}.ours", [TOOL, "compact", "--table", table, "--partition", PARTITION,
-                                 "--json"], cluster, env=env)
-    out = last_json(r["stdout"])
-    r.update(status=out.get("status"), files_after=out.get("files_after"),
-             bytes_read=r.get("hdfs_bytes_read"), bytes_written=out.get("bytes_after"),
-             new_location=out.get("new_location"), tool_seconds=out.get("seconds"))
-    if out.get("status") != "compacted":
-        log(f"{name}: ours: status {out.get('status')}: {out.get('reason')}")
-    res["phases"]["ours"] = r
+    # (b) ours, default verification (--verify full)
+    out = run_ours(cluster, res, name, "ours", table, [])
+
+    # (b') ours with --verify tail, on the same files: roll the partition back first (not timed;
+    # the first run's files stay in its own directory, so the inputs are the same files).
+    if out.get("status") == "compacted" and not args.skip_tail:
+        rb = subprocess.run([TOOL, "rollback", "--table", table, "--partition", PARTITION,
+                             "--json"], capture_output=True, text=True)
+        if rb.returncode != 0:
+            log(f"{name}: rollback before the tail run failed: {rb.stdout} {rb.stderr}")
+        else:
+            run_ours(cluster, res, name, "ours_tail", table, ["--verify", "tail"])
 
     # (d) ORC's own merge on local disk
     if not big and not args.skip_orc:
@@ -323,6 +352,20 @@ def run_dataset(cluster, name, args):
                  bytes_written=out.get("bytes_written"), not_merged=out.get("not_merged"))
         res["phases"]["orcmerge"] = r
         shutil.rmtree(os.path.join(STATE, "orc-merge", name), ignore_errors=True)
+
+    # (d') the same merge reading and writing HDFS, as we do: ORC 1.9.5 with the Hadoop 3.4.1
+    # client of scripts/orc-tools.
+    if not big and not args.skip_orc:
+        dst = table_dir + "/.bench-orcmerge"
+        r = measure(f"{name}.orcmerge_hdfs",
+                    [os.path.join(JAVA_HOME, "bin", "java"), "-cp",
+                     f"{orc_tools_classpath()}:{os.path.join(STATE, 'classes')}", "OrcMerge",
+                     loc, dst, str(TARGET)], cluster)
+        out = last_json(r["stdout"])
+        r.update(files_after=out.get("files_out"), bytes_read=out.get("bytes_read"),
+                 bytes_written=out.get("bytes_written"), not_merged=out.get("not_merged"))
+        res["phases"]["orcmerge_hdfs"] = r
+        cluster.delete(dst)
 
     # (c) Spark
     if not big and not args.skip_spark and name in args.spark_sets.split(","):
@@ -363,8 +406,11 @@ def report(results, machine, args):
     ratios = []
     for d in results:
         ph = d["phases"]
-        for key, label in (("rawcopy", "raw copy (hdfs-native)"), ("ours", "hive-orc-compactor"),
+        for key, label in (("rawcopy", "raw copy (hdfs-native)"),
+                           ("ours", "hive-orc-compactor (--verify full)"),
+                           ("ours_tail", "hive-orc-compactor --verify tail"),
                            ("orcmerge", "ORC mergeFiles (local disk)"),
+                           ("orcmerge_hdfs", "ORC mergeFiles (HDFS)"),
                            ("spark", f"Spark 3.5 rewrite ({args.spark_mode})")):
             r = ph.get(key)
             if not r:
@@ -391,17 +437,32 @@ def report(results, machine, args):
                     row["spark_rw_vs_ours"] = ph["spark"]["timed_seconds"] / o["wall_s"]
             if ph.get("orcmerge"):
                 row["orc_vs_ours"] = ph["orcmerge"]["wall_s"] / o["wall_s"]
+            if ph.get("orcmerge_hdfs"):
+                row["orch_vs_ours"] = ph["orcmerge_hdfs"]["wall_s"] / o["wall_s"]
             row["ours_rss"] = o["peak_rss_mib"]
+            t = ph.get("ours_tail")
+            if t and t["wall_s"]:
+                if ph.get("rawcopy"):
+                    row["tail_vs_raw"] = ph["rawcopy"]["wall_s"] / t["wall_s"]
+                if ph.get("orcmerge"):
+                    row["orc_vs_tail"] = ph["orcmerge"]["wall_s"] / t["wall_s"]
+                if ph.get("orcmerge_hdfs"):
+                    row["orch_vs_tail"] = ph["orcmerge_hdfs"]["wall_s"] / t["wall_s"]
+                row["ours_rss"] = max(row["ours_rss"], t["peak_rss_mib"])
             ratios.append(row)
     lines.append("")
-    lines.append("| dataset | ours / raw copy (throughput; target ≥ 0.80) | Spark / ours (wall; "
-                 "target ≥ 10) | Spark rewrite only / ours | ORC merge / ours (wall; target > 1) "
-                 "| ours peak RSS MiB (target < 256) |")
-    lines.append("|---|--:|--:|--:|--:|--:|")
+    lines.append("| dataset | ours / raw copy (throughput; target ≥ 0.80) | ours --verify tail / "
+                 "raw copy | Spark / ours (wall; target ≥ 10) | Spark rewrite only / ours | ORC "
+                 "merge local / ours (wall; target > 1) | ORC merge local / ours --verify tail | ORC "
+                 "merge HDFS / ours | ORC merge HDFS / ours --verify tail | ours peak RSS MiB "
+                 "(target < 256) |")
+    lines.append("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     for r in ratios:
         f = lambda k: f"{r[k]:.2f}" if k in r else "–"
-        lines.append(f"| {r['dataset']} | {f('ours_vs_raw')} | {f('spark_vs_ours')} | "
-                     f"{f('spark_rw_vs_ours')} | {f('orc_vs_ours')} | {r['ours_rss']:.0f} |")
+        lines.append(f"| {r['dataset']} | {f('ours_vs_raw')} | {f('tail_vs_raw')} | "
+                     f"{f('spark_vs_ours')} | {f('spark_rw_vs_ours')} | {f('orc_vs_ours')} | "
+                     f"{f('orc_vs_tail')} | {f('orch_vs_ours')} | {f('orch_vs_tail')} | "
+                     f"{r['ours_rss']:.0f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -432,6 +493,7 @@ def main():
     # every run: --quick runs it on dataset A only.
     ap.add_argument("--spark-sets")
     ap.add_argument("--skip-orc", action="store_true")
+    ap.add_argument("--skip-tail", action="store_true")
     ap.add_argument("--results", required=True)
     ap.add_argument("--tool", required=True)
     ap.add_argument("--rawcopy", required=True)
