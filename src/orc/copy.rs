@@ -4,7 +4,8 @@
 //!
 //! Reads run ahead of writes: up to `reads_in_flight` chunk reads (each at most `chunk_size`
 //! bytes), and up to `opens_in_flight` opens of the next files, while the sink writes the chunks
-//! in order. Memory stays bounded by those numbers, never by the file count or file sizes: at
+//! in order; by default one read beside the write (see [`ReadAhead::default`] for why not more
+//! on HDFS). Memory stays bounded by those numbers, never by the file count or file sizes: at
 //! most `reads_in_flight + 2` chunks are held (in flight, the next one ready, the one being
 //! written), and at most `opens_in_flight + reads_in_flight` files are open. A file is opened
 //! only shortly before its bytes are needed, and closed once its last chunk is read.
@@ -41,12 +42,19 @@ pub struct ReadAhead {
     pub opens_in_flight: usize,
 }
 
+/// One read beside the write, nothing further ahead, on HDFS: more deadlocks there. A read or
+/// open left pending in the queue may be handed one of hdfs-native's async mutexes (the
+/// NameNode proxy's, or the cached server defaults that a new DataNode connection and a new
+/// block of the writer both take) and then sit unpolled while the sink's write waits for that
+/// very mutex. A full-size benchmark hung that way at the start of an output (2026-11-30). With
+/// one of each, nothing is pending while the sink writes except the one read `copy_pieces`
+/// polls with it. Running reads as spawned tasks would lift this; until then, 1 and 1.
 impl Default for ReadAhead {
     fn default() -> Self {
         ReadAhead {
             chunk_size: 8 << 20,
-            reads_in_flight: 4,
-            opens_in_flight: 8,
+            reads_in_flight: 1,
+            opens_in_flight: 1,
         }
     }
 }
