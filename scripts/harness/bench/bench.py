@@ -16,6 +16,7 @@ the metastore's audit log are read before and after.
 """
 import argparse
 import datetime
+import getpass
 import json
 import math
 import os
@@ -384,6 +385,10 @@ def run_dataset(cluster, name, args):
 
     subprocess.run([os.path.join(ROOT, "scripts", "fixtures"), "--drop", "--db", name, "--quiet"],
                    cwd=ROOT)
+    # Rollbacks and drops move files to the HDFS trash, which would keep every dataset on the
+    # disk until the run ends (a full run filled a 50 GB disk and the NameNode's safe mode
+    # stopped the 10 GiB case): empty it, permanently (WebHDFS deletes bypass the trash).
+    cluster.delete(f"/user/{getpass.getuser()}/.Trash")
     return res
 
 
