@@ -72,6 +72,20 @@ fn hive_site() -> Result<Option<(PathBuf, BTreeMap<String, String>)>> {
     Ok(Some((path, conf)))
 }
 
+/// `hadoop.rpc.protection` of `$HADOOP_CONF_DIR/core-site.xml`, when set there.
+fn core_site_protection() -> Result<Option<String>> {
+    let Some(dir) = std::env::var_os("HADOOP_CONF_DIR") else {
+        return Ok(None);
+    };
+    let path = PathBuf::from(dir).join("core-site.xml");
+    if !path.exists() {
+        return Ok(None);
+    }
+    Ok(read_site_xml(&path)?
+        .remove("hadoop.rpc.protection")
+        .filter(|v| !v.trim().is_empty()))
+}
+
 /// Resolves the metastore client settings. `flag_uris`, `flag_framed` and `flag_timeout` win
 /// when given; then `hive-site.xml`; then `HMS_URI`.
 pub fn metastore(
@@ -128,6 +142,11 @@ pub fn metastore(
             .unwrap_or_default(),
         );
     }
+    // As a Hive client finds it: hive-site.xml, else core-site.xml of HADOOP_CONF_DIR.
+    config.sasl_protection = match lookup(&["hadoop.rpc.protection"]) {
+        Some(v) => Some(v),
+        None => core_site_protection()?,
+    };
     let timeout = flag_timeout.or_else(|| {
         lookup(&[
             "hive.metastore.client.socket.timeout",

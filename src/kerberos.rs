@@ -5,7 +5,7 @@
 //! Nothing here loads a Kerberos library: `libgssapi_krb5.so.2` is opened at run time, and only
 //! when a Kerberos connection is made, so the tool runs without Kerberos installed.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
 /// Who the tool is. Without a keytab the tickets come from the cache (`KRB5CCNAME`, `kinit`).
@@ -38,24 +38,6 @@ pub fn login() -> Login {
 /// Hadoop's `SecurityUtil.getServerPrincipal` does.
 pub fn server_principal(pattern: &str, host: &str) -> String {
     pattern.replace("_HOST", &host.to_ascii_lowercase())
-}
-
-/// The client's `hadoop.rpc.protection` (the SASL protections it accepts, in its order of
-/// preference), as a Hive client finds it: hive-site.xml (`$HIVE_CONF_DIR`) over core-site.xml
-/// (`$HADOOP_CONF_DIR`). `None` when neither sets it.
-pub fn rpc_protection() -> Option<String> {
-    [
-        ("HIVE_CONF_DIR", "hive-site.xml"),
-        ("HADOOP_CONF_DIR", "core-site.xml"),
-    ]
-    .into_iter()
-    .find_map(|(var, file)| {
-        let path = Path::new(&std::env::var_os(var)?).join(file);
-        let conf = crate::config::read_site_xml(&path).ok()?;
-        conf.get("hadoop.rpc.protection")
-            .filter(|v| !v.trim().is_empty())
-            .cloned()
-    })
 }
 
 // MIT krb5 error codes (com_err table "krb5", base -1765328384), as GSSAPI minor statuses.

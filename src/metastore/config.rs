@@ -118,6 +118,10 @@ pub struct MetastoreConfig {
     /// each URI's host), as `hive.metastore.sasl.enabled`; replaces the buffered/framed
     /// transport. The client's credential is [`crate::kerberos::login`].
     pub sasl_principal: Option<String>,
+    /// The SASL protections this client accepts, in its order of preference
+    /// (`hadoop.rpc.protection`: authentication, integrity, privacy); `None`: the strongest the
+    /// metastore offers.
+    pub sasl_protection: Option<String>,
 }
 
 impl MetastoreConfig {
@@ -131,6 +135,7 @@ impl MetastoreConfig {
             retries: 2,
             retry_backoff: Duration::from_millis(250),
             sasl_principal: None,
+            sasl_protection: None,
         })
     }
 

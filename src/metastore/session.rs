@@ -138,14 +138,19 @@ impl From<String> for OpenError {
 type Halves = (Box<dyn Read + Send>, Box<dyn Write + Send>);
 
 /// Authenticates with SASL/GSSAPI on `stream` and returns its framed halves.
-fn sasl_open(stream: &TcpStream, uri: &MetastoreUri, pattern: &str) -> Result<Halves, OpenError> {
+fn sasl_open(
+    stream: &TcpStream,
+    uri: &MetastoreUri,
+    pattern: &str,
+    protection: Option<&str>,
+) -> Result<Halves, OpenError> {
     let server = crate::kerberos::server_principal(pattern, &uri.host);
     let login = crate::kerberos::login();
     let setup = |e: io::Error| OpenError::Network(format!("{uri}: {e}"));
     let ctx = gssapi::Context::new(&server, login.principal.as_deref(), login.keytab.as_deref())
         .map_err(|e| OpenError::Auth(e.explain(&server)))?;
-    let wanted = crate::kerberos::rpc_protection()
-        .map(|v| sasl::Qop::parse_list(&v))
+    let wanted = protection
+        .map(sasl::Qop::parse_list)
         .transpose()
         .map_err(OpenError::Auth)?;
     let mut mech = sasl::Gssapi::new(ctx, wanted);
@@ -198,7 +203,12 @@ fn open(cfg: &MetastoreConfig, uri: &MetastoreUri) -> Result<Client, OpenError> 
         .set_write_timeout(Some(cfg.io_timeout))
         .map_err(setup)?;
     let sasl_halves = match &cfg.sasl_principal {
-        Some(pattern) => Some(sasl_open(&stream, uri, pattern)?),
+        Some(pattern) => Some(sasl_open(
+            &stream,
+            uri,
+            pattern,
+            cfg.sasl_protection.as_deref(),
+        )?),
         None => None,
     };
     let reader = Socket(stream.try_clone().map_err(setup)?);
