@@ -12,7 +12,7 @@ use anyhow::{anyhow, Context};
 use serde::{Deserialize, Serialize};
 
 use crate::hdfs::{Hdfs, Location};
-use crate::operations::compact::{PARAM_PREVIOUS_LOCATION, PARAM_RUN_ID, WORK_DIR};
+use crate::layout::{self, PARAM_PREVIOUS_LOCATION, PARAM_RUN_ID};
 use crate::snapshot::Snapshot;
 
 /// What a run did, so that rollback and cleanup know exactly which files a compaction replaced.
@@ -70,22 +70,6 @@ impl Journal {
     }
 }
 
-/// `<home>/.hive-orc-compactor/<run-id>.json`.
-pub fn path(home: &Location, run_id: &str) -> Location {
-    home.child(WORK_DIR).child(&format!("{run_id}.json"))
-}
-
-/// The home of the run whose published directory is `location`
-/// (`<home>/.hive-orc-compactor/<run-id>`), or `None` when `location` is not such a directory.
-pub fn home_of_run(location: &Location, run_id: &str) -> Option<Location> {
-    let suffix = format!("/{WORK_DIR}/{run_id}");
-    let home = location.path.strip_suffix(&suffix)?;
-    Some(Location {
-        fs: location.fs.clone(),
-        path: if home.is_empty() { "/" } else { home }.to_string(),
-    })
-}
-
 /// Writes a new journal; fails if one exists.
 pub async fn write(hdfs: &Hdfs, path: &Location, journal: &Journal) -> anyhow::Result<()> {
     let bytes = serde_json::to_vec_pretty(journal)?;
@@ -135,14 +119,14 @@ pub async fn read(hdfs: &Hdfs, path: &Location) -> anyhow::Result<Option<Journal
 
 /// The journals under `<home>/.hive-orc-compactor/`, oldest run first (run ids sort by time).
 pub async fn list(hdfs: &Hdfs, home: &Location) -> anyhow::Result<Vec<Location>> {
-    let work = home.child(WORK_DIR);
+    let work = layout::work_dir(home);
     let Some(listing) = hdfs.list(&work).await? else {
         return Ok(vec![]);
     };
     Ok(listing
         .files
         .iter()
-        .filter(|f| f.name.ends_with(".json"))
+        .filter(|f| layout::journal_run_id(&f.name).is_some())
         .map(|f| work.child(&f.name))
         .collect())
 }
@@ -171,10 +155,10 @@ pub async fn current_run(
     let Some(run_id) = parameters.get(PARAM_RUN_ID) else {
         return Ok(None);
     };
-    let Some(home) = home_of_run(location, run_id) else {
+    let Some(home) = layout::home_of_run(location, run_id) else {
         return Ok(None);
     };
-    let path = path(&home, run_id);
+    let path = layout::journal_path(&home, run_id);
     let (journal, rebuilt) = match read(hdfs, &path).await? {
         Some(j) => (j, false),
         None => (
@@ -303,17 +287,6 @@ pub async fn rebuild(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn home_of_a_run_directory() {
-        let l = Location::parse("hdfs://nn/w/t/dt=1/.hive-orc-compactor/r1").unwrap();
-        assert_eq!(
-            home_of_run(&l, "r1").unwrap().to_string(),
-            "hdfs://nn/w/t/dt=1"
-        );
-        assert!(home_of_run(&l, "r2").is_none());
-        assert!(home_of_run(&Location::parse("hdfs://nn/w/t/dt=1").unwrap(), "r1").is_none());
-    }
 
     #[test]
     fn old_journals_read_without_the_new_fields() {

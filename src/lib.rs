@@ -8,6 +8,7 @@ pub mod fleet;
 pub mod hdfs;
 pub mod journal;
 pub mod kerberos;
+pub mod layout;
 pub mod lock;
 pub mod metastore;
 pub mod operations;

@@ -31,8 +31,8 @@ use crate::exit::ExitCode;
 use crate::fleet::{self, Partitions, Selection, Tables};
 use crate::hdfs::{Hdfs, Location};
 use crate::journal::{self, Journal, JournalOutput};
+use crate::layout::{self, PARAM_RUN_ID};
 use crate::metastore::Metastore;
-use crate::operations::compact::{PARAM_RUN_ID, WORK_DIR};
 use crate::partition_spec::PartitionSpec;
 use crate::relocate::set_location;
 use crate::snapshot::Snapshot;
@@ -139,30 +139,6 @@ fn now_millis() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
 
-/// Every home a partition's runs can have: its canonical directory, its current location, and
-/// every directory above a `/.hive-orc-compactor/` component of the current location (a run's
-/// directory lives in its home's work directory).
-fn homes(table: &TableInfo, spec: &PartitionSpec, current: &Location) -> Vec<Location> {
-    let mut out = BTreeSet::new();
-    if let Some(t) = table
-        .storage
-        .location
-        .as_deref()
-        .and_then(|l| Location::parse(l).ok())
-    {
-        out.insert(t.child(&spec.name()).to_string());
-    }
-    out.insert(current.to_string());
-    let marker = format!("/{WORK_DIR}/");
-    let mut from = 0;
-    while let Some(i) = current.path[from..].find(&marker) {
-        let end = from + i;
-        out.insert(format!("{}{}", current.fs, &current.path[..end.max(1)]));
-        from = end + marker.len();
-    }
-    out.iter().filter_map(|l| Location::parse(l).ok()).collect()
-}
-
 /// Decides what to remove, without side effects.
 pub async fn plan(
     metastore: &Metastore,
@@ -258,20 +234,20 @@ async fn plan_partition(
         p.journals_rebuilt.push(run.journal.run_id.clone());
         p.rebuilt.push((run.path, run.journal));
     }
-    for home in homes(&p.table_info, &p.spec, &p.current) {
-        let work = home.child(WORK_DIR);
+    for home in layout::homes(&p.table_info, &p.spec, &p.current) {
+        let work = layout::work_dir(&home);
         let Some(listing) = hdfs.list(&work).await? else {
             continue;
         };
         let journal_names: BTreeSet<&str> = listing
             .files
             .iter()
-            .filter_map(|f| f.name.strip_suffix(".json"))
+            .filter_map(|f| layout::journal_run_id(&f.name))
             .collect();
         // Runs that died before their swap: staging, or published but never pointed at.
         for dir in &listing.subdirs {
             let run_dir = work.child(dir);
-            let staging = dir.ends_with(".staging");
+            let staging = layout::is_staging(dir);
             if !staging && journal_names.contains(dir.as_str())
                 || p.current.is_within(&run_dir)
                 || params.get(PARAM_RUN_ID) == Some(dir)
@@ -292,7 +268,7 @@ async fn plan_partition(
             .cloned()
             .collect();
         for name in &journal_names {
-            let path = work.child(&format!("{name}.json"));
+            let path = layout::journal_path(&home, name);
             if let Some(j) = journal::read(hdfs, &path).await? {
                 journals.push((path, j));
             }
@@ -459,7 +435,7 @@ async fn execute_partition(
         // An old location that was one of our run directories is now empty: remove it too
         // (a non-recursive delete, which fails rather than remove anything left in it).
         if let Some(old) = &run.old_location {
-            if old.path.contains(&format!("/{WORK_DIR}/"))
+            if layout::is_in_work_dir(old)
                 && hdfs.list(old).await?.is_some_and(|l| {
                     l.files.is_empty() && l.subdirs.is_empty() && l.hidden.is_empty()
                 })

@@ -32,6 +32,7 @@ use crate::eligibility::{self, Refusal, Rule};
 use crate::exit::ExitCode;
 use crate::hdfs::{Access, FsError, Hdfs, Location, NotKept};
 use crate::journal::{self, Journal, JournalInput, JournalOutput};
+use crate::layout::{self, new_run_id, output_name, PARAM_PREVIOUS_LOCATION, PARAM_RUN_ID};
 use crate::lock::{self, LockError, LockOptions, PartitionLock};
 use crate::metastore::Metastore;
 use crate::operations::resolve;
@@ -43,13 +44,6 @@ use crate::partition_spec::PartitionSpec;
 use crate::relocate::{set_location, RelocateError};
 use crate::snapshot::{DataFile, Snapshot, SnapshotError};
 use crate::table::TableInfo;
-
-/// The hidden directory, inside the partition's home, that holds staging and published runs
-/// and their journals. Hidden, so no engine listing the partition's directory reads it.
-pub const WORK_DIR: &str = ".hive-orc-compactor";
-/// Partition parameters recording where the partition was before our swap, and which run did it.
-pub const PARAM_PREVIOUS_LOCATION: &str = "hive-orc-compactor.previous-location";
-pub const PARAM_RUN_ID: &str = "hive-orc-compactor.run-id";
 
 #[derive(Debug, Clone)]
 pub struct CompactOptions {
@@ -382,21 +376,6 @@ fn finish_stopped(report: &mut CompactReport, stop: Stop) {
     });
 }
 
-/// The home of a partition: its canonical `<table>/<k=v>/...` directory when the partition
-/// lives there or in one of our run directories below it, else its current location.
-fn home_of(table: &TableInfo, spec: &PartitionSpec, location: &Location) -> Location {
-    let canonical = table
-        .storage
-        .location
-        .as_deref()
-        .and_then(|l| Location::parse(l).ok())
-        .map(|t| t.child(&spec.name()));
-    match canonical {
-        Some(c) if *location == c || location.is_within(&c.child(WORK_DIR)) => c,
-        _ => location.clone(),
-    }
-}
-
 async fn plan_inner(
     metastore: &Metastore,
     hdfs: &Hdfs,
@@ -421,7 +400,7 @@ async fn plan_inner(
     report.old_location = Some(location.to_string());
     let location = Location::parse(location)
         .map_err(|e| Stop::Refused(Refusal::new(Rule::NotHdfs, e.to_string())))?;
-    let home = home_of(table, &spec, &location);
+    let home = layout::home_of(table, &spec, &location);
 
     // Lock before the snapshot, so what we list is what no lock-taking writer changes until
     // the swap.
@@ -587,13 +566,6 @@ fn writer_name(tail: &OrcTail) -> String {
     }
 }
 
-/// A new run id: sortable by time, unique across hosts.
-pub fn new_run_id() -> String {
-    let now = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
-    let rand = uuid::Uuid::new_v4().simple().to_string();
-    format!("{now}-{}", &rand[..8])
-}
-
 /// Compacts one partition: plan, then (unless a dry run) execute. Never returns an error: every
 /// outcome is a report, whose status gives the exit code.
 pub async fn compact_partition(
@@ -663,10 +635,6 @@ pub async fn compact_partition(
     report
 }
 
-fn output_name(run_id: &str, n: usize) -> String {
-    format!("part-{run_id}-{n:05}.orc")
-}
-
 fn name_outputs(report: &mut CompactReport, plan: &PartitionPlan, run_id: &str) {
     let mut n = 0;
     for (g, group) in report.groups.iter_mut().enumerate() {
@@ -692,9 +660,8 @@ pub async fn execute(
     report.run_id = Some(run_id.clone());
     report.verify = Some(options.verify);
     name_outputs(report, &plan, &run_id);
-    let work = plan.home.child(WORK_DIR);
-    let staging = work.child(&format!("{run_id}.staging"));
-    let published = work.child(&run_id);
+    let staging = layout::staging_dir(&plan.home, &run_id);
+    let published = layout::run_dir(&plan.home, &run_id);
     let mut swapped = false;
     let result = run_protocol(
         metastore,
@@ -856,7 +823,7 @@ async fn run_protocol(
         .map(|t| published.child(t.path.rsplit('/').next().unwrap_or("")))
         .collect();
     // Our work directory too: whoever owns the table must be able to use it later.
-    let work = plan.home.child(WORK_DIR);
+    let work = layout::work_dir(&plan.home);
     let mut not_kept = keep_access(
         hdfs,
         &std::iter::once((&work, &dir_access))
@@ -1029,7 +996,7 @@ async fn run_protocol(
         rolled_back_at: None,
         cleaned_at: None,
     };
-    let journal_path = journal::path(&plan.home, run_id);
+    let journal_path = layout::journal_path(&plan.home, run_id);
     if let Err(e) = journal::write(hdfs, &journal_path, &journal).await {
         // The swap is done and correct; only the record is missing. Say so loudly.
         return Err(Stop::Failed(anyhow!(
@@ -1298,21 +1265,5 @@ mod tests {
         );
         let some = params(&[("numFiles", "10"), ("numFilesErasureCoded", "3")]);
         assert!(!new_parameters(&some, "x", 2, 1, 1, "r").contains_key("numFilesErasureCoded"));
-    }
-
-    #[test]
-    fn run_ids_sort_by_time_and_differ() {
-        let a = new_run_id();
-        let b = new_run_id();
-        assert_ne!(a, b);
-        assert_eq!(a.len(), "20261130T083000Z-".len() + 8);
-        assert!(!a.starts_with('.') && !a.starts_with('_'));
-    }
-
-    #[test]
-    fn output_names_are_data_names() {
-        let n = output_name("20261130T083000Z-abcd1234", 3);
-        assert_eq!(n, "part-20261130T083000Z-abcd1234-00003.orc");
-        assert!(!crate::hdfs::is_hidden(&n));
     }
 }
