@@ -564,7 +564,7 @@ async fn run(cli: Cli, matches: ArgMatches) -> anyhow::Result<ExitCode> {
             let hdfs = Hdfs::as_user(global.hadoop_user.clone());
             let report = rollback::rollback(&metastore, &hdfs, table, partition, *dry_run).await;
             render::rollback(&report, global.json)?;
-            Ok(report.exit_code())
+            Ok(report.outcome.exit_code())
         }
         Command::Cleanup {
             scope,

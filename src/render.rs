@@ -6,12 +6,13 @@ use bytesize::ByteSize;
 use hive_orc_compactor::eligibility::Refusal;
 use hive_orc_compactor::operations::analyze::{AnalyzeReport, PartitionAnalysis, Totals};
 use hive_orc_compactor::operations::batch::{self, BatchSummary};
-use hive_orc_compactor::operations::compact::{CompactReport, Progress, Status, VerifyLevel};
+use hive_orc_compactor::operations::compact::{CompactReport, Progress, VerifyLevel};
+use hive_orc_compactor::operations::outcome::Status;
 use std::collections::BTreeMap;
 
 use hive_orc_compactor::operations::cleanup::{CleanupReport, RunAction};
 use hive_orc_compactor::operations::inspect::{DirectoryReport, FileSizes, InspectReport};
-use hive_orc_compactor::operations::rollback::{RollbackReport, RollbackStatus};
+use hive_orc_compactor::operations::rollback::RollbackReport;
 use hive_orc_compactor::operations::verify::VerifyReport;
 use serde::Serialize;
 
@@ -181,7 +182,7 @@ impl batch::Observer for Batch {
     fn finished(&self, report: &CompactReport) {
         self.done.inc(1);
         if let Err(e) = self.bars.suspend(|| compact(report, self.json)) {
-            tracing::error!("printing the report of {}: {e}", report.partition);
+            tracing::error!("printing the report of {}: {e}", report.outcome.partition);
         }
     }
 }
@@ -218,17 +219,12 @@ pub fn compact(r: &CompactReport, as_json: bool) -> anyhow::Result<()> {
         return json(r);
     }
     let mut out = std::io::stdout().lock();
-    let status = match r.status {
-        Status::Compacted => "compacted",
-        Status::NothingToDo => "nothing to do",
-        Status::DryRun => "dry run",
-        Status::Refused => "refused",
-        Status::Busy => "busy",
-        Status::Failed => "failed",
-        Status::VerificationFailed => "VERIFICATION FAILED",
-        Status::Skipped => "skipped",
-    };
-    writeln!(out, "{status}: {} partition {}", r.table, r.partition)?;
+    let status = r.outcome.status.as_text();
+    writeln!(
+        out,
+        "{status}: {} partition {}",
+        r.outcome.table, r.outcome.partition
+    )?;
     if r.files_before > 0 {
         writeln!(
             out,
@@ -291,7 +287,7 @@ pub fn compact(r: &CompactReport, as_json: bool) -> anyhow::Result<()> {
         }
     }
     if let Some(level) = r.verify {
-        if matches!(r.status, Status::Compacted | Status::DryRun) {
+        if matches!(r.outcome.status, Status::Compacted | Status::DryRun) {
             let how = match level {
                 VerifyLevel::Full => "every byte re-read from HDFS and checksummed",
                 VerifyLevel::Tail => {
@@ -301,23 +297,24 @@ pub fn compact(r: &CompactReport, as_json: bool) -> anyhow::Result<()> {
             writeln!(out, "  verify    {} ({how})", level.as_str())?;
         }
     }
-    if let Some(reason) = &r.reason {
+    if let Some(reason) = &r.outcome.reason {
         writeln!(out, "  reason    {reason}")?;
     }
-    for w in &r.warnings {
+    for w in &r.outcome.warnings {
         writeln!(out, "  warning   {w}")?;
     }
     writeln!(out, "  time      {:.1} s", r.seconds)?;
     drop(out);
     // Cron mails stderr: one line for anything that needs attention.
-    match r.status {
+    match r.outcome.status {
         Status::Compacted | Status::NothingToDo | Status::DryRun | Status::Skipped => {}
         _ => eprintln!(
             "{status}: {} partition {}: {}{}",
-            r.table,
-            r.partition,
-            r.reason.as_deref().unwrap_or(""),
-            r.rule
+            r.outcome.table,
+            r.outcome.partition,
+            r.outcome.reason.as_deref().unwrap_or(""),
+            r.outcome
+                .rule
                 .map(|rule| format!(" [{}]", rule.as_str()))
                 .unwrap_or_default()
         ),
@@ -507,15 +504,13 @@ pub fn rollback(r: &RollbackReport, as_json: bool) -> anyhow::Result<()> {
     if as_json {
         return json(r);
     }
-    let status = match r.status {
-        RollbackStatus::RolledBack => "rolled back",
-        RollbackStatus::DryRun => "dry run",
-        RollbackStatus::Refused => "refused",
-        RollbackStatus::Busy => "busy",
-        RollbackStatus::Failed => "failed",
-    };
+    let status = r.outcome.status.as_text();
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{status}: {} partition {}", r.table, r.partition)?;
+    writeln!(
+        out,
+        "{status}: {} partition {}",
+        r.outcome.table, r.outcome.partition
+    )?;
     if let Some(run) = &r.run_id {
         writeln!(out, "  run       {run}")?;
     }
@@ -528,12 +523,15 @@ pub fn rollback(r: &RollbackReport, as_json: bool) -> anyhow::Result<()> {
     for m in &r.missing {
         writeln!(out, "  missing   {m}")?;
     }
-    for w in &r.warnings {
+    for w in &r.outcome.warnings {
         writeln!(out, "  warning   {w}")?;
     }
     drop(out);
-    if let Some(reason) = &r.reason {
-        eprintln!("{status}: {} partition {}: {reason}", r.table, r.partition);
+    if let Some(reason) = &r.outcome.reason {
+        eprintln!(
+            "{status}: {} partition {}: {reason}",
+            r.outcome.table, r.outcome.partition
+        );
     }
     Ok(())
 }

@@ -17,7 +17,8 @@ use crate::eligibility::Rule;
 use crate::fleet::{self, Partitions, Selection, Survey, Tables};
 use crate::hdfs::Hdfs;
 use crate::metastore::Metastore;
-use crate::operations::compact::{self, CompactOptions, GroupReport, Quiet, Status};
+use crate::operations::compact::{self, CompactOptions, GroupReport, Quiet};
+use crate::operations::outcome::Status;
 use crate::table::TableInfo;
 
 /// Partitions planned at once with `deep`: each reads its tails with its own concurrency.
@@ -249,7 +250,7 @@ async fn deepen(
         &Quiet,
     )
     .await;
-    match report.status {
+    match report.outcome.status {
         Status::DryRun | Status::NothingToDo => {
             row.plan = Some(DeepPlan {
                 files_after: report.files_after,
@@ -265,8 +266,8 @@ async fn deepen(
         }
         _ => {
             row.eligible = false;
-            row.rule = report.rule;
-            row.reason = report.reason;
+            row.rule = report.outcome.rule;
+            row.reason = report.outcome.reason;
         }
     }
     row

@@ -24,9 +24,8 @@ use crate::exit::ExitCode;
 use crate::fleet::{self, Candidate, Partitions, Selection, Survey};
 use crate::hdfs::Hdfs;
 use crate::metastore::{Metastore, MetastorePool};
-use crate::operations::compact::{
-    compact_partition, CompactOptions, CompactReport, Progress, Status,
-};
+use crate::operations::compact::{compact_partition, CompactOptions, CompactReport, Progress};
+use crate::operations::outcome::Status;
 
 /// Partitions a run leaves alone, judged from their listing.
 #[derive(Debug, Clone, Default)]
@@ -238,7 +237,7 @@ pub struct BatchSummary {
 impl BatchSummary {
     fn add(&mut self, r: &CompactReport) {
         self.partitions += 1;
-        let counter = match r.status {
+        let counter = match r.outcome.status {
             Status::Compacted => {
                 self.files_removed += r.files_before.saturating_sub(r.files_after);
                 self.bytes_rewritten += r.bytes_after;
@@ -251,18 +250,20 @@ impl BatchSummary {
             Status::Busy => &mut self.busy,
             Status::Failed => &mut self.failed,
             Status::VerificationFailed => &mut self.verification_failed,
+            // Not a compaction's status: counted as a partition only.
+            Status::RolledBack => return,
         };
         *counter += 1;
-        if r.status.exit_code() != ExitCode::Ok {
-            let status = serde_json::to_value(r.status)
+        if r.outcome.status.exit_code() != ExitCode::Ok {
+            let status = serde_json::to_value(r.outcome.status)
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_owned))
                 .unwrap_or_default();
             self.attention.push(format!(
                 "{}/{}: {status}: {}",
-                r.table,
-                r.partition,
-                r.reason.as_deref().unwrap_or("")
+                r.outcome.table,
+                r.outcome.partition,
+                r.outcome.reason.as_deref().unwrap_or("")
             ));
         }
     }

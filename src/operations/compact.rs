@@ -29,12 +29,12 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::eligibility::{self, Refusal, Rule};
-use crate::exit::ExitCode;
-use crate::hdfs::{Access, FsError, Hdfs, Location, NotKept};
+use crate::hdfs::{Access, Hdfs, Location, NotKept};
 use crate::journal::{self, Journal, JournalInput, JournalOutput};
 use crate::layout::{self, new_run_id, output_name, PARAM_PREVIOUS_LOCATION, PARAM_RUN_ID};
 use crate::lock::{self, LockError, LockOptions, PartitionLock};
 use crate::metastore::Metastore;
+use crate::operations::outcome::{Outcome, Status, Stop};
 use crate::operations::resolve;
 use crate::orc::{
     self, copy_pieces, group_tails, plan_group, read_tail, verify_output, verify_tail, Discard,
@@ -121,34 +121,6 @@ impl std::str::FromStr for VerifyLevel {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Status {
-    Compacted,
-    NothingToDo,
-    Refused,
-    Busy,
-    Failed,
-    VerificationFailed,
-    DryRun,
-    /// Not attempted: a selection threshold or budget left it out (the reason says which).
-    Skipped,
-}
-
-impl Status {
-    pub fn exit_code(self) -> ExitCode {
-        match self {
-            Status::Compacted | Status::NothingToDo | Status::DryRun | Status::Skipped => {
-                ExitCode::Ok
-            }
-            Status::Refused => ExitCode::Refused,
-            Status::Busy => ExitCode::Busy,
-            Status::Failed => ExitCode::Failed,
-            Status::VerificationFailed => ExitCode::VerificationFailed,
-        }
-    }
-}
-
 /// One merge group of the plan, as the dry run shows it.
 #[derive(Debug, Clone, Serialize)]
 pub struct GroupReport {
@@ -182,11 +154,8 @@ pub struct CarriedFile {
 /// What `--json` prints for one partition.
 #[derive(Debug, Clone, Serialize)]
 pub struct CompactReport {
-    pub table: String,
-    pub partition: String,
-    pub status: Status,
-    pub reason: Option<String>,
-    pub rule: Option<Rule>,
+    #[serde(flatten)]
+    pub outcome: Outcome,
     pub files_before: usize,
     pub files_after: usize,
     pub bytes_before: u64,
@@ -203,8 +172,6 @@ pub struct CompactReport {
     /// The verification level the new files were (or, in a dry run, would be) checked with.
     pub verify: Option<VerifyLevel>,
     pub seconds: f64,
-    /// Things that did not stop the run but an admin should know (e.g. owner not kept).
-    pub warnings: Vec<String>,
 }
 
 impl CompactReport {
@@ -217,21 +184,16 @@ impl CompactReport {
         reason: String,
         rule: Option<Rule>,
     ) -> Self {
-        CompactReport {
-            status,
-            reason: Some(reason),
-            rule,
-            ..CompactReport::new(table, partition)
-        }
+        let mut report = CompactReport::new(table, partition);
+        report.outcome.status = status;
+        report.outcome.reason = Some(reason);
+        report.outcome.rule = rule;
+        report
     }
 
     fn new(table: &str, partition: &str) -> Self {
         CompactReport {
-            table: table.to_string(),
-            partition: partition.to_string(),
-            status: Status::Failed,
-            reason: None,
-            rule: None,
+            outcome: Outcome::new(table, partition),
             files_before: 0,
             files_after: 0,
             bytes_before: 0,
@@ -245,49 +207,6 @@ impl CompactReport {
             run_id: None,
             verify: None,
             seconds: 0.0,
-            warnings: vec![],
-        }
-    }
-}
-
-/// Why a run stopped before compacting; each maps to one status and exit code.
-#[derive(Debug, thiserror::Error)]
-enum Stop {
-    #[error(transparent)]
-    Refused(Refusal),
-    #[error("{0}")]
-    Busy(String),
-    #[error("{0}")]
-    Verification(String),
-    #[error("interrupted before the swap; the partition is as it was")]
-    Interrupted,
-    #[error(transparent)]
-    Failed(#[from] anyhow::Error),
-}
-
-impl From<FsError> for Stop {
-    fn from(e: FsError) -> Self {
-        Stop::Failed(e.into())
-    }
-}
-
-impl From<RelocateError> for Stop {
-    fn from(e: RelocateError) -> Self {
-        match e {
-            RelocateError::Moved { .. } => Stop::Busy(e.to_string()),
-            RelocateError::Unconfirmed(_) => Stop::Failed(anyhow!("{e}")),
-            RelocateError::Failed(e) => Stop::Failed(e),
-        }
-    }
-}
-
-impl Stop {
-    fn status(&self) -> Status {
-        match self {
-            Stop::Refused(_) => Status::Refused,
-            Stop::Busy(_) => Status::Busy,
-            Stop::Verification(_) => Status::VerificationFailed,
-            Stop::Interrupted | Stop::Failed(_) => Status::Failed,
         }
     }
 }
@@ -355,25 +274,10 @@ pub async fn plan(
     match plan_inner(metastore, hdfs, table, spec, options, lock, report).await {
         Ok(p) => Ok(p),
         Err(stop) => {
-            finish_stopped(report, stop);
+            report.outcome.stop(stop);
             Ok(None)
         }
     }
-}
-
-fn finish_stopped(report: &mut CompactReport, stop: Stop) {
-    report.status = stop.status();
-    if let Stop::Refused(r) = &stop {
-        report.rule = Some(r.rule);
-    }
-    report.reason = Some(match &stop {
-        Stop::Failed(e) => e
-            .chain()
-            .map(|c| c.to_string())
-            .collect::<Vec<_>>()
-            .join(": "),
-        other => other.to_string(),
-    });
 }
 
 async fn plan_inner(
@@ -392,7 +296,7 @@ async fn plan_inner(
         Err(resolve::ResolveError::Refused(r)) => return Err(Stop::Refused(r)),
         Err(resolve::ResolveError::Other(e)) => return Err(Stop::Failed(e)),
     };
-    report.partition = spec.name();
+    report.outcome.partition = spec.name();
     eligibility::check_partition(&partition.storage).map_err(Stop::Refused)?;
     let location = partition.storage.location.as_deref().ok_or_else(|| {
         Stop::Refused(Refusal::new(Rule::NotHdfs, "the partition has no location"))
@@ -415,7 +319,7 @@ async fn plan_inner(
             &target,
             &options.lock,
             &options.cancel,
-            &mut report.warnings,
+            &mut report.outcome.warnings,
         )
         .await
         .map_err(|e| match e {
@@ -523,8 +427,8 @@ async fn plan_inner(
         .collect();
     report.groups = groups;
     if outputs.is_empty() {
-        report.status = Status::NothingToDo;
-        report.reason = Some(if snapshot.files.is_empty() {
+        report.outcome.status = Status::NothingToDo;
+        report.outcome.reason = Some(if snapshot.files.is_empty() {
             "the partition has no data files".to_string()
         } else {
             "no two files can be merged: every file is already large, alone in its merge \
@@ -591,7 +495,7 @@ pub async fn compact_partition(
     .await
     {
         Ok(Some(plan)) if options.dry_run => {
-            report.status = Status::DryRun;
+            report.outcome.status = Status::DryRun;
             report.run_id = None;
             report.verify = Some(options.verify);
             name_outputs(&mut report, &plan, "<run-id>");
@@ -620,12 +524,12 @@ pub async fn compact_partition(
             .await
         }
         Ok(None) => {}
-        Err(e) => finish_stopped(&mut report, Stop::Failed(e)),
+        Err(e) => report.outcome.stop(Stop::Failed(e)),
     }
     // Every path ends here, so the lock is released whatever happened.
     if let Some(lock) = lock {
         if let Err(e) = lock.release().await {
-            report.warnings.push(format!(
+            report.outcome.warnings.push(format!(
                 "could not release the metastore lock ({e}); it expires when the metastore \
                  times it out (hive.txn.timeout)"
             ));
@@ -684,13 +588,14 @@ pub async fn execute(
             for dir in [&staging, &published] {
                 if let Err(e) = hdfs.delete(dir, true).await {
                     report
+                        .outcome
                         .warnings
                         .push(format!("could not remove {dir}: {e}; cleanup will"));
                 }
             }
             report.new_location = None;
         }
-        finish_stopped(report, stop);
+        report.outcome.stop(stop);
     }
 }
 
@@ -923,7 +828,7 @@ async fn run_protocol(
             ))),
         };
     }
-    report.status = Status::Compacted;
+    report.outcome.status = Status::Compacted;
     report.new_location = Some(new_location.clone());
     report.files_after = new_files.len();
     report.bytes_after = bytes_after;
@@ -1008,7 +913,7 @@ async fn run_protocol(
         )));
     }
     not_kept.extend(hdfs.copy_access(&journal_path, &file_access).await);
-    report.warnings.extend(not_kept_warning(&not_kept));
+    report.outcome.warnings.extend(not_kept_warning(&not_kept));
     Ok(())
 }
 

@@ -7,6 +7,7 @@ pub mod batch;
 pub mod cleanup;
 pub mod compact;
 pub mod inspect;
+pub mod outcome;
 pub mod resolve;
 pub mod rollback;
 pub mod verify;

@@ -13,34 +13,20 @@ use anyhow::anyhow;
 use serde::Serialize;
 
 use crate::eligibility::{Refusal, Rule};
-use crate::exit::ExitCode;
 use crate::hdfs::{Hdfs, Location};
 use crate::journal::{self, CurrentRun};
 use crate::metastore::Metastore;
+use crate::operations::outcome::{Outcome, Status, Stop};
 use crate::operations::resolve::{self, ResolveError, TableName};
 use crate::partition_spec::PartitionSpec;
 use crate::relocate::{set_location, RelocateError};
 use crate::table::TableInfo;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RollbackStatus {
-    RolledBack,
-    DryRun,
-    Refused,
-    /// Someone moved the partition between the checks and the swap back: retry.
-    Busy,
-    Failed,
-}
-
 /// What `--json` prints.
 #[derive(Debug, Serialize)]
 pub struct RollbackReport {
-    pub table: String,
-    pub partition: String,
-    pub status: RollbackStatus,
-    pub reason: Option<String>,
-    pub rule: Option<Rule>,
+    #[serde(flatten)]
+    pub outcome: Outcome,
     pub run_id: Option<String>,
     /// The run's directory, where the partition points now.
     pub from: Option<String>,
@@ -50,29 +36,6 @@ pub struct RollbackReport {
     pub missing: Vec<String>,
     /// The journal was lost (a kill after the swap) and rebuilt from the partition parameters.
     pub journal_rebuilt: bool,
-    pub warnings: Vec<String>,
-}
-
-impl RollbackReport {
-    pub fn exit_code(&self) -> ExitCode {
-        match self.status {
-            RollbackStatus::RolledBack | RollbackStatus::DryRun => ExitCode::Ok,
-            RollbackStatus::Refused => ExitCode::Refused,
-            RollbackStatus::Busy => ExitCode::Busy,
-            RollbackStatus::Failed => ExitCode::Failed,
-        }
-    }
-}
-
-/// Why a rollback stopped.
-#[derive(Debug, thiserror::Error)]
-enum Stop {
-    #[error(transparent)]
-    Refused(Refusal),
-    #[error("{0}")]
-    Busy(String),
-    #[error(transparent)]
-    Failed(#[from] anyhow::Error),
 }
 
 /// Everything the swap back needs, checked; what `--dry-run` shows.
@@ -90,38 +53,24 @@ pub async fn rollback(
     dry_run: bool,
 ) -> RollbackReport {
     let mut report = RollbackReport {
-        table: table.to_string(),
-        partition: spec.to_string(),
-        status: RollbackStatus::Failed,
-        reason: None,
-        rule: None,
+        outcome: Outcome::new(&table.to_string(), spec),
         run_id: None,
         from: None,
         to: None,
         missing: vec![],
         journal_rebuilt: false,
-        warnings: vec![],
     };
     let result = match plan(metastore, hdfs, table, spec, &mut report).await {
         Ok(_) if dry_run => {
-            report.status = RollbackStatus::DryRun;
+            report.outcome.status = Status::DryRun;
             return report;
         }
         Ok(plan) => execute(metastore, hdfs, plan, &mut report).await,
         Err(stop) => Err(stop),
     };
     match result {
-        Ok(()) => report.status = RollbackStatus::RolledBack,
-        Err(Stop::Refused(r)) => {
-            report.status = RollbackStatus::Refused;
-            report.rule = Some(r.rule);
-            report.reason = Some(r.reason);
-        }
-        Err(Stop::Busy(reason)) => {
-            report.status = RollbackStatus::Busy;
-            report.reason = Some(reason);
-        }
-        Err(Stop::Failed(e)) => report.reason = Some(format!("{e:#}")),
+        Ok(()) => report.outcome.status = Status::RolledBack,
+        Err(stop) => report.outcome.stop(stop),
     }
     report
 }
@@ -145,7 +94,7 @@ async fn plan(
         Err(ResolveError::Refused(r)) => return Err(Stop::Refused(r)),
         Err(ResolveError::Other(e)) => return Err(Stop::Failed(e)),
     };
-    report.partition = spec.name();
+    report.outcome.partition = spec.name();
     let location = partition
         .storage
         .location
@@ -232,17 +181,16 @@ async fn execute(
     )
     .await
     .map_err(|e| match e {
-        RelocateError::Moved { .. } => Stop::Busy(e.to_string()),
         RelocateError::Unconfirmed(why) => Stop::Failed(anyhow::anyhow!(
             "{why}; check with `inspect` where the partition points before retrying"
         )),
-        RelocateError::Failed(e) => Stop::Failed(e),
+        other => other.into(),
     })?;
     run.journal.rolled_back_at = Some(chrono::Utc::now().to_rfc3339());
     if let Err(e) = journal::replace(hdfs, &run.path, &run.journal).await {
         // The partition is rolled back; cleanup still sees that from the partition's location
         // and never deletes files it points at.
-        report.warnings.push(format!(
+        report.outcome.warnings.push(format!(
             "rolled back, but recording it in {} failed: {e:#}",
             run.path
         ));
