@@ -1,0 +1,119 @@
+//! `compact`: merge one partition's small ORC files into a few large ones and swap the partition
+//! to them with one metastore call. The compaction protocol (docs/compaction-protocol.md) reads
+//! top to bottom: steps 1 to 3 in [`plan::plan`], steps 4 to 9 in [`run::Run::steps`], one
+//! method per step.
+//!
+//! Promises:
+//! 1. Before the swap nothing readers can see changes: any error, refusal, crash or kill before
+//!    it leaves the partition's files, location and metadata as they were (at most a hidden
+//!    directory under `<home>/.hive-orc-compactor/` remains).
+//! 2. The swap is one `alter_partition`: readers see the old files or the new ones.
+//! 3. The new files hold exactly the old rows: stripes are copied byte for byte, and every
+//!    output is re-read from HDFS and checked (rows per file and per stripe, offsets, checksums
+//!    of every stripe's bytes) before it may be published; with `--verify tail`, only its tail
+//!    is re-read, the bytes being proven in process and by HDFS's own checksums (see
+//!    [`VerifyLevel`]).
+//! 4. After the swap the partition's basic statistics are true (`numFiles`, `totalSize`,
+//!    `numRows`); statistics we cannot vouch for are dropped, never guessed.
+//! 5. Old files stay where they were, so the swap can be rolled back until cleanup.
+//! 6. Running it twice is safe: the second run finds nothing to do.
+//!
+//! The parts: [`options`] (what a run is told), [`plan`] (what `--dry-run` prints, computed
+//! without side effects), [`run`] (the I/O), [`write`] (how output files are made: the seam a
+//! second writer plugs into), [`report`] (what `--json` prints), and the small rules the run
+//! applies ([`access`], [`parameters`]).
+
+use std::time::Instant;
+
+use crate::hdfs::Hdfs;
+use crate::metastore::Metastore;
+use crate::operations::outcome::Status;
+use crate::table::TableInfo;
+
+/// Test builds can fail or pause at each step (`FAILPOINTS=compact::before-swap=return`), to
+/// prove that a failure or a kill there leaves the partition as it was.
+macro_rules! failpoint {
+    ($name:literal) => {
+        fail::fail_point!($name, |_| Err($crate::operations::outcome::Stop::Failed(
+            anyhow::anyhow!(concat!("injected failure at ", $name))
+        )))
+    };
+}
+
+mod access;
+pub mod options;
+mod parameters;
+mod plan;
+pub mod report;
+mod run;
+pub mod write;
+
+pub use options::{CompactOptions, VerifyLevel};
+pub use report::{CarriedFile, CompactReport, GroupReport, OutputReport};
+pub use write::OutputWriter;
+
+/// Progress events, for the CLI's progress bar; the engine does not know how they are shown.
+pub trait Progress: Send + Sync {
+    fn planned(&self, _bytes_to_write: u64) {}
+    fn written(&self, _bytes: u64) {}
+}
+
+/// No progress display.
+pub struct Quiet;
+impl Progress for Quiet {}
+
+/// Compacts one partition: plan, then (unless a dry run) run. Never returns an error: every
+/// outcome is a report, whose status gives the exit code.
+pub async fn compact_partition(
+    metastore: &Metastore,
+    hdfs: &Hdfs,
+    table: &TableInfo,
+    spec: &str,
+    options: &CompactOptions,
+    progress: &dyn Progress,
+) -> CompactReport {
+    let started = Instant::now();
+    let mut report = CompactReport::new(&table.qualified_name(), spec);
+    let mut lock = None;
+    match plan::plan(
+        metastore,
+        hdfs,
+        table,
+        spec,
+        options,
+        &mut lock,
+        &mut report,
+    )
+    .await
+    {
+        Ok(Some(plan)) if options.dry_run => {
+            report.outcome.status = Status::DryRun;
+            report.verify = Some(options.verify);
+            report.name_outputs("<run-id>");
+            report.bytes_after = plan.bytes_to_write();
+        }
+        Ok(Some(plan)) => {
+            tracing::debug!(
+                files = plan.snapshot.files.len(),
+                seconds = started.elapsed().as_secs_f64(),
+                "planned"
+            );
+            run::Run::new(metastore, hdfs, &plan, options, lock.as_ref(), progress)
+                .execute(&mut report)
+                .await
+        }
+        Ok(None) => {}
+        Err(stop) => report.outcome.stop(stop),
+    }
+    // Every path ends here, so the lock is released whatever happened.
+    if let Some(lock) = lock {
+        if let Err(e) = lock.release().await {
+            report.outcome.warnings.push(format!(
+                "could not release the metastore lock ({e}); it expires when the metastore \
+                 times it out (hive.txn.timeout)"
+            ));
+        }
+    }
+    report.seconds = started.elapsed().as_secs_f64();
+    report
+}

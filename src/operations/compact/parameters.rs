@@ -1,0 +1,83 @@
+//! The partition parameters a swap writes: basic statistics made true, and the run recorded.
+
+use std::collections::BTreeMap;
+
+use crate::layout::{PARAM_PREVIOUS_LOCATION, PARAM_RUN_ID};
+
+/// Basic statistics this swap makes true; the rest of the parameters are kept as they were,
+/// except numbers we can no longer vouch for, which are dropped.
+pub(super) fn new_parameters(
+    before: &BTreeMap<String, String>,
+    old_location: &str,
+    files: usize,
+    bytes: u64,
+    rows: u64,
+    run_id: &str,
+) -> BTreeMap<String, String> {
+    let mut p = before.clone();
+    let old_files = before.get("numFiles").cloned();
+    p.insert("numFiles".into(), files.to_string());
+    p.insert("totalSize".into(), bytes.to_string());
+    p.insert("numRows".into(), rows.to_string());
+    // Erasure coding follows the directory: new files are coded exactly when the old ones were
+    // all coded or none was. Anything else we cannot tell, so drop it.
+    match before.get("numFilesErasureCoded").map(String::as_str) {
+        Some("0") | None => {}
+        Some(n) if Some(n) == old_files.as_deref() => {
+            p.insert("numFilesErasureCoded".into(), files.to_string());
+        }
+        Some(_) => {
+            p.remove("numFilesErasureCoded");
+        }
+    }
+    p.insert(PARAM_PREVIOUS_LOCATION.into(), old_location.to_string());
+    p.insert(PARAM_RUN_ID.into(), run_id.to_string());
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(kv: &[(&str, &str)]) -> BTreeMap<String, String> {
+        kv.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn parameters_after_swap() {
+        let before = params(&[
+            ("numFiles", "300"),
+            ("totalSize", "1836751"),
+            ("numRows", "104850"),
+            ("rawDataSize", "25604602"),
+            ("numFilesErasureCoded", "0"),
+            ("COLUMN_STATS_ACCURATE", "{\"BASIC_STATS\":\"true\"}"),
+            ("transient_lastDdlTime", "1717171717"),
+        ]);
+        let after = new_parameters(&before, "hdfs://nn/t/dt=1", 2, 1_700_000, 104850, "r1");
+        assert_eq!(after["numFiles"], "2");
+        assert_eq!(after["totalSize"], "1700000");
+        assert_eq!(after["numRows"], "104850");
+        assert_eq!(after["rawDataSize"], "25604602", "same rows, same raw size");
+        assert_eq!(after["numFilesErasureCoded"], "0");
+        assert_eq!(after[PARAM_PREVIOUS_LOCATION], "hdfs://nn/t/dt=1");
+        assert_eq!(after[PARAM_RUN_ID], "r1");
+        assert_eq!(
+            after["COLUMN_STATS_ACCURATE"],
+            before["COLUMN_STATS_ACCURATE"]
+        );
+    }
+
+    #[test]
+    fn erasure_coded_counts_follow_or_drop() {
+        let all = params(&[("numFiles", "10"), ("numFilesErasureCoded", "10")]);
+        assert_eq!(
+            new_parameters(&all, "x", 2, 1, 1, "r")["numFilesErasureCoded"],
+            "2"
+        );
+        let some = params(&[("numFiles", "10"), ("numFilesErasureCoded", "3")]);
+        assert!(!new_parameters(&some, "x", 2, 1, 1, "r").contains_key("numFilesErasureCoded"));
+    }
+}

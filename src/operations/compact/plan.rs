@@ -1,0 +1,285 @@
+//! Steps 1 to 3 of the protocol and the merge plan: resolve and refuse, lock, snapshot the files
+//! and their tails, group them by merge key and plan the outputs. No side effects but the lock:
+//! exactly what `--dry-run` prints.
+
+use anyhow::anyhow;
+
+use super::options::CompactOptions;
+use super::report::{CarriedFile, CompactReport, GroupReport, OutputReport};
+use crate::eligibility::{self, Refusal, Rule};
+use crate::hdfs::{Hdfs, Location};
+use crate::layout;
+use crate::lock::{self, LockError, PartitionLock};
+use crate::metastore::Metastore;
+use crate::operations::outcome::{Status, Stop};
+use crate::operations::resolve;
+use crate::orc::{group_tails, plan_group, OrcTail, OutputPlan, PlanOptions};
+use crate::partition_spec::PartitionSpec;
+use crate::snapshot::{DataFile, Snapshot, SnapshotError};
+use crate::table::TableInfo;
+
+/// The resolved partition and everything the plan is made of.
+pub(super) struct PartitionPlan {
+    pub table: TableInfo,
+    pub spec: PartitionSpec,
+    /// Where the partition's files are now.
+    pub location: Location,
+    /// The partition's own directory, where the run keeps its things (see [`layout`]).
+    pub home: Location,
+    pub snapshot: Snapshot,
+    /// Indices into `with_tail` for each output's inputs.
+    pub outputs: Vec<OutputPlan>,
+    /// Indices into `snapshot.files` of the files carried unchanged, and why.
+    pub carried: Vec<(usize, String)>,
+    /// Indices into `snapshot.files` of the zero-length files.
+    pub dropped_empty: Vec<usize>,
+    /// Indices into `snapshot.files` of files that have a tail, in the order the planner saw.
+    pub with_tail: Vec<usize>,
+}
+
+impl PartitionPlan {
+    /// The input files of `output`, in output order.
+    pub fn inputs_of(&self, output: &OutputPlan) -> Vec<&DataFile> {
+        output
+            .inputs
+            .iter()
+            .map(|&f| &self.snapshot.files[self.with_tail[f]])
+            .collect()
+    }
+
+    /// The files carried unchanged.
+    pub fn carried_files(&self) -> impl Iterator<Item = &DataFile> {
+        self.carried.iter().map(|(i, _)| &self.snapshot.files[*i])
+    }
+
+    /// Bytes the run writes: every planned output and every carried file.
+    pub fn bytes_to_write(&self) -> u64 {
+        self.outputs.iter().map(|o| o.content_length).sum::<u64>()
+            + self.carried_files().map(|f| f.length).sum::<u64>()
+    }
+}
+
+/// The partition as step 1 found it.
+struct Resolved {
+    spec: PartitionSpec,
+    location: Location,
+    home: Location,
+}
+
+/// Resolves, checks and plans one partition; `None` when there is nothing to do (the report
+/// says so). Unless a dry run, it takes the partition's metastore lock into `lock` before the
+/// snapshot; the caller releases it.
+pub(super) async fn plan(
+    metastore: &Metastore,
+    hdfs: &Hdfs,
+    table: &TableInfo,
+    spec: &str,
+    options: &CompactOptions,
+    lock: &mut Option<PartitionLock>,
+    report: &mut CompactReport,
+) -> Result<Option<PartitionPlan>, Stop> {
+    let found = resolve(metastore, table, spec, report).await?;
+    // Lock before the snapshot, so what we list is what no lock-taking writer changes until
+    // the swap.
+    if !options.dry_run {
+        *lock = take_lock(metastore, table, &found.spec, options, report).await?;
+    }
+    let snapshot = take_snapshot(hdfs, &found.location).await?;
+    report.files_before = snapshot.files.len();
+    report.bytes_before = snapshot.bytes();
+    report.rows = snapshot.rows();
+    let plan = group_and_plan(table, found, snapshot, options, report);
+    if plan.outputs.is_empty() {
+        report.outcome.status = Status::NothingToDo;
+        report.outcome.reason = Some(if plan.snapshot.files.is_empty() {
+            "the partition has no data files".to_string()
+        } else {
+            "no two files can be merged: every file is already large, alone in its merge \
+             group, or unmergeable"
+                .to_string()
+        });
+        report.files_after = report.files_before;
+        report.bytes_after = report.bytes_before;
+        return Ok(None);
+    }
+    report.files_after = plan.outputs.len() + plan.carried.len();
+    Ok(Some(plan))
+}
+
+/// Step 1: resolve the table and partition, and refuse what the tool must not touch.
+async fn resolve(
+    metastore: &Metastore,
+    table: &TableInfo,
+    spec: &str,
+    report: &mut CompactReport,
+) -> Result<Resolved, Stop> {
+    eligibility::check_table(table).map_err(Stop::Refused)?;
+    let (spec, partition) = match resolve::partition(metastore, table, spec).await {
+        Ok(found) => found,
+        Err(resolve::ResolveError::Refused(r)) => return Err(Stop::Refused(r)),
+        Err(resolve::ResolveError::Other(e)) => return Err(Stop::Failed(e)),
+    };
+    report.outcome.partition = spec.name();
+    eligibility::check_partition(&partition.storage).map_err(Stop::Refused)?;
+    let location = partition.storage.location.as_deref().ok_or_else(|| {
+        Stop::Refused(Refusal::new(Rule::NotHdfs, "the partition has no location"))
+    })?;
+    report.old_location = Some(location.to_string());
+    let location = Location::parse(location)
+        .map_err(|e| Stop::Refused(Refusal::new(Rule::NotHdfs, e.to_string())))?;
+    let home = layout::home_of(table, &spec, &location);
+    Ok(Resolved {
+        spec,
+        location,
+        home,
+    })
+}
+
+/// The partition's metastore lock, held until the journal is written.
+async fn take_lock(
+    metastore: &Metastore,
+    table: &TableInfo,
+    spec: &PartitionSpec,
+    options: &CompactOptions,
+    report: &mut CompactReport,
+) -> Result<Option<PartitionLock>, Stop> {
+    let target = lock::Target {
+        db: &table.db,
+        table: &table.name,
+        partition: &spec.name(),
+    };
+    lock::acquire(
+        metastore,
+        &target,
+        &options.lock,
+        &options.cancel,
+        &mut report.outcome.warnings,
+    )
+    .await
+    .map_err(|e| match e {
+        LockError::Busy { .. } => Stop::Busy(e.to_string()),
+        LockError::Interrupted => Stop::Interrupted,
+        LockError::Unsupported(_) | LockError::Failed(_) => Stop::Failed(e.into()),
+    })
+}
+
+/// Steps 2 and 3: snapshot the files and read every tail.
+async fn take_snapshot(hdfs: &Hdfs, location: &Location) -> Result<Snapshot, Stop> {
+    Snapshot::take(hdfs, location)
+        .await
+        .map_err(|e| match e.refusal() {
+            Some(r) => Stop::Refused(r),
+            None => match e {
+                SnapshotError::Missing(_) => Stop::Failed(anyhow!(
+                    "{e}: the metastore points at a directory that is gone; fix the partition's \
+                 location (ALTER TABLE ... PARTITION ... SET LOCATION)"
+                )),
+                other => Stop::Failed(other.into()),
+            },
+        })
+}
+
+/// Groups the files by merge key and plans each group's outputs; fills the report's groups,
+/// carried and empty files.
+fn group_and_plan(
+    table: &TableInfo,
+    found: Resolved,
+    snapshot: Snapshot,
+    options: &CompactOptions,
+    report: &mut CompactReport,
+) -> PartitionPlan {
+    let files = &snapshot.files;
+    let (with_tail, dropped_empty): (Vec<usize>, Vec<usize>) =
+        (0..files.len()).partition(|&i| files[i].tail.is_some());
+    let tails: Vec<&OrcTail> = with_tail
+        .iter()
+        .filter_map(|&i| files[i].tail.as_ref())
+        .collect();
+    let grouping = group_tails(&tails);
+    let plan_options = PlanOptions {
+        target_size: options.target_size,
+        large_file_fraction: options.large_file_fraction,
+    };
+    let mut outputs = Vec::new();
+    let mut carried: Vec<(usize, String)> = grouping
+        .unmergeable
+        .iter()
+        .map(|u| (with_tail[u.file], format!("cannot be merged: {}", u.reason)))
+        .collect();
+    let mut groups = Vec::new();
+    for group in &grouping.groups {
+        let group_plan = plan_group(&group.files, &tails, &plan_options);
+        for left in &group_plan.left_alone {
+            carried.push((with_tail[left.file], left.reason.clone()));
+        }
+        let tail = tails[group.files[0]];
+        let mut g = GroupReport {
+            schema: group.key.schema.clone(),
+            compression: format!("{:?}", tail.compression).to_ascii_uppercase(),
+            writer: writer_name(tail),
+            files: group.files.len(),
+            bytes: group
+                .files
+                .iter()
+                .map(|&f| files[with_tail[f]].length)
+                .sum(),
+            outputs: vec![],
+        };
+        for output in group_plan.outputs {
+            g.outputs.push(OutputReport {
+                name: String::new(),
+                inputs: output
+                    .inputs
+                    .iter()
+                    .map(|&f| files[with_tail[f]].name.clone())
+                    .collect(),
+                stripes: output.stripes.len(),
+                rows: output.rows,
+                bytes: output.content_length,
+            });
+            outputs.push(output);
+        }
+        groups.push(g);
+    }
+    carried.sort_by_key(|(i, _)| *i);
+    report.carried = carried
+        .iter()
+        .map(|(i, reason)| CarriedFile {
+            name: files[*i].name.clone(),
+            bytes: files[*i].length,
+            reason: reason.clone(),
+        })
+        .collect();
+    report.dropped_empty = dropped_empty
+        .iter()
+        .map(|&i| files[i].name.clone())
+        .collect();
+    report.groups = groups;
+    PartitionPlan {
+        table: table.clone(),
+        spec: found.spec,
+        location: found.location,
+        home: found.home,
+        snapshot,
+        outputs,
+        carried,
+        dropped_empty,
+        with_tail,
+    }
+}
+
+fn writer_name(tail: &OrcTail) -> String {
+    let who = match tail.writer {
+        0 => "ORC Java",
+        1 => "ORC C++",
+        2 => "Presto",
+        3 => "Scritchley Go",
+        4 => "Trino",
+        5 => "CUDF",
+        _ => "other",
+    };
+    match &tail.software_version {
+        Some(v) => format!("{who} {v}"),
+        None => who.to_string(),
+    }
+}

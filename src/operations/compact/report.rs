@@ -1,0 +1,105 @@
+//! What `compact` reports for one partition: the plan as the dry run shows it, and the outcome.
+
+use serde::Serialize;
+
+use super::options::VerifyLevel;
+use crate::eligibility::Rule;
+use crate::operations::outcome::{Outcome, Status};
+
+/// One merge group of the plan, as the dry run shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupReport {
+    /// The ORC schema shared by the group's files.
+    pub schema: String,
+    pub compression: String,
+    pub writer: String,
+    pub files: usize,
+    pub bytes: u64,
+    pub outputs: Vec<OutputReport>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct OutputReport {
+    pub name: String,
+    pub inputs: Vec<String>,
+    pub stripes: usize,
+    pub rows: u64,
+    /// Planned size before the run; the written size after it.
+    pub bytes: u64,
+}
+
+/// A file carried into the new location unchanged (byte copy), and why it is not merged.
+#[derive(Debug, Clone, Serialize)]
+pub struct CarriedFile {
+    pub name: String,
+    pub bytes: u64,
+    pub reason: String,
+}
+
+/// What `--json` prints for one partition.
+#[derive(Debug, Clone, Serialize)]
+pub struct CompactReport {
+    #[serde(flatten)]
+    pub outcome: Outcome,
+    pub files_before: usize,
+    pub files_after: usize,
+    pub bytes_before: u64,
+    pub bytes_after: u64,
+    pub rows: u64,
+    pub groups: Vec<GroupReport>,
+    /// Files copied unchanged: left alone by the plan, or unmergeable.
+    pub carried: Vec<CarriedFile>,
+    /// Zero-length files: they hold no rows and are not carried.
+    pub dropped_empty: Vec<String>,
+    pub old_location: Option<String>,
+    pub new_location: Option<String>,
+    pub run_id: Option<String>,
+    /// The verification level the new files were (or, in a dry run, would be) checked with.
+    pub verify: Option<VerifyLevel>,
+    pub seconds: f64,
+}
+
+impl CompactReport {
+    /// The report of a partition a batch decided about without running it (skipped, or the
+    /// table refused or unreadable as a whole).
+    pub fn not_run(
+        table: &str,
+        partition: &str,
+        status: Status,
+        reason: String,
+        rule: Option<Rule>,
+    ) -> Self {
+        let mut report = CompactReport::new(table, partition);
+        report.outcome.status = status;
+        report.outcome.reason = Some(reason);
+        report.outcome.rule = rule;
+        report
+    }
+
+    pub(super) fn new(table: &str, partition: &str) -> Self {
+        CompactReport {
+            outcome: Outcome::new(table, partition),
+            files_before: 0,
+            files_after: 0,
+            bytes_before: 0,
+            bytes_after: 0,
+            rows: 0,
+            groups: vec![],
+            carried: vec![],
+            dropped_empty: vec![],
+            old_location: None,
+            new_location: None,
+            run_id: None,
+            verify: None,
+            seconds: 0.0,
+        }
+    }
+
+    /// Names the planned outputs in plan order (`<run-id>` in a dry run).
+    pub(super) fn name_outputs(&mut self, run_id: &str) {
+        let outputs = self.groups.iter_mut().flat_map(|g| g.outputs.iter_mut());
+        for (n, out) in outputs.enumerate() {
+            out.name = crate::layout::output_name(run_id, n);
+        }
+    }
+}

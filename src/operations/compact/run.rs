@@ -1,0 +1,498 @@
+//! Steps 4 to 9 of the protocol, one method each, in the order [`Run::steps`] calls them.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use anyhow::anyhow;
+
+use super::access::{keep_access, not_kept_warning};
+use super::options::{CompactOptions, VerifyLevel};
+use super::parameters::new_parameters;
+use super::plan::PartitionPlan;
+use super::report::CompactReport;
+use super::write::{copy_file, hash_file};
+use super::Progress;
+use crate::hdfs::{Access, Hdfs, Location};
+use crate::journal::{self, Journal, JournalInput, JournalOutput};
+use crate::layout::{self, output_name, PARAM_PREVIOUS_LOCATION};
+use crate::lock::PartitionLock;
+use crate::metastore::Metastore;
+use crate::operations::outcome::{Status, Stop};
+use crate::orc::{read_tail, verify_output, verify_tail, MergedOutput};
+use crate::relocate::{set_location, RelocateError};
+use crate::snapshot::DataFile;
+
+/// One compaction of a planned partition, from staging to journal.
+pub(super) struct Run<'a> {
+    metastore: &'a Metastore,
+    hdfs: &'a Hdfs,
+    plan: &'a PartitionPlan,
+    options: &'a CompactOptions,
+    /// The partition's metastore lock, when one was taken.
+    lock: Option<&'a PartitionLock>,
+    progress: &'a dyn Progress,
+    id: String,
+    staging: Location,
+    published: Location,
+    /// The metastore may point at `published`: from then on a failure must leave it in place.
+    swapped: bool,
+}
+
+/// The access the new files and directories get: that of the old ones.
+struct Inherited {
+    dir: Access,
+    /// The first input's: Hive writes a partition's files with one umask and the directory's
+    /// default ACL.
+    file: Access,
+}
+
+/// What step 4 wrote into the staging directory.
+struct Staged<'p> {
+    /// Merged outputs, in plan order, with what the writer proved of each.
+    outputs: Vec<(Location, MergedOutput)>,
+    /// Carried files: staged copy, source, XXH3 of the bytes handed to the writer.
+    copies: Vec<(Location, &'p DataFile, u64)>,
+}
+
+impl Staged<'_> {
+    /// Every staged file's path once the staging directory is published as `published`.
+    fn published_paths(&self, published: &Location) -> Vec<Location> {
+        self.outputs
+            .iter()
+            .map(|(t, _)| t)
+            .chain(self.copies.iter().map(|(t, _, _)| t))
+            .map(|t| published.child(t.path.rsplit('/').next().unwrap_or("")))
+            .collect()
+    }
+
+    /// Bytes of the new files.
+    fn bytes(&self) -> u64 {
+        self.outputs.iter().map(|(_, m)| m.length).sum::<u64>()
+            + self.copies.iter().map(|(_, s, _)| s.length).sum::<u64>()
+    }
+}
+
+/// What step 8 changed: the partition parameters before and after the swap.
+struct Swapped {
+    before: BTreeMap<String, String>,
+    after: BTreeMap<String, String>,
+}
+
+impl<'a> Run<'a> {
+    pub fn new(
+        metastore: &'a Metastore,
+        hdfs: &'a Hdfs,
+        plan: &'a PartitionPlan,
+        options: &'a CompactOptions,
+        lock: Option<&'a PartitionLock>,
+        progress: &'a dyn Progress,
+    ) -> Self {
+        let id = layout::new_run_id();
+        Run {
+            metastore,
+            hdfs,
+            plan,
+            options,
+            lock,
+            progress,
+            staging: layout::staging_dir(&plan.home, &id),
+            published: layout::run_dir(&plan.home, &id),
+            id,
+            swapped: false,
+        }
+    }
+
+    /// Runs steps 4 to 9 into `report`; if anything fails before the swap, removes what the run
+    /// wrote, so the partition is exactly as it was.
+    pub async fn execute(mut self, report: &mut CompactReport) {
+        report.run_id = Some(self.id.clone());
+        report.verify = Some(self.options.verify);
+        report.name_outputs(&self.id);
+        if let Err(stop) = self.steps(report).await {
+            if !self.swapped {
+                self.remove_run_dirs(report).await;
+                report.new_location = None;
+            }
+            report.outcome.stop(stop);
+        }
+    }
+
+    /// The protocol from staging on, top to bottom. Between the steps before the swap it stops
+    /// where a test asks it to (failpoints) or a signal did (checkpoints).
+    async fn steps(&mut self, report: &mut CompactReport) -> Result<(), Stop> {
+        let inherited = self.inherited_access().await?;
+        failpoint!("compact::before-stage");
+        self.checkpoint()?;
+
+        let staged = self.stage(&inherited).await?;
+        failpoint!("compact::after-stage");
+
+        let rows = self.verify(&staged).await?;
+        failpoint!("compact::after-verify");
+        self.checkpoint()?;
+
+        let new_files = staged.published_paths(&self.published);
+        let mut not_kept = self.publish(&new_files, &inherited).await?;
+        failpoint!("compact::after-publish");
+        self.checkpoint()?;
+
+        // One swap at a time per process, from this re-check on (see `CompactOptions::swap_gate`).
+        let _swap_turn = self.options.swap_gate.lock().await;
+        self.recheck().await?;
+        failpoint!("compact::before-swap");
+        self.checkpoint()?;
+        self.check_lock()?;
+
+        let swapped = self.swap(new_files.len(), staged.bytes(), rows).await?;
+        report.outcome.status = Status::Compacted;
+        report.new_location = Some(self.published.to_string());
+        report.files_after = new_files.len();
+        report.bytes_after = staged.bytes();
+        report.rows = rows;
+        for (out, (_, merged)) in report
+            .groups
+            .iter_mut()
+            .flat_map(|g| g.outputs.iter_mut())
+            .zip(&staged.outputs)
+        {
+            out.bytes = merged.length;
+        }
+        tracing::debug!("swapped");
+        failpoint!("compact::after-swap");
+
+        let journal_path = self.journal(&staged, swapped).await?;
+        not_kept.extend(self.hdfs.copy_access(&journal_path, &inherited.file).await);
+        report.outcome.warnings.extend(not_kept_warning(&not_kept));
+        Ok(())
+    }
+
+    /// A safe point: nothing readers see has changed yet, so an interrupted run stops here and
+    /// takes the cleanup path every failure before the swap takes.
+    fn checkpoint(&self) -> Result<(), Stop> {
+        if self.options.cancel.is_cancelled() {
+            return Err(Stop::Interrupted);
+        }
+        Ok(())
+    }
+
+    /// The access of the partition's directory and of its first file.
+    async fn inherited_access(&self) -> Result<Inherited, Stop> {
+        let hdfs = self.hdfs;
+        let vanished = |l: &Location| Stop::Busy(format!("{l} vanished"));
+        let dir = hdfs
+            .access(&self.plan.location)
+            .await?
+            .ok_or_else(|| vanished(&self.plan.location))?;
+        let file = match self.plan.snapshot.files.first() {
+            Some(f) => hdfs
+                .access(&f.location)
+                .await?
+                .ok_or_else(|| vanished(&f.location))?,
+            None => dir.clone(),
+        };
+        Ok(Inherited { dir, file })
+    }
+
+    /// Step 4: write every planned output and copy every carried file into the staging
+    /// directory.
+    async fn stage(&self, inherited: &Inherited) -> Result<Staged<'a>, Stop> {
+        let started = Instant::now();
+        let plan = self.plan;
+        let permission = inherited.file.permission;
+        self.hdfs
+            .mkdirs(&self.staging, inherited.dir.permission)
+            .await?;
+        let to_write = plan.bytes_to_write();
+        self.progress.planned(to_write);
+        let mut outputs = Vec::new();
+        for (n, output) in plan.outputs.iter().enumerate() {
+            let target = self.staging.child(&output_name(&self.id, n));
+            let merged = self
+                .options
+                .writer
+                .write(
+                    self.hdfs,
+                    &plan.inputs_of(output),
+                    output,
+                    &target,
+                    permission,
+                    &self.options.read_ahead,
+                )
+                .await?;
+            self.progress.written(output.content_length);
+            outputs.push((target, merged));
+            self.checkpoint()?;
+        }
+        let mut copies = Vec::new();
+        for source in plan.carried_files() {
+            let target = self.staging.child(&source.name);
+            let hash = copy_file(
+                self.hdfs,
+                source,
+                &target,
+                permission,
+                &self.options.read_ahead,
+            )
+            .await?;
+            self.progress.written(source.length);
+            copies.push((target, source, hash));
+            self.checkpoint()?;
+        }
+        tracing::debug!(
+            outputs = outputs.len(),
+            carried = copies.len(),
+            bytes = to_write,
+            seconds = started.elapsed().as_secs_f64(),
+            "staged"
+        );
+        Ok(Staged { outputs, copies })
+    }
+
+    /// Step 5: read the staged files back from HDFS (every byte, or with `--verify tail` the
+    /// tails) and check them against the plan; returns the rows they hold.
+    async fn verify(&self, staged: &Staged<'_>) -> Result<u64, Stop> {
+        let started = Instant::now();
+        let (hdfs, options) = (self.hdfs, self.options);
+        let mut rows = 0;
+        for ((target, merged), output) in staged.outputs.iter().zip(&self.plan.outputs) {
+            let reader = hdfs.open(target).await?;
+            let tail = read_tail(&reader)
+                .await
+                .map_err(|e| Stop::Verification(format!("{target}: re-reading its tail: {e}")))?
+                .ok_or_else(|| Stop::Verification(format!("{target} is empty after writing")))?;
+            match options.verify {
+                VerifyLevel::Full => {
+                    verify_output(output, merged, &tail, &reader, &options.read_ahead).await
+                }
+                VerifyLevel::Tail => verify_tail(output, merged, &tail, &reader).await,
+            }
+            .map_err(|e| Stop::Verification(format!("{target}: {e}")))?;
+            rows += tail.rows;
+        }
+        for (target, source, hash) in &staged.copies {
+            let found = match options.verify {
+                VerifyLevel::Full => {
+                    hash_file(hdfs, target, source.length, &options.read_ahead).await?
+                }
+                VerifyLevel::Tail => (hdfs.status(target).await?.map_or(0, |s| s.length), *hash),
+            };
+            if found != (source.length, *hash) {
+                return Err(Stop::Verification(format!(
+                    "{target}: the copy of {} reads back as {} bytes with checksum {:016x}, \
+                     expected {} bytes with {hash:016x}",
+                    source.location, found.0, found.1, source.length
+                )));
+            }
+            rows += source.rows();
+        }
+        let expected = self.plan.snapshot.rows();
+        if rows != expected {
+            return Err(Stop::Verification(format!(
+                "the new files hold {rows} rows, the old ones {expected}"
+            )));
+        }
+        tracing::debug!(
+            level = options.verify.as_str(),
+            seconds = started.elapsed().as_secs_f64(),
+            "verified"
+        );
+        Ok(rows)
+    }
+
+    /// Step 6: publish the staging directory (same parent, so the rename is atomic) and give
+    /// the new paths the old ones' access; returns what could not be kept.
+    async fn publish(
+        &self,
+        new_files: &[Location],
+        inherited: &Inherited,
+    ) -> Result<Vec<crate::hdfs::NotKept>, Stop> {
+        self.hdfs
+            .rename(&self.staging, &self.published)
+            .await
+            .map_err(|e| Stop::Failed(anyhow!("publishing {}: {e}", self.staging)))?;
+        // Our work directory too: whoever owns the table must be able to use it later.
+        let work = layout::work_dir(&self.plan.home);
+        let targets: Vec<(&Location, &Access)> = [(&work, &inherited.dir)]
+            .into_iter()
+            .chain(std::iter::once((&self.published, &inherited.dir)))
+            .chain(new_files.iter().map(|f| (f, &inherited.file)))
+            .collect();
+        Ok(keep_access(self.hdfs, &targets).await)
+    }
+
+    /// Step 7: re-check the snapshot: a writer that added or changed files means busy.
+    async fn recheck(&self) -> Result<(), Stop> {
+        let changes = self.changes_since_snapshot().await?;
+        if !changes.is_empty() {
+            return Err(Stop::Busy(format!(
+                "the partition changed during the run ({}); a writer is active, retry later",
+                changes.join(", ")
+            )));
+        }
+        Ok(())
+    }
+
+    /// A lock the metastore timed out no longer keeps writers away: do not swap without it.
+    fn check_lock(&self) -> Result<(), Stop> {
+        match self.lock.and_then(PartitionLock::lost) {
+            Some(why) => Err(Stop::Busy(format!(
+                "the metastore lock was lost during the run ({why}); retry later"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// What changed in the partition's directory since the snapshot (empty: nothing).
+    async fn changes_since_snapshot(&self) -> Result<Vec<String>, Stop> {
+        let location = &self.plan.location;
+        match self.hdfs.list(location).await? {
+            Some(now) => Ok(self.plan.snapshot.changes(&now)),
+            None => Ok(vec![format!("{location} vanished")]),
+        }
+    }
+
+    /// Step 8: point the partition at the published directory, with the statistics we can
+    /// vouch for; swap back at once if a writer slipped in.
+    async fn swap(&mut self, files: usize, bytes: u64, rows: u64) -> Result<Swapped, Stop> {
+        let plan = self.plan;
+        let new_location = self.published.to_string();
+        let old_location = plan.location.to_string();
+        let swap = set_location(
+            self.metastore,
+            &plan.table,
+            &plan.spec,
+            &plan.location,
+            &new_location,
+            |p| new_parameters(p, &old_location, files, bytes, rows, &self.id),
+        )
+        .await;
+        let (before, after) = match swap {
+            Ok(params) => params,
+            Err(RelocateError::Unconfirmed(why)) => {
+                // The metastore may still point the partition here: the new files must stay.
+                self.swapped = true;
+                return Err(Stop::Failed(anyhow!(
+                    "{why}; the new files stay in {new_location} in case the metastore applies \
+                     the change later: check with `verify`; `cleanup` settles the run either way"
+                )));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        self.swapped = true;
+
+        // A writer that slipped in between the re-check and the swap wrote where queries no
+        // longer look: swap back at once (our directory is then unused and removed) and report
+        // busy. Later writers to the old location are cleanup's "late files".
+        let changes = self.changes_since_snapshot().await?;
+        if changes.is_empty() {
+            return Ok(Swapped { before, after });
+        }
+        let busy = format!(
+            "the partition changed during the swap ({}); swapped back, a writer is active, retry later",
+            changes.join(", ")
+        );
+        match set_location(
+            self.metastore,
+            &plan.table,
+            &plan.spec,
+            &self.published,
+            &old_location,
+            |_| before.clone(),
+        )
+        .await
+        {
+            Ok(_) => {
+                self.swapped = false;
+                Err(Stop::Busy(busy))
+            }
+            Err(e) => Err(Stop::Failed(anyhow!(
+                "{busy}, but swapping back failed: {e}; the partition points at {new_location} \
+                 without the new files in {old_location}: point it back at {old_location} \
+                 (ALTER TABLE ... PARTITION ... SET LOCATION) and restore its statistics"
+            ))),
+        }
+    }
+
+    /// Step 9: the journal rollback and cleanup work from; returns where it was written.
+    async fn journal(&self, staged: &Staged<'_>, swapped: Swapped) -> Result<Location, Stop> {
+        let plan = self.plan;
+        let files = &plan.snapshot.files;
+        let published_path = |t: &Location| {
+            self.published
+                .child(t.path.rsplit('/').next().unwrap_or(""))
+                .to_string()
+        };
+        let journal = Journal {
+            run_id: self.id.clone(),
+            table: plan.table.qualified_name(),
+            partition: plan.spec.name(),
+            partition_values: plan.spec.values.clone(),
+            old_location: plan.location.to_string(),
+            new_location: self.published.to_string(),
+            inputs: files
+                .iter()
+                .map(|f| JournalInput {
+                    path: f.location.to_string(),
+                    length: f.length,
+                    modification_time: f.modification_time,
+                    rows: f.rows(),
+                })
+                .collect(),
+            outputs: staged
+                .outputs
+                .iter()
+                .zip(&plan.outputs)
+                .map(|((t, m), o)| JournalOutput {
+                    path: published_path(t),
+                    length: m.length,
+                    rows: o.rows,
+                    inputs: plan.inputs_of(o).iter().map(|f| f.name.clone()).collect(),
+                    stripe_checksums: m.stripe_checksums.iter().map(|c| c.xxh3).collect(),
+                })
+                .chain(staged.copies.iter().map(|(t, s, h)| JournalOutput {
+                    path: published_path(t),
+                    length: s.length,
+                    rows: s.rows(),
+                    inputs: vec![s.name.clone()],
+                    stripe_checksums: vec![*h],
+                }))
+                .collect(),
+            dropped_empty: plan
+                .dropped_empty
+                .iter()
+                .map(|&i| files[i].location.to_string())
+                .collect(),
+            parameters_before: swapped.before,
+            parameters_after: swapped.after,
+            finished_at: chrono::Utc::now().to_rfc3339(),
+            rebuilt: None,
+            rolled_back_at: None,
+            cleaned_at: None,
+        };
+        let path = layout::journal_path(&plan.home, &self.id);
+        if let Err(e) = journal::write(self.hdfs, &path, &journal).await {
+            // The swap is done and correct; only the record is missing. Say so loudly.
+            return Err(Stop::Failed(anyhow!(
+                "the partition was compacted and now points at {}, but writing the journal {} \
+                 failed: {e:#}; rollback needs the previous location, recorded in the partition \
+                 parameter {PARAM_PREVIOUS_LOCATION}",
+                journal.new_location,
+                path
+            )));
+        }
+        Ok(path)
+    }
+
+    /// After a failure before the swap nothing readers see points at the run's directories:
+    /// remove them. If this fails too, only a hidden directory remains, which cleanup removes.
+    async fn remove_run_dirs(&self, report: &mut CompactReport) {
+        for dir in [&self.staging, &self.published] {
+            if let Err(e) = self.hdfs.delete(dir, true).await {
+                report
+                    .outcome
+                    .warnings
+                    .push(format!("could not remove {dir}: {e}; cleanup will"));
+            }
+        }
+    }
+}

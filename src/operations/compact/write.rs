@@ -1,0 +1,179 @@
+//! How a run makes its files: the seam between the protocol and the bytes. [`OutputWriter`]
+//! turns one planned output's inputs into the output file; [`copy_file`] carries a file over
+//! unchanged; [`hash_file`] re-reads one for verification. The run calls these and knows nothing
+//! of how the bytes are made, so another writer (one that re-encodes rows) slots in beside the
+//! stripe copy without touching the protocol.
+
+use anyhow::anyhow;
+
+use crate::hdfs::{Hdfs, Location};
+use crate::operations::outcome::Stop;
+use crate::orc::{
+    self, copy_pieces, Discard, MergedOutput, OrcError, OrcTail, OutputPlan, Piece, ReadAhead,
+};
+use crate::snapshot::DataFile;
+
+/// What makes a merged output from its inputs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OutputWriter {
+    /// Stripes copied byte for byte behind one new tail: only files sharing schema,
+    /// compression and writer can be merged (the plan's merge groups), and every stripe's
+    /// checksum is kept for verification and the journal.
+    #[default]
+    StripeCopy,
+}
+
+impl OutputWriter {
+    /// Writes `target` (with `permission`) from `inputs`, the output's input files in output
+    /// order; `output.inputs` index the planner's tail list and are re-indexed here.
+    pub(super) async fn write(
+        self,
+        hdfs: &Hdfs,
+        inputs: &[&DataFile],
+        output: &OutputPlan,
+        target: &Location,
+        permission: u16,
+        read_ahead: &ReadAhead,
+    ) -> Result<MergedOutput, Stop> {
+        match self {
+            OutputWriter::StripeCopy => {
+                stripe_copy(hdfs, inputs, output, target, permission, read_ahead).await
+            }
+        }
+    }
+}
+
+async fn stripe_copy(
+    hdfs: &Hdfs,
+    inputs: &[&DataFile],
+    output: &OutputPlan,
+    target: &Location,
+    permission: u16,
+    read_ahead: &ReadAhead,
+) -> Result<MergedOutput, Stop> {
+    // The planner indexes inputs by their position in its tail list; give the writer its
+    // inputs' tails in output order and the same indexing.
+    let tails: Vec<&OrcTail> = inputs
+        .iter()
+        .map(|f| f.tail.as_ref().expect("planned inputs have tails"))
+        .collect();
+    let local_plan = OutputPlan {
+        inputs: (0..output.inputs.len()).collect(),
+        ..output.clone()
+    };
+    let mut writer = hdfs.create(target, permission).await?;
+    let merged = orc::write_merged(
+        &local_plan,
+        &tails,
+        |i| open_source(hdfs, &inputs[i].location, inputs[i].length),
+        &mut writer,
+        read_ahead,
+    )
+    .await
+    .map_err(|e| copy_stop(&format!("writing {target}"), e))?;
+    writer
+        .close()
+        .await
+        .map_err(|e| anyhow!("closing {target}: {e}"))?;
+    Ok(merged)
+}
+
+/// Copies a file byte for byte, with the same read-ahead and in-process check as the stripe
+/// copy, returning the XXH3 of the bytes handed to the writer.
+pub(super) async fn copy_file(
+    hdfs: &Hdfs,
+    source: &DataFile,
+    target: &Location,
+    permission: u16,
+    read_ahead: &ReadAhead,
+) -> Result<u64, Stop> {
+    let mut writer = hdfs.create(target, permission).await?;
+    let hash = whole_file(
+        |_| open_source(hdfs, &source.location, source.length),
+        source.length,
+        &mut writer,
+        read_ahead,
+    )
+    .await
+    .map_err(|e| copy_stop(&format!("copying {} to {target}", source.location), e))?;
+    writer
+        .close()
+        .await
+        .map_err(|e| anyhow!("closing {target}: {e}"))?;
+    Ok(hash)
+}
+
+/// Length and XXH3 of a file as HDFS returns it now (`expected` is the length it should have).
+pub(super) async fn hash_file(
+    hdfs: &Hdfs,
+    file: &Location,
+    expected: u64,
+    read_ahead: &ReadAhead,
+) -> Result<(u64, u64), Stop> {
+    let reader = hdfs.open(file).await?;
+    let len = reader.file_length() as u64;
+    if len != expected {
+        // Not worth reading: the caller reports the mismatch.
+        return Ok((len, 0));
+    }
+    let hash = whole_file(
+        |_| std::future::ready(Ok(&reader)),
+        len,
+        &mut Discard,
+        read_ahead,
+    )
+    .await
+    .map_err(|e| copy_stop(&format!("re-reading {file}"), e))?;
+    Ok((len, hash))
+}
+
+/// Reads all `length` bytes of one file, opened by `open`, into `sink` through
+/// [`copy_pieces`]; returns their XXH3.
+async fn whole_file<R, O, F, S>(
+    open: O,
+    length: u64,
+    sink: &mut S,
+    read_ahead: &ReadAhead,
+) -> Result<u64, OrcError>
+where
+    R: orc::RangeRead,
+    O: Fn(usize) -> F,
+    F: std::future::Future<Output = Result<R, OrcError>>,
+    S: orc::Sink,
+{
+    let piece = Piece {
+        source: 0,
+        range: 0..length,
+    };
+    let sums = copy_pieces(&[piece], &[length], open, sink, read_ahead).await?;
+    Ok(sums[0])
+}
+
+/// Why a copy or a re-read stopped: a file that changed under the run means a writer is active
+/// (busy); bytes that changed between reader and writer fail verification; anything else fails.
+fn copy_stop(what: &str, e: OrcError) -> Stop {
+    match e {
+        OrcError::Changed(_) => Stop::Busy(format!("{what}: {e}; a writer is active, retry later")),
+        OrcError::Verify(_) => Stop::Verification(format!("{what}: {e}")),
+        other => Stop::Failed(anyhow!("{what}: {other}")),
+    }
+}
+
+/// Opens `file` for [`copy_pieces`], naming it when it is no longer `length` bytes long.
+async fn open_source(
+    hdfs: &Hdfs,
+    file: &Location,
+    length: u64,
+) -> Result<hdfs_native::file::FileReader, OrcError> {
+    let reader = hdfs
+        .open(file)
+        .await
+        .map_err(|e| OrcError::Io(std::io::Error::other(e.to_string())))?;
+    let now = reader.file_length() as u64;
+    if now != length {
+        return Err(OrcError::Changed(format!(
+            "{file} is {now} bytes long now, {length} when planned"
+        )));
+    }
+    Ok(reader)
+}
