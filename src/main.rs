@@ -25,6 +25,7 @@ use hive_orc_compactor::operations::inspect;
 use hive_orc_compactor::operations::resolve::TableName;
 use hive_orc_compactor::operations::{rollback, verify};
 use settings::Settings;
+use tracing::Instrument;
 
 const ABOUT: &str = "Compacts the small ORC files of legacy Hive tables on HDFS, safely.";
 
@@ -733,7 +734,9 @@ fn main() -> ProcessExit {
             return ProcessExit::from(ExitCode::Failed.code() as u8);
         }
     };
-    let code = match runtime.block_on(run(cli, matches)) {
+    // Every log line names the command it comes from.
+    let span = tracing::info_span!("command", name = matches.subcommand_name().unwrap_or(""));
+    let code = match runtime.block_on(run(cli, matches).instrument(span)) {
         Ok(code) => code,
         Err(e) => {
             // One line: the chain of contexts, outermost first.

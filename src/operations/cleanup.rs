@@ -26,6 +26,7 @@ use std::time::Duration;
 
 use anyhow::anyhow;
 use serde::Serialize;
+use tracing::Instrument;
 
 use crate::exit::ExitCode;
 use crate::fleet::{self, Partitions, Selection, Tables};
@@ -192,7 +193,11 @@ pub async fn plan(
                 current,
                 rebuilt: vec![],
             };
-            if let Err(e) = plan_partition(hdfs, &info.params, options, &mut p).await {
+            let span = tracing::info_span!("partition", table = %p.table, partition = %p.partition);
+            if let Err(e) = plan_partition(hdfs, &info.params, options, &mut p)
+                .instrument(span)
+                .await
+            {
                 p.errors.push(format!("{e:#}"));
             }
             if !p.is_empty() {

@@ -11,6 +11,7 @@
 
 use anyhow::anyhow;
 use serde::Serialize;
+use tracing::Instrument;
 
 use crate::eligibility::{Refusal, Rule};
 use crate::hdfs::{Hdfs, Location};
@@ -46,6 +47,19 @@ struct RollbackPlan {
 }
 
 pub async fn rollback(
+    metastore: &Metastore,
+    hdfs: &Hdfs,
+    table: &TableName,
+    spec: &str,
+    dry_run: bool,
+) -> RollbackReport {
+    let span = tracing::info_span!("partition", table = %table, partition = spec);
+    rollback_partition(metastore, hdfs, table, spec, dry_run)
+        .instrument(span)
+        .await
+}
+
+async fn rollback_partition(
     metastore: &Metastore,
     hdfs: &Hdfs,
     table: &TableName,

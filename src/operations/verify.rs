@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use anyhow::anyhow;
 use hdfs_native::file::FileReader;
 use serde::Serialize;
+use tracing::Instrument;
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::exit::ExitCode;
@@ -59,6 +60,19 @@ impl VerifyReport {
 const STATISTICS: [&str; 3] = ["numFiles", "totalSize", "numRows"];
 
 pub async fn verify(
+    metastore: &Metastore,
+    hdfs: &Hdfs,
+    table: &TableName,
+    spec: &str,
+    checksums: bool,
+) -> anyhow::Result<VerifyReport> {
+    let span = tracing::info_span!("partition", table = %table, partition = spec);
+    verify_partition(metastore, hdfs, table, spec, checksums)
+        .instrument(span)
+        .await
+}
+
+async fn verify_partition(
     metastore: &Metastore,
     hdfs: &Hdfs,
     table: &TableName,

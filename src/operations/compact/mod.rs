@@ -25,6 +25,8 @@
 
 use std::time::Instant;
 
+use tracing::Instrument;
+
 use crate::hdfs::Hdfs;
 use crate::metastore::Metastore;
 use crate::operations::outcome::Status;
@@ -65,6 +67,21 @@ impl Progress for Quiet {}
 /// Compacts one partition: plan, then (unless a dry run) run. Never returns an error: every
 /// outcome is a report, whose status gives the exit code.
 pub async fn compact_partition(
+    metastore: &Metastore,
+    hdfs: &Hdfs,
+    table: &TableInfo,
+    spec: &str,
+    options: &CompactOptions,
+    progress: &dyn Progress,
+) -> CompactReport {
+    // Lines of parallel runs name their partition.
+    let span = tracing::info_span!("partition", table = %table.qualified_name(), partition = spec);
+    compact(metastore, hdfs, table, spec, options, progress)
+        .instrument(span)
+        .await
+}
+
+async fn compact(
     metastore: &Metastore,
     hdfs: &Hdfs,
     table: &TableInfo,
