@@ -1,6 +1,7 @@
 //! The command line: flags in, an operation of the engine run, its report printed as text or
 //! JSON, and an exit code cron can act on. Nothing here knows how compaction works.
 
+mod options;
 mod render;
 mod settings;
 
@@ -9,22 +10,19 @@ use std::process::ExitCode as ProcessExit;
 use std::time::Duration;
 
 use anyhow::Context;
-use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use hive_orc_compactor::config;
 use hive_orc_compactor::exit::ExitCode;
 use hive_orc_compactor::fleet::{Partitions, Selection, Shard, Tables};
-use hive_orc_compactor::hdfs::{self, Hdfs};
-use hive_orc_compactor::lock::{LockMode, LockOptions};
-use hive_orc_compactor::metastore::{Metastore, MetastorePool};
+use hive_orc_compactor::metastore::MetastorePool;
 use hive_orc_compactor::operations::analyze::{self, AnalyzeOptions};
-use hive_orc_compactor::operations::batch::{self, BatchOptions, Budget, Thresholds};
+use hive_orc_compactor::operations::batch::{self, BatchOptions};
 use hive_orc_compactor::operations::cleanup::{self, CleanupOptions};
-use hive_orc_compactor::operations::compact::{CompactOptions, VerifyLevel};
+use hive_orc_compactor::operations::compact::VerifyLevel;
 use hive_orc_compactor::operations::inspect;
 use hive_orc_compactor::operations::resolve::TableName;
 use hive_orc_compactor::operations::{rollback, verify};
-use settings::Settings;
+use options::{CommandOptions, Options};
 use tracing::Instrument;
 
 const ABOUT: &str = "Compacts the small ORC files of legacy Hive tables on HDFS, safely.";
@@ -241,9 +239,9 @@ Examples:
         #[arg(long)]
         require_lock: bool,
         /// How long to wait for a partition lock someone else holds before giving up as busy
-        /// (exit 4); 0 = do not wait
-        #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "1m")]
-        lock_timeout: Duration,
+        /// (exit 4); 0 = do not wait (default 1m)
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        lock_timeout: Option<Duration>,
         /// Before the swap, re-read from HDFS every byte of the new files (full, the default) or
         /// only their tails (tail: about half the I/O; the bytes are then proven by in-process
         /// checksums of what was written and HDFS's own write checksums) [env: HOC_VERIFY]
@@ -356,17 +354,6 @@ struct Scope {
     tables: Option<String>,
 }
 
-impl Scope {
-    fn tables(&self) -> anyhow::Result<Tables> {
-        Ok(match (&self.table, &self.database) {
-            (Some(t), _) => Tables::One(t.clone()),
-            (None, Some(db)) => Tables::database(db, self.tables.as_deref())
-                .with_context(|| format!("--tables {}", self.tables.as_deref().unwrap_or("")))?,
-            (None, None) => unreachable!("clap requires --table or --database"),
-        })
-    }
-}
-
 /// Sizes shared by analyze and compact.
 #[derive(Args)]
 struct Sizes {
@@ -376,31 +363,6 @@ struct Sizes {
     /// Files below this size count as small (default 64MiB) [env: HOC_SMALL_FILE_SIZE]
     #[arg(long, value_name = "SIZE", value_parser = parse_bytes, env = "HOC_SMALL_FILE_SIZE", hide_env = true)]
     small_file_size: Option<u64>,
-}
-
-const DEFAULT_TARGET_SIZE: u64 = 256 * 1024 * 1024;
-/// A quarter of the default target: files this small are what compaction exists for.
-const DEFAULT_SMALL_FILE_SIZE: u64 = 64 * 1024 * 1024;
-/// Hive and Spark jobs write a partition within minutes; an hour leaves room for retries.
-const DEFAULT_MIN_AGE: Duration = Duration::from_secs(3600);
-const DEFAULT_PARALLEL: usize = 2;
-
-impl Sizes {
-    fn target_size(&self, settings: &Settings) -> anyhow::Result<u64> {
-        Ok(match self.target_size {
-            Some(s) => s,
-            None => settings.target_size()?.unwrap_or(DEFAULT_TARGET_SIZE),
-        })
-    }
-
-    fn small_file_size(&self, settings: &Settings) -> anyhow::Result<u64> {
-        Ok(match self.small_file_size {
-            Some(s) => s,
-            None => settings
-                .small_file_size()?
-                .unwrap_or(DEFAULT_SMALL_FILE_SIZE),
-        })
-    }
 }
 
 fn parse_bytes(s: &str) -> Result<u64, String> {
@@ -446,40 +408,6 @@ fn init_logging(global: &Global) {
     }
 }
 
-fn metastore_config(global: &Global, settings: &Settings) -> anyhow::Result<config::Resolved> {
-    let mut resolved = config::metastore(
-        global
-            .metastore
-            .as_deref()
-            .or(settings.metastore.as_deref()),
-        global.metastore_framed,
-        global.metastore_timeout,
-    )?;
-    if global.metastore.is_none() && settings.metastore.is_some() {
-        resolved.source = "the config file".into();
-    }
-    if let Some(p) = &global.metastore_principal {
-        resolved.config.sasl_principal = Some(p.clone());
-    } else if global.metastore_sasl && resolved.config.sasl_principal.is_none() {
-        resolved.config.sasl_principal = Some(String::new());
-    }
-    if resolved.config.sasl_principal.as_deref() == Some("") {
-        anyhow::bail!(
-            "the metastore uses Kerberos (SASL) but its principal is not known: set \
-             hive.metastore.kerberos.principal in hive-site.xml or pass --metastore-principal \
-             (e.g. hive/_HOST@REALM)"
-        );
-    }
-    Ok(resolved)
-}
-
-async fn connect(global: &Global, settings: &Settings) -> anyhow::Result<Metastore> {
-    let resolved = metastore_config(global, settings)?;
-    Metastore::connect(resolved.config)
-        .await
-        .with_context(|| format!("metastore from {}", resolved.source))
-}
-
 /// Cancels `cancel` on SIGINT or SIGTERM, so a batch stops at safe points instead of dying
 /// mid-step (the process would otherwise end with the signal's default action).
 fn cancel_on_signal(cancel: tokio_util::sync::CancellationToken) {
@@ -499,219 +427,142 @@ fn cancel_on_signal(cancel: tokio_util::sync::CancellationToken) {
     });
 }
 
-async fn run(cli: Cli, matches: ArgMatches) -> anyhow::Result<ExitCode> {
-    let global = &cli.global;
-    let settings = Settings::load(global.config.as_deref())?;
-    hive_orc_compactor::kerberos::set_login(hive_orc_compactor::kerberos::Login {
-        principal: global.principal.clone(),
-        keytab: global.keytab.clone(),
-    })
-    .map_err(anyhow::Error::msg)?;
-    match &cli.command {
-        Command::Inspect { table, partition } => {
-            let metastore = connect(global, &settings).await?;
-            let hdfs = Hdfs::as_user(global.hadoop_user.clone());
-            let report = inspect::inspect(&metastore, &hdfs, table, partition.as_deref()).await?;
-            render::inspect(&report, global.json)?;
-            Ok(match report.refusal() {
-                Some(refusal) => {
-                    render::refusal(
-                        &report.table,
-                        report.partition.as_ref().map(|p| p.name.as_str()),
-                        refusal,
-                    );
-                    ExitCode::Refused
-                }
-                None => ExitCode::Ok,
-            })
+async fn run(options: Options) -> anyhow::Result<ExitCode> {
+    match &options.command {
+        CommandOptions::Inspect { table, partition } => {
+            run_inspect(&options, table, partition.as_deref()).await
         }
-        Command::Analyze {
-            scope,
-            sizes,
-            deep,
-            csv,
-        } => {
-            let options = AnalyzeOptions {
-                small_file_size: sizes.small_file_size(&settings)?,
-                target_size: sizes.target_size(&settings)?,
-                deep: *deep,
-            };
-            let metastore = connect(global, &settings).await?;
-            let report = analyze::analyze(
-                &metastore,
-                &Hdfs::as_user(global.hadoop_user.clone()),
-                scope.tables()?,
-                &options,
-            )
-            .await?;
-            let format = match (global.json, *csv) {
-                (true, _) => render::Format::Json,
-                (_, true) => render::Format::Csv,
-                _ => render::Format::Table,
-            };
-            render::analyze(&report, format, *deep)?;
-            Ok(if report.total.errors > 0 {
-                ExitCode::Failed
-            } else {
-                ExitCode::Ok
-            })
-        }
-        Command::Rollback {
+        CommandOptions::Analyze { tables, options: o } => run_analyze(&options, tables, o).await,
+        CommandOptions::Compact {
+            selection,
+            options: o,
+        } => run_compact(&options, selection, o).await,
+        CommandOptions::Rollback {
             table,
             partition,
             dry_run,
-        } => {
-            let metastore = connect(global, &settings).await?;
-            let hdfs = Hdfs::as_user(global.hadoop_user.clone());
-            let report = rollback::rollback(&metastore, &hdfs, table, partition, *dry_run).await;
-            render::rollback(&report, global.json)?;
-            Ok(report.outcome.exit_code())
-        }
-        Command::Cleanup {
-            scope,
-            older_than,
-            staging_older_than,
-            trash,
-            adopt_late_files,
-            dry_run,
-        } => {
-            let options = CleanupOptions {
-                older_than: *older_than,
-                staging_older_than: *staging_older_than,
-                trash: *trash,
-                adopt_late_files: *adopt_late_files,
-                dry_run: *dry_run,
-            };
-            let metastore = connect(global, &settings).await?;
-            let hdfs = Hdfs::as_user(global.hadoop_user.clone());
-            let mut report = cleanup::plan(&metastore, &hdfs, scope.tables()?, &options).await?;
-            if !options.dry_run {
-                report = cleanup::execute(&metastore, &hdfs, report, &options).await;
-            }
-            render::cleanup(&report, global.json)?;
-            Ok(report.exit_code())
-        }
-        Command::Verify {
+        } => run_rollback(&options, table, partition, *dry_run).await,
+        CommandOptions::Cleanup { tables, options: o } => run_cleanup(&options, tables, o).await,
+        CommandOptions::Verify {
             table,
             partition,
             checksums,
-        } => {
-            let metastore = connect(global, &settings).await?;
-            let hdfs = Hdfs::as_user(global.hadoop_user.clone());
-            let report = verify::verify(&metastore, &hdfs, table, partition, *checksums).await?;
-            render::verify(&report, global.json)?;
-            Ok(report.exit_code())
-        }
-        Command::Compact {
-            scope,
-            partition,
-            where_,
-            all,
-            sizes,
-            dry_run,
-            min_files,
-            max_avg_size,
-            min_age,
-            limit,
-            max_bytes,
-            parallel,
-            shard,
-            no_lock,
-            require_lock,
-            lock_timeout,
-            verify,
-        } => {
-            let partitions = match (partition.is_empty(), where_, all) {
-                (false, _, _) => Partitions::Specs(partition.clone()),
-                (true, Some(filter), _) => Partitions::Where(filter.clone()),
-                (true, None, true) => Partitions::All,
-                (true, None, false) if scope.database.is_some() => Partitions::All,
-                (true, None, false) => Cli::command()
-                    .error(
-                        clap::error::ErrorKind::MissingRequiredArgument,
-                        "compact --table needs --partition SPEC, --where FILTER or --all",
-                    )
-                    .exit(),
-            };
-            let typed = matches!(partitions, Partitions::Specs(_));
-            // Typed specs are compacted whatever their age unless --min-age itself is given:
-            // the age default is for selections, where nobody looked at each partition.
-            let min_age_on_command_line = matches
-                .subcommand_matches("compact")
-                .and_then(|m| m.value_source("min_age"))
-                == Some(ValueSource::CommandLine);
-            let min_age = match (typed, min_age_on_command_line) {
-                (true, false) => None,
-                (true, true) => *min_age,
-                (false, _) => Some(match min_age {
-                    Some(age) => *age,
-                    None => settings.min_age()?.unwrap_or(DEFAULT_MIN_AGE),
-                }),
-            };
-            let options = BatchOptions {
-                compact: CompactOptions {
-                    target_size: sizes.target_size(&settings)?,
-                    dry_run: *dry_run,
-                    verify: match verify {
-                        Some(level) => *level,
-                        None => settings.verify()?.unwrap_or_default(),
-                    },
-                    lock: LockOptions {
-                        mode: match (no_lock, require_lock) {
-                            (true, _) => LockMode::Off,
-                            (_, true) => LockMode::Required,
-                            _ => LockMode::IfSupported,
-                        },
-                        wait: *lock_timeout,
-                        user: hdfs::hadoop_user(global.hadoop_user.as_deref()),
-                        ..LockOptions::default()
-                    },
-                    ..CompactOptions::default()
-                },
-                thresholds: Thresholds {
-                    min_files: min_files.or(settings.min_files),
-                    max_avg_size: match max_avg_size {
-                        Some(s) => Some(*s),
-                        None => settings.max_avg_size()?,
-                    },
-                    min_age,
-                },
-                budget: Budget {
-                    limit: *limit,
-                    max_bytes: *max_bytes,
-                },
-                parallel: parallel
-                    .map(usize::from)
-                    .or(settings.parallel)
-                    .unwrap_or(DEFAULT_PARALLEL)
-                    .max(1),
-            };
-            let selection = Selection {
-                tables: scope.tables()?,
-                partitions,
-                shard: *shard,
-            };
-            cancel_on_signal(options.compact.cancel.clone());
-            let resolved = metastore_config(global, &settings)?;
-            let metastore = Metastore::connect(resolved.config.clone())
-                .await
-                .with_context(|| format!("metastore from {}", resolved.source))?;
-            let hdfs = Hdfs::as_user(global.hadoop_user.clone());
-            let plan = batch::plan(&metastore, &hdfs, &selection, &options).await?;
-            drop(metastore);
-            let pool =
-                MetastorePool::connect(resolved.config, options.parallel.min(plan.runs.len()))
-                    .await
-                    .with_context(|| format!("metastore from {}", resolved.source))?;
-            let observer = render::Batch::new(global.json, plan.runs.len() + plan.decided.len());
-            let summary = batch::execute(&pool, &hdfs, plan, &options, &observer).await;
-            observer.finish();
-            if !typed {
-                render::batch_summary(&summary, global.json)?;
-            }
-            Ok(summary.exit())
-        }
+        } => run_verify(&options, table, partition, *checksums).await,
     }
+}
+
+async fn run_inspect(
+    options: &Options,
+    table: &TableName,
+    partition: Option<&str>,
+) -> anyhow::Result<ExitCode> {
+    let metastore = options.connect().await?;
+    let report = inspect::inspect(&metastore, &options.hdfs(), table, partition).await?;
+    render::inspect(&report, options.format)?;
+    Ok(match report.refusal() {
+        Some(refusal) => {
+            render::refusal(
+                &report.table,
+                report.partition.as_ref().map(|p| p.name.as_str()),
+                refusal,
+            );
+            ExitCode::Refused
+        }
+        None => ExitCode::Ok,
+    })
+}
+
+async fn run_analyze(
+    options: &Options,
+    tables: &Tables,
+    analyze_options: &AnalyzeOptions,
+) -> anyhow::Result<ExitCode> {
+    let metastore = options.connect().await?;
+    let report =
+        analyze::analyze(&metastore, &options.hdfs(), tables.clone(), analyze_options).await?;
+    render::analyze(&report, options.format, analyze_options.deep)?;
+    Ok(if report.total.errors > 0 {
+        ExitCode::Failed
+    } else {
+        ExitCode::Ok
+    })
+}
+
+async fn run_rollback(
+    options: &Options,
+    table: &TableName,
+    partition: &str,
+    dry_run: bool,
+) -> anyhow::Result<ExitCode> {
+    let metastore = options.connect().await?;
+    let report = rollback::rollback(&metastore, &options.hdfs(), table, partition, dry_run).await;
+    render::rollback(&report, options.format)?;
+    Ok(report.outcome.exit_code())
+}
+
+async fn run_cleanup(
+    options: &Options,
+    tables: &Tables,
+    cleanup_options: &CleanupOptions,
+) -> anyhow::Result<ExitCode> {
+    let metastore = options.connect().await?;
+    let hdfs = options.hdfs();
+    let mut report = cleanup::plan(&metastore, &hdfs, tables.clone(), cleanup_options).await?;
+    if !cleanup_options.dry_run {
+        report = cleanup::execute(&metastore, &hdfs, report, cleanup_options).await;
+    }
+    render::cleanup(&report, options.format)?;
+    Ok(report.exit_code())
+}
+
+async fn run_verify(
+    options: &Options,
+    table: &TableName,
+    partition: &str,
+    checksums: bool,
+) -> anyhow::Result<ExitCode> {
+    let metastore = options.connect().await?;
+    let report = verify::verify(&metastore, &options.hdfs(), table, partition, checksums).await?;
+    render::verify(&report, options.format)?;
+    Ok(report.exit_code())
+}
+
+/// Plans the selection on one connection, then compacts on a pool of `--parallel` connections.
+async fn run_compact(
+    options: &Options,
+    selection: &Selection,
+    batch_options: &BatchOptions,
+) -> anyhow::Result<ExitCode> {
+    cancel_on_signal(batch_options.compact.cancel.clone());
+    let metastore = options.connect().await?;
+    let hdfs = options.hdfs();
+    let plan = batch::plan(&metastore, &hdfs, selection, batch_options).await?;
+    drop(metastore);
+    let resolved = &options.metastore;
+    let pool = MetastorePool::connect(
+        resolved.config.clone(),
+        batch_options.parallel.min(plan.runs.len()),
+    )
+    .await
+    .with_context(|| format!("metastore from {}", resolved.source))?;
+    let observer = render::Batch::new(options.format, plan.runs.len() + plan.decided.len());
+    let summary = batch::execute(&pool, &hdfs, plan, batch_options, &observer).await;
+    observer.finish();
+    if !matches!(selection.partitions, Partitions::Specs(_)) {
+        render::batch_summary(&summary, options.format)?;
+    }
+    Ok(summary.exit())
+}
+
+/// Resolves the options, logs in, and runs the command.
+async fn start(cli: Cli, matches: ArgMatches) -> anyhow::Result<ExitCode> {
+    let options = Options::resolve(&cli, &matches)?;
+    hive_orc_compactor::kerberos::set_login(hive_orc_compactor::kerberos::Login {
+        principal: cli.global.principal.clone(),
+        keytab: cli.global.keytab.clone(),
+    })
+    .map_err(anyhow::Error::msg)?;
+    run(options).await
 }
 
 fn main() -> ProcessExit {
@@ -736,7 +587,7 @@ fn main() -> ProcessExit {
     };
     // Every log line names the command it comes from.
     let span = tracing::info_span!("command", name = matches.subcommand_name().unwrap_or(""));
-    let code = match runtime.block_on(run(cli, matches).instrument(span)) {
+    let code = match runtime.block_on(start(cli, matches).instrument(span)) {
         Ok(code) => code,
         Err(e) => {
             // One line: the chain of contexts, outermost first.

@@ -88,8 +88,8 @@ fn directory(
     Ok(())
 }
 
-pub fn inspect(r: &InspectReport, as_json: bool) -> anyhow::Result<()> {
-    if as_json {
+pub fn inspect(r: &InspectReport, format: Format) -> anyhow::Result<()> {
+    if format == Format::Json {
         return json(r);
     }
     let mut out = std::io::stdout().lock();
@@ -141,7 +141,7 @@ pub fn refusal(table: &str, partition: Option<&str>, refusal: &Refusal) {
 pub struct Batch {
     bars: indicatif::MultiProgress,
     done: indicatif::ProgressBar,
-    json: bool,
+    format: Format,
 }
 
 fn style(template: &str) -> indicatif::ProgressStyle {
@@ -151,9 +151,9 @@ fn style(template: &str) -> indicatif::ProgressStyle {
 }
 
 impl Batch {
-    pub fn new(json: bool, partitions: usize) -> Self {
+    pub fn new(format: Format, partitions: usize) -> Self {
         use std::io::IsTerminal;
-        let target = if !json && std::io::stderr().is_terminal() {
+        let target = if format != Format::Json && std::io::stderr().is_terminal() {
             indicatif::ProgressDrawTarget::stderr()
         } else {
             indicatif::ProgressDrawTarget::hidden()
@@ -161,7 +161,7 @@ impl Batch {
         let bars = indicatif::MultiProgress::with_draw_target(target);
         let done = bars.add(indicatif::ProgressBar::new(partitions as u64));
         done.set_style(style("partitions [{bar:30}] {pos}/{len} elapsed {elapsed}"));
-        Batch { bars, done, json }
+        Batch { bars, done, format }
     }
 
     pub fn finish(&self) {
@@ -181,7 +181,7 @@ impl batch::Observer for Batch {
 
     fn finished(&self, report: &CompactReport) {
         self.done.inc(1);
-        if let Err(e) = self.bars.suspend(|| compact(report, self.json)) {
+        if let Err(e) = self.bars.suspend(|| compact(report, self.format)) {
             tracing::error!("printing the report of {}: {e}", report.outcome.partition);
         }
     }
@@ -214,8 +214,8 @@ fn plural(n: usize, one: &str) -> String {
 }
 
 /// One partition's outcome: a headline, the plan's details, then the reason or location.
-pub fn compact(r: &CompactReport, as_json: bool) -> anyhow::Result<()> {
-    if as_json {
+pub fn compact(r: &CompactReport, format: Format) -> anyhow::Result<()> {
+    if format == Format::Json {
         return json(r);
     }
     let mut out = std::io::stdout().lock();
@@ -324,8 +324,8 @@ pub fn compact(r: &CompactReport, as_json: bool) -> anyhow::Result<()> {
 
 /// The end of a batch: one line of counts (and the partitions that need a look), or one
 /// `{"summary": ...}` object after the partitions' JSON lines.
-pub fn batch_summary(s: &BatchSummary, as_json: bool) -> anyhow::Result<()> {
-    if as_json {
+pub fn batch_summary(s: &BatchSummary, format: Format) -> anyhow::Result<()> {
+    if format == Format::Json {
         return json(&serde_json::json!({ "summary": s }));
     }
     let mut out = std::io::stdout().lock();
@@ -352,9 +352,11 @@ pub fn batch_summary(s: &BatchSummary, as_json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-#[derive(Clone, Copy)]
+/// How every command prints its report: text for people, JSON for scripts, or (analyze only)
+/// CSV; a command without a CSV shape prints text for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
-    Table,
+    Text,
     Json,
     Csv,
 }
@@ -427,7 +429,7 @@ pub fn analyze(r: &AnalyzeReport, format: Format, deep: bool) -> anyhow::Result<
             w.flush()?;
             Ok(())
         }
-        Format::Table => {
+        Format::Text => {
             let mut rows: Vec<Vec<String>> = vec![analyze_header(deep)
                 .iter()
                 .map(|h| h.to_ascii_uppercase())
@@ -500,8 +502,8 @@ fn aligned(out: &mut impl Write, rows: &[Vec<String>]) -> std::io::Result<()> {
     Ok(())
 }
 
-pub fn rollback(r: &RollbackReport, as_json: bool) -> anyhow::Result<()> {
-    if as_json {
+pub fn rollback(r: &RollbackReport, format: Format) -> anyhow::Result<()> {
+    if format == Format::Json {
         return json(r);
     }
     let status = r.outcome.status.as_text();
@@ -536,8 +538,8 @@ pub fn rollback(r: &RollbackReport, as_json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn cleanup(r: &CleanupReport, as_json: bool) -> anyhow::Result<()> {
-    if as_json {
+pub fn cleanup(r: &CleanupReport, format: Format) -> anyhow::Result<()> {
+    if format == Format::Json {
         return json(r);
     }
     let mut out = std::io::stdout().lock();
@@ -592,8 +594,8 @@ pub fn cleanup(r: &CleanupReport, as_json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn verify(r: &VerifyReport, as_json: bool) -> anyhow::Result<()> {
-    if as_json {
+pub fn verify(r: &VerifyReport, format: Format) -> anyhow::Result<()> {
+    if format == Format::Json {
         return json(r);
     }
     let mut out = std::io::stdout().lock();

@@ -31,7 +31,9 @@ pub use error::{OrcError, VerifyFailure};
 pub use io::{RangeRead, Sink};
 pub use key::{group_tails, merge_key, Grouping, MergeGroup, MergeKey, Unmergeable};
 pub use merge::{write_merged, MergedOutput, StripeChecksum};
-pub use plan::{plan_group, GroupPlan, LeftAlone, OutputPlan, PlanOptions, PlannedStripe};
+pub use plan::{
+    plan_group, GroupPlan, LeftAlone, OutputPlan, PlanOptions, PlannedStripe, DEFAULT_TARGET_SIZE,
+};
 pub use stats::{merge_column_statistics, merge_file_statistics};
 pub use tail::{read_tail, OrcTail, StripeInfo};
 pub use verify::{verify_output, verify_tail};

@@ -12,10 +12,13 @@ pub struct PlanOptions {
     pub large_file_fraction: f64,
 }
 
+/// The output size compaction aims for unless told otherwise.
+pub const DEFAULT_TARGET_SIZE: u64 = 256 << 20;
+
 impl Default for PlanOptions {
     fn default() -> Self {
         Self {
-            target_size: 256 << 20,
+            target_size: DEFAULT_TARGET_SIZE,
             large_file_fraction: 0.75,
         }
     }

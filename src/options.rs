@@ -1,0 +1,306 @@
+//! Flags, environment variables (clap reads both) and the config file resolved once, into one
+//! [`Options`] value each command runs from. Every default lives here or in the engine module
+//! it belongs to, never twice.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::parser::ValueSource;
+use clap::{ArgMatches, CommandFactory};
+use hive_orc_compactor::config;
+use hive_orc_compactor::fleet::{Partitions, Selection, Tables};
+use hive_orc_compactor::hdfs::{self, Hdfs};
+use hive_orc_compactor::lock::{self, LockMode, LockOptions};
+use hive_orc_compactor::metastore::Metastore;
+use hive_orc_compactor::operations::analyze::AnalyzeOptions;
+use hive_orc_compactor::operations::batch::{BatchOptions, Budget, Thresholds};
+use hive_orc_compactor::operations::cleanup::CleanupOptions;
+use hive_orc_compactor::operations::compact::CompactOptions;
+use hive_orc_compactor::operations::resolve::TableName;
+use hive_orc_compactor::orc::DEFAULT_TARGET_SIZE;
+
+use crate::render::Format;
+use crate::settings::Settings;
+use crate::{Cli, Command, Global, Scope, Sizes};
+
+/// A quarter of the default target: files this small are what compaction exists for.
+const DEFAULT_SMALL_FILE_SIZE: u64 = 64 * 1024 * 1024;
+/// Hive and Spark jobs write a partition within minutes; an hour leaves room for retries.
+const DEFAULT_MIN_AGE: Duration = Duration::from_secs(3600);
+const DEFAULT_PARALLEL: usize = 2;
+
+/// Everything a command needs to run, resolved.
+pub struct Options {
+    pub format: Format,
+    /// Where the metastore is, and where that was found.
+    pub metastore: config::Resolved,
+    /// The Hadoop user we act as on clusters without Kerberos.
+    pub hadoop_user: Option<String>,
+    pub command: CommandOptions,
+}
+
+/// One command's own options.
+pub enum CommandOptions {
+    Inspect {
+        table: TableName,
+        partition: Option<String>,
+    },
+    Analyze {
+        tables: Tables,
+        options: AnalyzeOptions,
+    },
+    Compact {
+        selection: Selection,
+        // Boxed: by far the largest command's options.
+        options: Box<BatchOptions>,
+    },
+    Rollback {
+        table: TableName,
+        partition: String,
+        dry_run: bool,
+    },
+    Cleanup {
+        tables: Tables,
+        options: CleanupOptions,
+    },
+    Verify {
+        table: TableName,
+        partition: String,
+        checksums: bool,
+    },
+}
+
+impl Options {
+    /// Resolves the command line (`matches` tells flags given from defaults) against the
+    /// config file. Usage errors exit as clap's do.
+    pub fn resolve(cli: &Cli, matches: &ArgMatches) -> anyhow::Result<Options> {
+        let global = &cli.global;
+        let settings = Settings::load(global.config.as_deref())?;
+        let command = match &cli.command {
+            Command::Inspect { table, partition } => CommandOptions::Inspect {
+                table: table.clone(),
+                partition: partition.clone(),
+            },
+            Command::Analyze {
+                scope,
+                sizes,
+                deep,
+                csv: _,
+            } => CommandOptions::Analyze {
+                options: AnalyzeOptions {
+                    small_file_size: small_file_size(sizes, &settings)?,
+                    target_size: target_size(sizes, &settings)?,
+                    deep: *deep,
+                },
+                tables: tables(scope)?,
+            },
+            Command::Compact { .. } => compact(cli, matches, &settings)?,
+            Command::Rollback {
+                table,
+                partition,
+                dry_run,
+            } => CommandOptions::Rollback {
+                table: table.clone(),
+                partition: partition.clone(),
+                dry_run: *dry_run,
+            },
+            Command::Cleanup {
+                scope,
+                older_than,
+                staging_older_than,
+                trash,
+                adopt_late_files,
+                dry_run,
+            } => CommandOptions::Cleanup {
+                tables: tables(scope)?,
+                options: CleanupOptions {
+                    older_than: *older_than,
+                    staging_older_than: *staging_older_than,
+                    trash: *trash,
+                    adopt_late_files: *adopt_late_files,
+                    dry_run: *dry_run,
+                },
+            },
+            Command::Verify {
+                table,
+                partition,
+                checksums,
+            } => CommandOptions::Verify {
+                table: table.clone(),
+                partition: partition.clone(),
+                checksums: *checksums,
+            },
+        };
+        let csv = matches!(cli.command, Command::Analyze { csv: true, .. });
+        Ok(Options {
+            format: match (global.json, csv) {
+                (true, _) => Format::Json,
+                (_, true) => Format::Csv,
+                _ => Format::Text,
+            },
+            metastore: metastore_config(global, &settings)?,
+            hadoop_user: global.hadoop_user.clone(),
+            command,
+        })
+    }
+
+    pub async fn connect(&self) -> anyhow::Result<Metastore> {
+        Metastore::connect(self.metastore.config.clone())
+            .await
+            .with_context(|| format!("metastore from {}", self.metastore.source))
+    }
+
+    pub fn hdfs(&self) -> Hdfs {
+        Hdfs::as_user(self.hadoop_user.clone())
+    }
+}
+
+fn tables(scope: &Scope) -> anyhow::Result<Tables> {
+    Ok(match (&scope.table, &scope.database) {
+        (Some(t), _) => Tables::One(t.clone()),
+        (None, Some(db)) => Tables::database(db, scope.tables.as_deref())
+            .with_context(|| format!("--tables {}", scope.tables.as_deref().unwrap_or("")))?,
+        (None, None) => unreachable!("clap requires --table or --database"),
+    })
+}
+
+fn target_size(sizes: &Sizes, settings: &Settings) -> anyhow::Result<u64> {
+    Ok(match sizes.target_size {
+        Some(s) => s,
+        None => settings.target_size()?.unwrap_or(DEFAULT_TARGET_SIZE),
+    })
+}
+
+fn small_file_size(sizes: &Sizes, settings: &Settings) -> anyhow::Result<u64> {
+    Ok(match sizes.small_file_size {
+        Some(s) => s,
+        None => settings
+            .small_file_size()?
+            .unwrap_or(DEFAULT_SMALL_FILE_SIZE),
+    })
+}
+
+fn compact(cli: &Cli, matches: &ArgMatches, settings: &Settings) -> anyhow::Result<CommandOptions> {
+    let Command::Compact {
+        scope,
+        partition,
+        where_,
+        all,
+        sizes,
+        dry_run,
+        min_files,
+        max_avg_size,
+        min_age,
+        limit,
+        max_bytes,
+        parallel,
+        shard,
+        no_lock,
+        require_lock,
+        lock_timeout,
+        verify,
+    } = &cli.command
+    else {
+        unreachable!("called for compact only")
+    };
+    let partitions = match (partition.is_empty(), where_, all) {
+        (false, _, _) => Partitions::Specs(partition.clone()),
+        (true, Some(filter), _) => Partitions::Where(filter.clone()),
+        (true, None, true) => Partitions::All,
+        (true, None, false) if scope.database.is_some() => Partitions::All,
+        (true, None, false) => Cli::command()
+            .error(
+                clap::error::ErrorKind::MissingRequiredArgument,
+                "compact --table needs --partition SPEC, --where FILTER or --all",
+            )
+            .exit(),
+    };
+    let typed = matches!(partitions, Partitions::Specs(_));
+    // Typed specs are compacted whatever their age unless --min-age itself is given: the age
+    // default is for selections, where nobody looked at each partition.
+    let min_age_on_command_line = matches
+        .subcommand_matches("compact")
+        .and_then(|m| m.value_source("min_age"))
+        == Some(ValueSource::CommandLine);
+    let min_age = match (typed, min_age_on_command_line) {
+        (true, false) => None,
+        (true, true) => *min_age,
+        (false, _) => Some(match min_age {
+            Some(age) => *age,
+            None => settings.min_age()?.unwrap_or(DEFAULT_MIN_AGE),
+        }),
+    };
+    let options = BatchOptions {
+        compact: CompactOptions {
+            target_size: target_size(sizes, settings)?,
+            dry_run: *dry_run,
+            verify: match verify {
+                Some(level) => *level,
+                None => settings.verify()?.unwrap_or_default(),
+            },
+            lock: LockOptions {
+                mode: match (no_lock, require_lock) {
+                    (true, _) => LockMode::Off,
+                    (_, true) => LockMode::Required,
+                    _ => LockMode::IfSupported,
+                },
+                wait: lock_timeout.unwrap_or(lock::DEFAULT_WAIT),
+                user: hdfs::hadoop_user(cli.global.hadoop_user.as_deref()),
+                ..LockOptions::default()
+            },
+            ..CompactOptions::default()
+        },
+        thresholds: Thresholds {
+            min_files: min_files.or(settings.min_files),
+            max_avg_size: match max_avg_size {
+                Some(s) => Some(*s),
+                None => settings.max_avg_size()?,
+            },
+            min_age,
+        },
+        budget: Budget {
+            limit: *limit,
+            max_bytes: *max_bytes,
+        },
+        parallel: parallel
+            .map(usize::from)
+            .or(settings.parallel)
+            .unwrap_or(DEFAULT_PARALLEL)
+            .max(1),
+    };
+    Ok(CommandOptions::Compact {
+        selection: Selection {
+            tables: tables(scope)?,
+            partitions,
+            shard: *shard,
+        },
+        options: Box::new(options),
+    })
+}
+
+fn metastore_config(global: &Global, settings: &Settings) -> anyhow::Result<config::Resolved> {
+    let mut resolved = config::metastore(
+        global
+            .metastore
+            .as_deref()
+            .or(settings.metastore.as_deref()),
+        global.metastore_framed,
+        global.metastore_timeout,
+    )?;
+    if global.metastore.is_none() && settings.metastore.is_some() {
+        resolved.source = "the config file".into();
+    }
+    if let Some(p) = &global.metastore_principal {
+        resolved.config.sasl_principal = Some(p.clone());
+    } else if global.metastore_sasl && resolved.config.sasl_principal.is_none() {
+        resolved.config.sasl_principal = Some(String::new());
+    }
+    if resolved.config.sasl_principal.as_deref() == Some("") {
+        anyhow::bail!(
+            "the metastore uses Kerberos (SASL) but its principal is not known: set \
+             hive.metastore.kerberos.principal in hive-site.xml or pass --metastore-principal \
+             (e.g. hive/_HOST@REALM)"
+        );
+    }
+    Ok(resolved)
+}
