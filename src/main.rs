@@ -5,6 +5,7 @@ mod options;
 mod render;
 mod settings;
 
+use std::io::{stderr, stdout};
 use std::path::PathBuf;
 use std::process::ExitCode as ProcessExit;
 use std::time::Duration;
@@ -458,14 +459,15 @@ async fn run_inspect(
 ) -> anyhow::Result<ExitCode> {
     let metastore = options.connect().await?;
     let report = inspect::inspect(&metastore, &options.hdfs(), table, partition).await?;
-    render::inspect(&report, options.format)?;
+    render::inspect(&mut stdout(), &report, options.format)?;
     Ok(match report.refusal() {
         Some(refusal) => {
             render::refusal(
+                &mut stderr(),
                 &report.table,
                 report.partition.as_ref().map(|p| p.name.as_str()),
                 refusal,
-            );
+            )?;
             ExitCode::Refused
         }
         None => ExitCode::Ok,
@@ -480,7 +482,7 @@ async fn run_analyze(
     let metastore = options.connect().await?;
     let report =
         analyze::analyze(&metastore, &options.hdfs(), tables.clone(), analyze_options).await?;
-    render::analyze(&report, options.format, analyze_options.deep)?;
+    render::analyze(&mut stdout(), &report, options.format, analyze_options.deep)?;
     Ok(if report.total.errors > 0 {
         ExitCode::Failed
     } else {
@@ -496,7 +498,7 @@ async fn run_rollback(
 ) -> anyhow::Result<ExitCode> {
     let metastore = options.connect().await?;
     let report = rollback::rollback(&metastore, &options.hdfs(), table, partition, dry_run).await;
-    render::rollback(&report, options.format)?;
+    render::rollback(&mut stdout(), &mut stderr(), &report, options.format)?;
     Ok(report.outcome.exit_code())
 }
 
@@ -511,7 +513,7 @@ async fn run_cleanup(
     if !cleanup_options.dry_run {
         report = cleanup::execute(&metastore, &hdfs, report, cleanup_options).await;
     }
-    render::cleanup(&report, options.format)?;
+    render::cleanup(&mut stdout(), &report, options.format)?;
     Ok(report.exit_code())
 }
 
@@ -523,7 +525,7 @@ async fn run_verify(
 ) -> anyhow::Result<ExitCode> {
     let metastore = options.connect().await?;
     let report = verify::verify(&metastore, &options.hdfs(), table, partition, checksums).await?;
-    render::verify(&report, options.format)?;
+    render::verify(&mut stdout(), &mut stderr(), &report, options.format)?;
     Ok(report.exit_code())
 }
 
@@ -549,7 +551,7 @@ async fn run_compact(
     let summary = batch::execute(&pool, &hdfs, plan, batch_options, &observer).await;
     observer.finish();
     if !matches!(selection.partitions, Partitions::Specs(_)) {
-        render::batch_summary(&summary, options.format)?;
+        render::batch_summary(&mut stdout(), &summary, options.format)?;
     }
     Ok(summary.exit())
 }

@@ -16,9 +16,8 @@ use hive_orc_compactor::operations::rollback::RollbackReport;
 use hive_orc_compactor::operations::verify::VerifyReport;
 use serde::Serialize;
 
-fn json<T: Serialize>(value: &T) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
-    serde_json::to_writer(&mut out, value)?;
+fn json<T: Serialize>(out: &mut dyn Write, value: &T) -> anyhow::Result<()> {
+    serde_json::to_writer(&mut *out, value)?;
     writeln!(out)?;
     Ok(())
 }
@@ -54,7 +53,7 @@ fn eligibility(refusal: &Option<Refusal>) -> String {
 
 /// The directory and statistics lines shared by a partition and an unpartitioned table.
 fn directory(
-    out: &mut impl Write,
+    out: &mut dyn Write,
     indent: &str,
     d: &DirectoryReport,
     statistics: &BTreeMap<String, String>,
@@ -88,11 +87,10 @@ fn directory(
     Ok(())
 }
 
-pub fn inspect(r: &InspectReport, format: Format) -> anyhow::Result<()> {
+pub fn inspect(out: &mut dyn Write, r: &InspectReport, format: Format) -> anyhow::Result<()> {
     if format == Format::Json {
-        return json(r);
+        return json(out, r);
     }
-    let mut out = std::io::stdout().lock();
     writeln!(out, "table          {}", r.table)?;
     writeln!(out, "type           {}", r.table_type)?;
     writeln!(out, "owner          {}", or_none(&r.owner))?;
@@ -109,7 +107,7 @@ pub fn inspect(r: &InspectReport, format: Format) -> anyhow::Result<()> {
         )?;
     }
     match &r.directory {
-        Some(d) => directory(&mut out, "", d, &r.statistics)?,
+        Some(d) => directory(out, "", d, &r.statistics)?,
         None => writeln!(out, "location       {}", or_none(&r.location))?,
     }
     writeln!(out, "eligible       {}", eligibility(&r.refusal))?;
@@ -118,21 +116,27 @@ pub fn inspect(r: &InspectReport, format: Format) -> anyhow::Result<()> {
         if !p.values.is_empty() {
             writeln!(out, "  values       {}", p.values.join(" | "))?;
         }
-        directory(&mut out, "  ", &p.directory, &p.statistics)?;
+        directory(out, "  ", &p.directory, &p.statistics)?;
         writeln!(out, "  eligible     {}", eligibility(&p.refusal))?;
     }
     Ok(())
 }
 
 /// The one line cron mails: what was refused, where, and by which rule.
-pub fn refusal(table: &str, partition: Option<&str>, refusal: &Refusal) {
+pub fn refusal(
+    err: &mut dyn Write,
+    table: &str,
+    partition: Option<&str>,
+    refusal: &Refusal,
+) -> std::io::Result<()> {
     let rule = refusal.rule.as_str();
     match partition {
-        Some(p) => eprintln!(
+        Some(p) => writeln!(
+            err,
             "refused: {table} partition {p}: {} [{rule}]",
             refusal.reason
         ),
-        None => eprintln!("refused: {table}: {} [{rule}]", refusal.reason),
+        None => writeln!(err, "refused: {table}: {} [{rule}]", refusal.reason),
     }
 }
 
@@ -181,7 +185,14 @@ impl batch::Observer for Batch {
 
     fn finished(&self, report: &CompactReport) {
         self.done.inc(1);
-        if let Err(e) = self.bars.suspend(|| compact(report, self.format)) {
+        if let Err(e) = self.bars.suspend(|| {
+            compact(
+                &mut std::io::stdout().lock(),
+                &mut std::io::stderr(),
+                report,
+                self.format,
+            )
+        }) {
             tracing::error!("printing the report of {}: {e}", report.outcome.partition);
         }
     }
@@ -214,11 +225,15 @@ fn plural(n: usize, one: &str) -> String {
 }
 
 /// One partition's outcome: a headline, the plan's details, then the reason or location.
-pub fn compact(r: &CompactReport, format: Format) -> anyhow::Result<()> {
+pub fn compact(
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    r: &CompactReport,
+    format: Format,
+) -> anyhow::Result<()> {
     if format == Format::Json {
-        return json(r);
+        return json(out, r);
     }
-    let mut out = std::io::stdout().lock();
     let status = r.outcome.status.as_text();
     writeln!(
         out,
@@ -304,11 +319,11 @@ pub fn compact(r: &CompactReport, format: Format) -> anyhow::Result<()> {
         writeln!(out, "  warning   {w}")?;
     }
     writeln!(out, "  time      {:.1} s", r.seconds)?;
-    drop(out);
     // Cron mails stderr: one line for anything that needs attention.
     match r.outcome.status {
         Status::Compacted | Status::NothingToDo | Status::DryRun | Status::Skipped => {}
-        _ => eprintln!(
+        _ => writeln!(
+            err,
             "{status}: {} partition {}: {}{}",
             r.outcome.table,
             r.outcome.partition,
@@ -317,18 +332,17 @@ pub fn compact(r: &CompactReport, format: Format) -> anyhow::Result<()> {
                 .rule
                 .map(|rule| format!(" [{}]", rule.as_str()))
                 .unwrap_or_default()
-        ),
+        )?,
     }
     Ok(())
 }
 
 /// The end of a batch: one line of counts (and the partitions that need a look), or one
 /// `{"summary": ...}` object after the partitions' JSON lines.
-pub fn batch_summary(s: &BatchSummary, format: Format) -> anyhow::Result<()> {
+pub fn batch_summary(out: &mut dyn Write, s: &BatchSummary, format: Format) -> anyhow::Result<()> {
     if format == Format::Json {
-        return json(&serde_json::json!({ "summary": s }));
+        return json(out, &serde_json::json!({ "summary": s }));
     }
-    let mut out = std::io::stdout().lock();
     writeln!(
         out,
         "summary: {} compacted, {} nothing to do, {} dry run, {} skipped, {} refused, {} busy, \
@@ -412,16 +426,24 @@ fn analyze_header(deep: bool) -> Vec<&'static str> {
     h
 }
 
-pub fn analyze(r: &AnalyzeReport, format: Format, deep: bool) -> anyhow::Result<()> {
+pub fn analyze(
+    out: &mut dyn Write,
+    r: &AnalyzeReport,
+    format: Format,
+    deep: bool,
+) -> anyhow::Result<()> {
     match format {
         Format::Json => {
             for p in &r.partitions {
-                json(p)?;
+                json(out, p)?;
             }
-            json(&serde_json::json!({ "summary": { "tables": r.tables, "total": r.total } }))
+            json(
+                out,
+                &serde_json::json!({ "summary": { "tables": r.tables, "total": r.total } }),
+            )
         }
         Format::Csv => {
-            let mut w = csv::Writer::from_writer(std::io::stdout().lock());
+            let mut w = csv::Writer::from_writer(&mut *out);
             w.write_record(analyze_header(deep))?;
             for p in &r.partitions {
                 w.write_record(analyze_cells(p, deep, false))?;
@@ -435,21 +457,20 @@ pub fn analyze(r: &AnalyzeReport, format: Format, deep: bool) -> anyhow::Result<
                 .map(|h| h.to_ascii_uppercase())
                 .collect()];
             rows.extend(r.partitions.iter().map(|p| analyze_cells(p, deep, true)));
-            let mut out = std::io::stdout().lock();
-            aligned(&mut out, &rows)?;
+            aligned(out, &rows)?;
             writeln!(out)?;
             if r.tables.len() > 1 {
                 for t in &r.tables {
-                    totals_line(&mut out, t)?;
+                    totals_line(out, t)?;
                 }
             }
-            totals_line(&mut out, &r.total)?;
+            totals_line(out, &r.total)?;
             Ok(())
         }
     }
 }
 
-fn totals_line(out: &mut impl Write, t: &Totals) -> std::io::Result<()> {
+fn totals_line(out: &mut dyn Write, t: &Totals) -> std::io::Result<()> {
     writeln!(
         out,
         "{}: {} partitions ({} eligible), {} ({}), {} small; compaction would remove {}{}",
@@ -470,7 +491,7 @@ fn totals_line(out: &mut impl Write, t: &Totals) -> std::io::Result<()> {
 
 /// Columns padded to their widest cell; numbers right-aligned, text left-aligned. The last
 /// column (eligibility and reason) is left unpadded.
-fn aligned(out: &mut impl Write, rows: &[Vec<String>]) -> std::io::Result<()> {
+fn aligned(out: &mut dyn Write, rows: &[Vec<String>]) -> std::io::Result<()> {
     let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..columns)
         .map(|c| {
@@ -502,12 +523,16 @@ fn aligned(out: &mut impl Write, rows: &[Vec<String>]) -> std::io::Result<()> {
     Ok(())
 }
 
-pub fn rollback(r: &RollbackReport, format: Format) -> anyhow::Result<()> {
+pub fn rollback(
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    r: &RollbackReport,
+    format: Format,
+) -> anyhow::Result<()> {
     if format == Format::Json {
-        return json(r);
+        return json(out, r);
     }
     let status = r.outcome.status.as_text();
-    let mut out = std::io::stdout().lock();
     writeln!(
         out,
         "{status}: {} partition {}",
@@ -528,21 +553,20 @@ pub fn rollback(r: &RollbackReport, format: Format) -> anyhow::Result<()> {
     for w in &r.outcome.warnings {
         writeln!(out, "  warning   {w}")?;
     }
-    drop(out);
     if let Some(reason) = &r.outcome.reason {
-        eprintln!(
+        writeln!(
+            err,
             "{status}: {} partition {}: {reason}",
             r.outcome.table, r.outcome.partition
-        );
+        )?;
     }
     Ok(())
 }
 
-pub fn cleanup(r: &CleanupReport, format: Format) -> anyhow::Result<()> {
+pub fn cleanup(out: &mut dyn Write, r: &CleanupReport, format: Format) -> anyhow::Result<()> {
     if format == Format::Json {
-        return json(r);
+        return json(out, r);
     }
-    let mut out = std::io::stdout().lock();
     let will = if r.dry_run { "would remove" } else { "removed" };
     for p in &r.partitions {
         writeln!(out, "{} partition {}", p.table, p.partition)?;
@@ -594,11 +618,15 @@ pub fn cleanup(r: &CleanupReport, format: Format) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn verify(r: &VerifyReport, format: Format) -> anyhow::Result<()> {
+pub fn verify(
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    r: &VerifyReport,
+    format: Format,
+) -> anyhow::Result<()> {
     if format == Format::Json {
-        return json(r);
+        return json(out, r);
     }
-    let mut out = std::io::stdout().lock();
     let verdict = if r.mismatches.is_empty() {
         "verified"
     } else {
@@ -626,9 +654,194 @@ pub fn verify(r: &VerifyReport, format: Format) -> anyhow::Result<()> {
     for m in &r.mismatches {
         writeln!(out, "  mismatch  {m}")?;
     }
-    drop(out);
     for m in &r.mismatches {
-        eprintln!("mismatch: {} partition {}: {m}", r.table, r.partition);
+        writeln!(err, "mismatch: {} partition {}: {m}", r.table, r.partition)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hive_orc_compactor::eligibility::Rule;
+    use hive_orc_compactor::operations::compact::{CarriedFile, GroupReport, OutputReport};
+    use hive_orc_compactor::operations::outcome::Outcome;
+
+    /// What a renderer wrote to stdout and stderr.
+    fn printed(
+        render: impl FnOnce(&mut dyn Write, &mut dyn Write) -> anyhow::Result<()>,
+    ) -> (String, String) {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        render(&mut out, &mut err).unwrap();
+        (
+            String::from_utf8(out).unwrap(),
+            String::from_utf8(err).unwrap(),
+        )
+    }
+
+    fn compacted() -> CompactReport {
+        let mut r = CompactReport::not_run("d.t", "dt=1", Status::Compacted, String::new(), None);
+        r.outcome.reason = None;
+        r.files_before = 3;
+        r.files_after = 2;
+        r.bytes_before = 3 * 1024;
+        r.bytes_after = 2 * 1024;
+        r.rows = 30;
+        r.groups = vec![GroupReport {
+            schema: "struct<a:int>".into(),
+            compression: "ZLIB".into(),
+            writer: "ORC Java".into(),
+            files: 2,
+            bytes: 2048,
+            outputs: vec![OutputReport {
+                name: "part-r-00000.orc".into(),
+                inputs: vec!["a.orc".into(), "b.orc".into()],
+                stripes: 2,
+                rows: 20,
+                bytes: 1024,
+            }],
+        }];
+        r.carried = vec![CarriedFile {
+            name: "c.orc".into(),
+            bytes: 1024,
+            reason: "already large".into(),
+        }];
+        r.new_location = Some("hdfs://nn/t/dt=1/.hive-orc-compactor/r".into());
+        r.old_location = Some("hdfs://nn/t/dt=1".into());
+        r.verify = Some(VerifyLevel::Full);
+        r
+    }
+
+    #[test]
+    fn compact_text() {
+        let (out, err) = printed(|o, e| compact(o, e, &compacted(), Format::Text));
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[0], "compacted: d.t partition dt=1");
+        assert_eq!(lines[1], "  files     3 (3.0 KiB) -> 2 (2.0 KiB), 30 rows");
+        assert_eq!(
+            lines[2],
+            "  group 1   2 files 2.0 KiB, ZLIB, ORC Java: struct<a:int>"
+        );
+        assert_eq!(
+            lines[3],
+            "    part-r-00000.orc <- 2 files (a.orc .. b.orc), 2 stripes, 20 rows, 1.0 KiB"
+        );
+        assert_eq!(lines[4], "  unchanged c.orc (1.0 KiB): already large");
+        assert!(out.contains("  location  hdfs://nn/t/dt=1/.hive-orc-compactor/r\n"));
+        assert!(out.contains("  verify    full ("));
+        assert!(err.is_empty(), "success mails nothing: {err}");
+    }
+
+    #[test]
+    fn compact_json_keeps_its_names() {
+        let (out, err) = printed(|o, e| compact(o, e, &compacted(), Format::Json));
+        assert!(err.is_empty());
+        assert_eq!(out.lines().count(), 1, "one object per line");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        for key in [
+            "table",
+            "partition",
+            "status",
+            "reason",
+            "rule",
+            "files_before",
+            "files_after",
+            "bytes_before",
+            "bytes_after",
+            "rows",
+            "groups",
+            "carried",
+            "dropped_empty",
+            "old_location",
+            "new_location",
+            "run_id",
+            "verify",
+            "seconds",
+            "warnings",
+        ] {
+            assert!(v.get(key).is_some(), "{key} missing from {v}");
+        }
+        assert_eq!(v["status"], "compacted");
+        assert_eq!(v["verify"], "full");
+        assert_eq!(v["groups"][0]["outputs"][0]["inputs"][1], "b.orc");
+    }
+
+    #[test]
+    fn a_refusal_is_one_line_on_stderr() {
+        let r = CompactReport::not_run(
+            "d.t",
+            "dt=1",
+            Status::Refused,
+            "the table is transactional".into(),
+            Some(Rule::Transactional),
+        );
+        let (out, err) = printed(|o, e| compact(o, e, &r, Format::Text));
+        assert!(out.starts_with("refused: d.t partition dt=1\n"));
+        assert!(out.contains("  reason    the table is transactional\n"));
+        assert_eq!(
+            err,
+            "refused: d.t partition dt=1: the table is transactional [transactional]\n"
+        );
+        let (out, err) = printed(|o, e| compact(o, e, &r, Format::Json));
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(
+            (v["status"].as_str(), v["rule"].as_str()),
+            (Some("refused"), Some("transactional"))
+        );
+        assert!(err.is_empty(), "with --json the object says it all");
+    }
+
+    #[test]
+    fn rollback_text_and_json() {
+        let mut outcome = Outcome::new("d.t", "dt=1");
+        outcome.status = Status::RolledBack;
+        let r = RollbackReport {
+            outcome,
+            run_id: Some("r1".into()),
+            from: Some("hdfs://nn/t/dt=1/.hive-orc-compactor/r1".into()),
+            to: Some("hdfs://nn/t/dt=1".into()),
+            missing: vec![],
+            journal_rebuilt: true,
+        };
+        let (out, err) = printed(|o, e| rollback(o, e, &r, Format::Text));
+        assert_eq!(
+            out,
+            "rolled back: d.t partition dt=1\n  run       r1\n  from      \
+             hdfs://nn/t/dt=1/.hive-orc-compactor/r1\n  to        hdfs://nn/t/dt=1\n  \
+             journal   rebuilt from the partition parameters\n"
+        );
+        assert!(err.is_empty());
+        let (out, _) = printed(|o, e| rollback(o, e, &r, Format::Json));
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["status"], "rolled-back");
+        assert_eq!(v["run_id"], "r1");
+        assert_eq!(v["journal_rebuilt"], true);
+        assert_eq!(v["warnings"], serde_json::json!([]));
+    }
+
+    #[test]
+    fn batch_summary_text_and_json() {
+        let s = BatchSummary {
+            partitions: 3,
+            compacted: 2,
+            failed: 1,
+            files_removed: 10,
+            bytes_rewritten: 2048,
+            seconds: 1.25,
+            attention: vec!["d.t/dt=1: failed: boom".into()],
+            exit_code: 1,
+            ..BatchSummary::default()
+        };
+        let (out, _) = printed(|o, _| batch_summary(o, &s, Format::Text));
+        assert_eq!(
+            out,
+            "summary: 2 compacted, 0 nothing to do, 0 dry run, 0 skipped, 0 refused, 0 busy, \
+             1 failed, 0 verification failed; 10 files removed, 2.0 KiB rewritten, 1.2 s\n  \
+             needs a look: d.t/dt=1: failed: boom\n"
+        );
+        let (out, _) = printed(|o, _| batch_summary(o, &s, Format::Json));
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["summary"]["compacted"], 2);
+        assert_eq!(v["summary"]["exit_code"], 1);
+    }
 }
