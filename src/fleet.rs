@@ -11,10 +11,9 @@ use xxhash_rust::xxh3::xxh3_64;
 use crate::eligibility::{self, Refusal, Rule};
 use crate::hdfs::{Hdfs, Location};
 use crate::metastore::Metastore;
-use crate::operations::inspect::FileSizes;
-use crate::operations::resolve::{self, ResolveError, TableName};
 use crate::partition_spec::PartitionSpec;
-use crate::snapshot::SnapshotError;
+use crate::resolve::{self, ResolveError, TableName};
+use crate::snapshot::{check_listing, FileSizes};
 use crate::table::{PartitionInfo, TableInfo};
 
 /// Partitions fetched per metastore call: large tables have tens of thousands, and one answer
@@ -363,23 +362,25 @@ pub async fn survey(
             return s;
         }
     };
-    match hdfs.list(&location).await {
-        Ok(Some(listing)) => {
-            let lengths: Vec<u64> = listing.files.iter().map(|f| f.length).collect();
-            s.sizes = FileSizes::of(&lengths);
-            s.small_files = lengths.iter().filter(|&&l| l < small_file_size).count();
-            s.newest_modification = listing.files.iter().map(|f| f.modification_time).max();
-            if !listing.subdirs.is_empty() {
-                // The same refusal, worded the same, as compact's snapshot gives.
-                s.refusal = SnapshotError::Subdirectories {
-                    dir: location,
-                    names: listing.subdirs,
-                }
-                .refusal();
-            }
+    let listing = match hdfs.list(&location).await {
+        Ok(listing) => listing,
+        Err(e) => {
+            s.error = Some(e.to_string());
+            return s;
         }
-        Ok(None) => s.error = Some(SnapshotError::Missing(location).to_string()),
-        Err(e) => s.error = Some(e.to_string()),
+    };
+    if let Some(listing) = &listing {
+        let lengths: Vec<u64> = listing.files.iter().map(|f| f.length).collect();
+        s.sizes = FileSizes::of(&lengths);
+        s.small_files = lengths.iter().filter(|&&l| l < small_file_size).count();
+        s.newest_modification = listing.files.iter().map(|f| f.modification_time).max();
+    }
+    // The same rule, and the same refusal worded the same, as compact's snapshot.
+    if let Err(e) = check_listing(&location, listing) {
+        match e.refusal() {
+            Some(r) => s.refusal = Some(r),
+            None => s.error = Some(e.to_string()),
+        }
     }
     s
 }

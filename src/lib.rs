@@ -15,5 +15,6 @@ pub mod operations;
 pub mod orc;
 pub mod partition_spec;
 pub mod relocate;
+pub mod resolve;
 pub mod snapshot;
 pub mod table;

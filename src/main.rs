@@ -21,8 +21,8 @@ use hive_orc_compactor::operations::batch::{self, BatchOptions};
 use hive_orc_compactor::operations::cleanup::{self, CleanupOptions};
 use hive_orc_compactor::operations::compact::VerifyLevel;
 use hive_orc_compactor::operations::inspect;
-use hive_orc_compactor::operations::resolve::TableName;
 use hive_orc_compactor::operations::{rollback, verify};
+use hive_orc_compactor::resolve::TableName;
 use options::{CommandOptions, Options};
 use tracing::Instrument;
 

@@ -16,8 +16,8 @@ use hive_orc_compactor::operations::analyze::AnalyzeOptions;
 use hive_orc_compactor::operations::batch::{BatchOptions, Budget, Thresholds};
 use hive_orc_compactor::operations::cleanup::CleanupOptions;
 use hive_orc_compactor::operations::compact::CompactOptions;
-use hive_orc_compactor::operations::resolve::TableName;
 use hive_orc_compactor::orc::DEFAULT_TARGET_SIZE;
+use hive_orc_compactor::resolve::TableName;
 
 use crate::render::Format;
 use crate::settings::Settings;

@@ -11,9 +11,10 @@ use hive_orc_compactor::operations::outcome::Status;
 use std::collections::BTreeMap;
 
 use hive_orc_compactor::operations::cleanup::{CleanupReport, RunAction};
-use hive_orc_compactor::operations::inspect::{DirectoryReport, FileSizes, InspectReport};
+use hive_orc_compactor::operations::inspect::{DirectoryReport, InspectReport};
 use hive_orc_compactor::operations::rollback::RollbackReport;
 use hive_orc_compactor::operations::verify::VerifyReport;
+use hive_orc_compactor::snapshot::FileSizes;
 use serde::Serialize;
 
 fn json<T: Serialize>(out: &mut dyn Write, value: &T) -> anyhow::Result<()> {

@@ -8,6 +8,7 @@
 use std::collections::{HashMap, HashSet};
 
 use futures::{StreamExt, TryStreamExt};
+use serde::Serialize;
 
 use crate::eligibility::{Refusal, Rule};
 use crate::hdfs::{FsError, Hdfs, Listing, Location};
@@ -16,6 +17,33 @@ use crate::orc::{read_tail, OrcError, OrcTail};
 /// How many tails are read at once: enough to hide NameNode and DataNode latency, few enough
 /// to stay gentle with a busy cluster.
 const TAIL_READS_IN_FLIGHT: usize = 16;
+
+/// Sizes of a partition's data files.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct FileSizes {
+    pub count: usize,
+    pub bytes: u64,
+    pub min: u64,
+    pub median: u64,
+    pub max: u64,
+}
+
+impl FileSizes {
+    pub fn of(lengths: &[u64]) -> Self {
+        let mut sorted = lengths.to_vec();
+        sorted.sort_unstable();
+        let n = sorted.len();
+        // The lower median: a real file's size, never an average of two.
+        let median = if n == 0 { 0 } else { sorted[(n - 1) / 2] };
+        FileSizes {
+            count: n,
+            bytes: sorted.iter().sum(),
+            min: sorted.first().copied().unwrap_or(0),
+            median,
+            max: sorted.last().copied().unwrap_or(0),
+        }
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct DataFile {
@@ -74,19 +102,24 @@ impl SnapshotError {
     }
 }
 
+/// The rule for a partition directory's listing, shared by the snapshot and by surveys that
+/// only list: the directory must exist, and a non-hidden subdirectory refuses it (hidden names
+/// are set apart by the listing itself).
+pub fn check_listing(dir: &Location, listing: Option<Listing>) -> Result<Listing, SnapshotError> {
+    let listing = listing.ok_or_else(|| SnapshotError::Missing(dir.clone()))?;
+    if !listing.subdirs.is_empty() {
+        return Err(SnapshotError::Subdirectories {
+            dir: dir.clone(),
+            names: listing.subdirs,
+        });
+    }
+    Ok(listing)
+}
+
 impl Snapshot {
     /// Lists `dir` once and reads every data file's tail, concurrently.
     pub async fn take(hdfs: &Hdfs, dir: &Location) -> Result<Snapshot, SnapshotError> {
-        let listing = hdfs
-            .list(dir)
-            .await?
-            .ok_or_else(|| SnapshotError::Missing(dir.clone()))?;
-        if !listing.subdirs.is_empty() {
-            return Err(SnapshotError::Subdirectories {
-                dir: dir.clone(),
-                names: listing.subdirs,
-            });
-        }
+        let listing = check_listing(dir, hdfs.list(dir).await?)?;
         let client = hdfs.client(dir)?;
         let files = futures::stream::iter(listing.files)
             .map(|entry| {

@@ -246,6 +246,7 @@ async fn deepen(
         hdfs,
         table,
         &row.partition,
+        None,
         &compact_options,
         &Quiet,
     )

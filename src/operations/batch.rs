@@ -322,6 +322,7 @@ pub async fn execute(
                 hdfs,
                 &c.table,
                 &c.name,
+                c.partition.as_ref(),
                 &options.compact,
                 &*progress,
             )
@@ -341,7 +342,7 @@ pub async fn execute(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::operations::inspect::FileSizes;
+    use crate::snapshot::FileSizes;
     use crate::table::{StorageInfo, TableInfo};
     use std::sync::Arc;
 

@@ -11,37 +11,10 @@ use std::collections::BTreeMap;
 use crate::eligibility::{self, Refusal};
 use crate::hdfs::{Hdfs, Location};
 use crate::metastore::Metastore;
-use crate::operations::resolve::{self, TableName};
 use crate::partition_spec::PartitionSpec;
-use crate::snapshot::{Snapshot, SnapshotError};
+use crate::resolve::{self, TableName};
+use crate::snapshot::{FileSizes, Snapshot, SnapshotError};
 use crate::table::{PartitionInfo, StorageInfo, TableInfo};
-
-/// Sizes of a partition's data files.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct FileSizes {
-    pub count: usize,
-    pub bytes: u64,
-    pub min: u64,
-    pub median: u64,
-    pub max: u64,
-}
-
-impl FileSizes {
-    pub fn of(lengths: &[u64]) -> Self {
-        let mut sorted = lengths.to_vec();
-        sorted.sort_unstable();
-        let n = sorted.len();
-        // The lower median: a real file's size, never an average of two.
-        let median = if n == 0 { 0 } else { sorted[(n - 1) / 2] };
-        FileSizes {
-            count: n,
-            bytes: sorted.iter().sum(),
-            min: sorted.first().copied().unwrap_or(0),
-            median,
-            max: sorted.last().copied().unwrap_or(0),
-        }
-    }
-}
 
 /// What a partition's (or an unpartitioned table's) directory holds.
 #[derive(Debug, Default, Serialize)]

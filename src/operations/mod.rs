@@ -8,6 +8,5 @@ pub mod cleanup;
 pub mod compact;
 pub mod inspect;
 pub mod outcome;
-pub mod resolve;
 pub mod rollback;
 pub mod verify;

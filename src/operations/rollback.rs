@@ -18,9 +18,9 @@ use crate::hdfs::{Hdfs, Location};
 use crate::journal::{self, CurrentRun};
 use crate::metastore::Metastore;
 use crate::operations::outcome::{Outcome, Status, Stop};
-use crate::operations::resolve::{self, ResolveError, TableName};
 use crate::partition_spec::PartitionSpec;
 use crate::relocate::{set_location, RelocateError};
+use crate::resolve::{self, ResolveError, TableName};
 use crate::table::TableInfo;
 
 /// What `--json` prints.

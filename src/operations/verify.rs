@@ -19,7 +19,7 @@ use crate::exit::ExitCode;
 use crate::hdfs::{Hdfs, Location};
 use crate::journal::{self, Journal};
 use crate::metastore::Metastore;
-use crate::operations::resolve::{self, ResolveError, TableName};
+use crate::resolve::{self, ResolveError, TableName};
 use crate::snapshot::{DataFile, Snapshot};
 
 /// Largest read while hashing: memory stays bounded whatever the stripe size.

@@ -30,7 +30,7 @@ use tracing::Instrument;
 use crate::hdfs::Hdfs;
 use crate::metastore::Metastore;
 use crate::operations::outcome::Status;
-use crate::table::TableInfo;
+use crate::table::{PartitionInfo, TableInfo};
 
 /// Test builds can fail or pause at each step (`FAILPOINTS=compact::before-swap=return`), to
 /// prove that a failure or a kill there leaves the partition as it was.
@@ -64,19 +64,21 @@ pub trait Progress: Send + Sync {
 pub struct Quiet;
 impl Progress for Quiet {}
 
-/// Compacts one partition: plan, then (unless a dry run) run. Never returns an error: every
-/// outcome is a report, whose status gives the exit code.
+/// Compacts one partition: plan, then (unless a dry run) run. `spec` names the partition;
+/// `known` is the partition as the caller already read it from the metastore (else it is read
+/// here). Never returns an error: every outcome is a report, whose status gives the exit code.
 pub async fn compact_partition(
     metastore: &Metastore,
     hdfs: &Hdfs,
     table: &TableInfo,
     spec: &str,
+    known: Option<&PartitionInfo>,
     options: &CompactOptions,
     progress: &dyn Progress,
 ) -> CompactReport {
     // Lines of parallel runs name their partition.
     let span = tracing::info_span!("partition", table = %table.qualified_name(), partition = spec);
-    compact(metastore, hdfs, table, spec, options, progress)
+    compact(metastore, hdfs, table, spec, known, options, progress)
         .instrument(span)
         .await
 }
@@ -86,6 +88,7 @@ async fn compact(
     hdfs: &Hdfs,
     table: &TableInfo,
     spec: &str,
+    known: Option<&PartitionInfo>,
     options: &CompactOptions,
     progress: &dyn Progress,
 ) -> CompactReport {
@@ -97,6 +100,7 @@ async fn compact(
         hdfs,
         table,
         spec,
+        known,
         options,
         &mut lock,
         &mut report,

@@ -12,11 +12,11 @@ use crate::layout;
 use crate::lock::{self, LockError, PartitionLock};
 use crate::metastore::Metastore;
 use crate::operations::outcome::{Status, Stop};
-use crate::operations::resolve;
 use crate::orc::{group_tails, plan_group, OrcTail, OutputPlan, PlanOptions};
 use crate::partition_spec::PartitionSpec;
+use crate::resolve;
 use crate::snapshot::{DataFile, Snapshot, SnapshotError};
-use crate::table::TableInfo;
+use crate::table::{PartitionInfo, TableInfo};
 
 /// The resolved partition and everything the plan is made of.
 pub(super) struct PartitionPlan {
@@ -74,11 +74,12 @@ pub(super) async fn plan(
     hdfs: &Hdfs,
     table: &TableInfo,
     spec: &str,
+    known: Option<&PartitionInfo>,
     options: &CompactOptions,
     lock: &mut Option<PartitionLock>,
     report: &mut CompactReport,
 ) -> Result<Option<PartitionPlan>, Stop> {
-    let found = resolve(metastore, table, spec, report).await?;
+    let found = resolve(metastore, table, spec, known, report).await?;
     // Lock before the snapshot, so what we list is what no lock-taking writer changes until
     // the swap.
     if !options.dry_run {
@@ -106,18 +107,26 @@ pub(super) async fn plan(
     Ok(Some(plan))
 }
 
-/// Step 1: resolve the table and partition, and refuse what the tool must not touch.
+/// Step 1: resolve the partition (unless the caller already read it: `known`), and refuse what
+/// the tool must not touch.
 async fn resolve(
     metastore: &Metastore,
     table: &TableInfo,
     spec: &str,
+    known: Option<&PartitionInfo>,
     report: &mut CompactReport,
 ) -> Result<Resolved, Stop> {
     eligibility::check_table(table).map_err(Stop::Refused)?;
-    let (spec, partition) = match resolve::partition(metastore, table, spec).await {
-        Ok(found) => found,
-        Err(resolve::ResolveError::Refused(r)) => return Err(Stop::Refused(r)),
-        Err(resolve::ResolveError::Other(e)) => return Err(Stop::Failed(e)),
+    let (spec, partition) = match known {
+        Some(p) => (
+            PartitionSpec::from_values(&table.partition_keys, &p.values),
+            p.clone(),
+        ),
+        None => match resolve::partition(metastore, table, spec).await {
+            Ok(found) => found,
+            Err(resolve::ResolveError::Refused(r)) => return Err(Stop::Refused(r)),
+            Err(resolve::ResolveError::Other(e)) => return Err(Stop::Failed(e)),
+        },
     };
     report.outcome.partition = spec.name();
     eligibility::check_partition(&partition.storage).map_err(Stop::Refused)?;
