@@ -99,8 +99,10 @@ async fn compact(
         metastore,
         hdfs,
         table,
-        spec,
-        known,
+        match known {
+            Some(p) => plan::Which::Read(p),
+            None => plan::Which::Spec(spec),
+        },
         options,
         &mut lock,
         &mut report,

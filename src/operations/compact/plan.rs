@@ -59,6 +59,12 @@ impl PartitionPlan {
     }
 }
 
+/// The partition to plan: named by a spec, or as the caller already read it from the metastore.
+pub(super) enum Which<'a> {
+    Spec(&'a str),
+    Read(&'a PartitionInfo),
+}
+
 /// The partition as step 1 found it.
 struct Resolved {
     spec: PartitionSpec,
@@ -73,13 +79,12 @@ pub(super) async fn plan(
     metastore: &Metastore,
     hdfs: &Hdfs,
     table: &TableInfo,
-    spec: &str,
-    known: Option<&PartitionInfo>,
+    partition: Which<'_>,
     options: &CompactOptions,
     lock: &mut Option<PartitionLock>,
     report: &mut CompactReport,
 ) -> Result<Option<PartitionPlan>, Stop> {
-    let found = resolve(metastore, table, spec, known, report).await?;
+    let found = resolve(metastore, table, partition, report).await?;
     // Lock before the snapshot, so what we list is what no lock-taking writer changes until
     // the swap.
     if !options.dry_run {
@@ -107,22 +112,21 @@ pub(super) async fn plan(
     Ok(Some(plan))
 }
 
-/// Step 1: resolve the partition (unless the caller already read it: `known`), and refuse what
-/// the tool must not touch.
+/// Step 1: resolve the partition (unless the caller already read it), and refuse what the tool
+/// must not touch.
 async fn resolve(
     metastore: &Metastore,
     table: &TableInfo,
-    spec: &str,
-    known: Option<&PartitionInfo>,
+    partition: Which<'_>,
     report: &mut CompactReport,
 ) -> Result<Resolved, Stop> {
     eligibility::check_table(table).map_err(Stop::Refused)?;
-    let (spec, partition) = match known {
-        Some(p) => (
+    let (spec, partition) = match partition {
+        Which::Read(p) => (
             PartitionSpec::from_values(&table.partition_keys, &p.values),
             p.clone(),
         ),
-        None => match resolve::partition(metastore, table, spec).await {
+        Which::Spec(spec) => match resolve::partition(metastore, table, spec).await {
             Ok(found) => found,
             Err(resolve::ResolveError::Refused(r)) => return Err(Stop::Refused(r)),
             Err(resolve::ResolveError::Other(e)) => return Err(Stop::Failed(e)),
