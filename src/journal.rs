@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::hdfs::{Hdfs, Location};
 use crate::layout::{self, PARAM_PREVIOUS_LOCATION, PARAM_RUN_ID};
-use crate::snapshot::Snapshot;
+use crate::snapshot::{DataFile, Snapshot};
 
 /// What a run did, so that rollback and cleanup know exactly which files a compaction replaced.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -59,6 +59,18 @@ pub struct JournalOutput {
     pub inputs: Vec<String>,
     /// XXH3-64 of each stripe (for a carried file: of the whole file).
     pub stripe_checksums: Vec<u64>,
+}
+
+impl JournalInput {
+    /// The record of an input file as the snapshot saw it.
+    pub fn of(file: &DataFile) -> Self {
+        JournalInput {
+            path: file.location.to_string(),
+            length: file.length,
+            modification_time: file.modification_time,
+            rows: file.rows(),
+        }
+    }
 }
 
 impl Journal {
@@ -254,15 +266,7 @@ pub async fn rebuild(
         partition_values: partition_values.to_vec(),
         old_location: old.to_string(),
         new_location: location.to_string(),
-        inputs: inputs
-            .iter()
-            .map(|f| JournalInput {
-                path: f.location.to_string(),
-                length: f.length,
-                modification_time: f.modification_time,
-                rows: f.rows(),
-            })
-            .collect(),
+        inputs: inputs.iter().map(JournalInput::of).collect(),
         outputs: outputs
             .files
             .iter()

@@ -7,7 +7,7 @@ use hive_orc_compactor::eligibility::Refusal;
 use hive_orc_compactor::operations::analyze::{AnalyzeReport, PartitionAnalysis, Totals};
 use hive_orc_compactor::operations::batch::{self, BatchSummary};
 use hive_orc_compactor::operations::compact::{CompactReport, Progress, VerifyLevel};
-use hive_orc_compactor::operations::outcome::Status;
+use hive_orc_compactor::operations::outcome::{Outcome, Status};
 use std::collections::BTreeMap;
 
 use hive_orc_compactor::operations::cleanup::{CleanupReport, RunAction};
@@ -225,6 +225,17 @@ fn plural(n: usize, one: &str) -> String {
     }
 }
 
+/// `<status>: <table> partition <partition>`, the first line of a partition's report.
+fn headline(out: &mut dyn Write, o: &Outcome) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{}: {} partition {}",
+        o.status.as_text(),
+        o.table,
+        o.partition
+    )
+}
+
 /// One partition's outcome: a headline, the plan's details, then the reason or location.
 pub fn compact(
     out: &mut dyn Write,
@@ -236,11 +247,7 @@ pub fn compact(
         return json(out, r);
     }
     let status = r.outcome.status.as_text();
-    writeln!(
-        out,
-        "{status}: {} partition {}",
-        r.outcome.table, r.outcome.partition
-    )?;
+    headline(out, &r.outcome)?;
     if r.files_before > 0 {
         writeln!(
             out,
@@ -534,11 +541,7 @@ pub fn rollback(
         return json(out, r);
     }
     let status = r.outcome.status.as_text();
-    writeln!(
-        out,
-        "{status}: {} partition {}",
-        r.outcome.table, r.outcome.partition
-    )?;
+    headline(out, &r.outcome)?;
     if let Some(run) = &r.run_id {
         writeln!(out, "  run       {run}")?;
     }
@@ -666,7 +669,6 @@ mod tests {
     use super::*;
     use hive_orc_compactor::eligibility::Rule;
     use hive_orc_compactor::operations::compact::{CarriedFile, GroupReport, OutputReport};
-    use hive_orc_compactor::operations::outcome::Outcome;
 
     /// What a renderer wrote to stdout and stderr.
     fn printed(

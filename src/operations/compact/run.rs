@@ -429,15 +429,7 @@ impl<'a> Run<'a> {
             partition_values: plan.spec.values.clone(),
             old_location: plan.location.to_string(),
             new_location: self.published.to_string(),
-            inputs: files
-                .iter()
-                .map(|f| JournalInput {
-                    path: f.location.to_string(),
-                    length: f.length,
-                    modification_time: f.modification_time,
-                    rows: f.rows(),
-                })
-                .collect(),
+            inputs: files.iter().map(JournalInput::of).collect(),
             outputs: staged
                 .outputs
                 .iter()

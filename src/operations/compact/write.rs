@@ -71,10 +71,7 @@ async fn stripe_copy(
     )
     .await
     .map_err(|e| copy_stop(&format!("writing {target}"), e))?;
-    writer
-        .close()
-        .await
-        .map_err(|e| anyhow!("closing {target}: {e}"))?;
+    close(writer, target).await?;
     Ok(merged)
 }
 
@@ -96,10 +93,7 @@ pub(super) async fn copy_file(
     )
     .await
     .map_err(|e| copy_stop(&format!("copying {} to {target}", source.location), e))?;
-    writer
-        .close()
-        .await
-        .map_err(|e| anyhow!("closing {target}: {e}"))?;
+    close(writer, target).await?;
     Ok(hash)
 }
 
@@ -147,6 +141,14 @@ where
     };
     let sums = copy_pieces(&[piece], &[length], open, sink, read_ahead).await?;
     Ok(sums[0])
+}
+
+/// Closes a new file: only then has HDFS acknowledged all of it.
+async fn close(mut writer: hdfs_native::file::FileWriter, target: &Location) -> Result<(), Stop> {
+    writer
+        .close()
+        .await
+        .map_err(|e| Stop::Failed(anyhow!("closing {target}: {e}")))
 }
 
 /// Why a copy or a re-read stopped: a file that changed under the run means a writer is active
