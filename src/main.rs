@@ -568,7 +568,7 @@ async fn start(cli: Cli, matches: ArgMatches) -> anyhow::Result<ExitCode> {
 }
 
 fn main() -> ProcessExit {
-    // Test builds only: FAILPOINTS=compact::before-swap=return (see operations/compact.rs).
+    // Test builds only: FAILPOINTS=compact::before-swap=return (see operations/compact/mod.rs).
     #[cfg(feature = "failpoints")]
     let _failpoints = fail::FailScenario::setup();
     let matches = Cli::command().get_matches();
