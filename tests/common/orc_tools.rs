@@ -178,8 +178,6 @@ fn parse_text_metas(text: &str) -> Vec<(String, Value)> {
     out
 }
 
-/// min/max out of a plain-`meta` statistics line, for a column of JSON type `kind`.
-
 /// How many rows Java reads in `files`.
 pub fn java_row_count(files: &[String]) -> u64 {
     java_rows(files).iter().map(|rows| rows.len() as u64).sum()
