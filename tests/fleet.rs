@@ -1,7 +1,7 @@
 //! Fleet mode against the real cluster: `analyze` figures, `compact` selections, thresholds,
 //! budgets, shards, parallel runs with failures, and a SIGTERM in the middle of a batch.
 
-mod common;
+pub mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, Read};
@@ -9,7 +9,6 @@ use std::process::{Command, Output, Stdio};
 
 use common::*;
 use hive_orc_compactor::hdfs::{Hdfs, Location};
-use hive_orc_compactor::metastore::{Metastore, MetastoreConfig};
 use serde_json::Value;
 
 /// Every JSON line of stdout.
@@ -39,19 +38,6 @@ fn by_partition(rows: &[Value]) -> BTreeMap<String, Value> {
 
 fn with_status<'a>(rows: &'a [Value], status: &str) -> Vec<&'a Value> {
     rows.iter().filter(|r| r["status"] == status).collect()
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-async fn metastore() -> Metastore {
-    Metastore::connect(MetastoreConfig::new(&env("HMS_URI")).unwrap())
-        .await
-        .unwrap()
 }
 
 #[test]
@@ -313,7 +299,7 @@ fn selections_thresholds_budgets_and_shards() {
 
 /// Where each partition of `db.table` points, and the data files there.
 async fn partition_state(db: &str, table: &str) -> BTreeMap<String, (String, Vec<String>)> {
-    let metastore = metastore().await;
+    let metastore = common::metastore::connect(&env("HMS_URI")).await;
     let hdfs = Hdfs::new();
     let mut out = BTreeMap::new();
     for p in metastore.partitions(db, table, None).await.unwrap() {
@@ -357,7 +343,7 @@ fn parallel_batch_with_failures_reports_each_and_exits_with_the_worst() {
     let db = OwnDatabase::create("fleet_parallel", "fleet");
     let f = &db.fixtures;
     let t = f.table("fleet");
-    let rt = runtime();
+    let rt = rt();
     // One partition made unreadable (a file that is not ORC), one whose directory is gone.
     let unreadable = t.partition("dt=2026-10-06");
     let gone = t.partition("dt=2026-10-05");
@@ -443,7 +429,7 @@ fn sigterm_mid_batch_leaves_no_partition_half_done() {
     let db = OwnDatabase::create("fleet_sigterm", "fleet");
     let f = &db.fixtures;
     let t = f.table("fleet");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hive-orc-compactor"))
+    let mut child = command(&env("HMS_URI"))
         .args([
             "compact",
             "--table",
@@ -455,8 +441,6 @@ fn sigterm_mid_batch_leaves_no_partition_half_done() {
             "2",
             "--json",
         ])
-        .env_remove("HIVE_CONF_DIR")
-        .env("HMS_URI", env("HMS_URI"))
         .env("FAILPOINTS", "compact::before-swap=sleep(1500)")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -510,7 +494,7 @@ fn sigterm_mid_batch_leaves_no_partition_half_done() {
 
     // Each partition is either where it was with all its files, or at its new location with
     // the one verified file; no staging directory is left.
-    let rt = runtime();
+    let rt = rt();
     let state = rt.block_on(partition_state(&f.database, "fleet"));
     let found = by_partition(&rows);
     for p in &t.partitions {

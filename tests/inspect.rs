@@ -3,14 +3,14 @@
 //! stderr line and touches nothing; Hive-escaped specs resolve; failures exit 1 with one line
 //! saying what to do; and HMS 3.1 and 4.x give the same facts.
 
-mod common;
+pub mod common;
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::process::Output;
 
 use common::{
-    env, fingerprint, fixtures, fixtures_from, free_port, run_many, stderr, stdout,
+    code, env, fingerprint, fixtures, fixtures_from, free_port, run_many, stderr, stdout,
     FixturePartition, FixtureTable, Fixtures,
 };
 use serde_json::{json, Value};
@@ -31,10 +31,6 @@ fn args(table: &str, partition: Option<&str>, as_json: bool) -> Vec<String> {
         a.push("--json".to_string());
     }
     a
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().unwrap_or(-1)
 }
 
 /// Collects every mismatch of one run, so a failure shows all of them at once.

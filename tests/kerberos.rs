@@ -5,7 +5,7 @@
 //! Environment: SECURE_HMS_URI, SECURE_CONF_DIR (core-, hdfs- and hive-site with the security
 //! settings), SECURE_KRB5_CONFIG, SECURE_PRINCIPAL, SECURE_KEYTAB, SECURE_HDFS_URL.
 
-mod common;
+pub mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

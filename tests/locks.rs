@@ -4,18 +4,19 @@
 //!
 //! Each test uses its own partitions of this binary's own database (`OwnDatabase`).
 
-mod common;
+pub mod common;
 
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use std::collections::BTreeMap;
 
-use common::{describe, env, json, own_database, partition_fingerprint, rt, run, OwnDatabase};
-use hive_orc_compactor::hdfs::Hdfs;
+use common::{
+    command, describe, env, json, own_database, partition_fingerprint, rt, run, OwnDatabase,
+};
 use hive_orc_compactor::lock::{self, LockMode, LockOptions, PartitionLock, Target};
-use hive_orc_compactor::metastore::{Metastore, MetastoreConfig, Partition};
+use hive_orc_compactor::metastore::{Metastore, Partition};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -36,13 +37,7 @@ fn db() -> &'static OwnDatabase {
 }
 
 fn metastore() -> Metastore {
-    rt().block_on(async {
-        let mut cfg = MetastoreConfig::new(&env("HMS_URI")).expect("a metastore URI");
-        cfg.io_timeout = Duration::from_secs(60);
-        Metastore::connect(cfg)
-            .await
-            .expect("the metastore answers")
-    })
+    common::metastore::metastore(&env("HMS_URI"))
 }
 
 /// The partition's exclusive lock, taken the way the tool takes it, without waiting.
@@ -95,7 +90,7 @@ fn state(spec: &str) -> State {
     let p = f.table(TABLE).partition(spec);
     rt().block_on(partition_fingerprint(
         &metastore(),
-        &Hdfs::new(),
+        common::hdfs::hdfs(),
         &f.database,
         TABLE,
         &p.values,
@@ -149,10 +144,8 @@ fn a_lock_held_by_someone_else_makes_compact_busy_and_no_lock_ignores_it() {
 fn a_run_holding_the_lock_makes_a_second_busy_and_releases_it_when_done() {
     let _turn = one_at_a_time();
     let spec = "region=us/dt=2024-01-01/hour=13";
-    let first = Command::new(env!("CARGO_BIN_EXE_hive-orc-compactor"))
+    let first = command(&env("HMS_URI"))
         .args(compact_args(spec, &[]))
-        .env_remove("HIVE_CONF_DIR")
-        .env("HMS_URI", env("HMS_URI"))
         .env("FAILPOINTS", "compact::before-swap=sleep(8000)")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -180,7 +173,7 @@ fn a_run_holding_the_lock_makes_a_second_busy_and_releases_it_when_done() {
     .unwrap()
     .child(".hive-orc-compactor");
     let published = || {
-        rt().block_on(Hdfs::new().list(&home))
+        rt().block_on(common::hdfs::hdfs().list(&home))
             .unwrap()
             .is_some_and(|l| l.subdirs.iter().any(|d| !d.ends_with(".staging")))
     };
@@ -207,10 +200,8 @@ fn the_lock_is_released_after_a_failure() {
     let _turn = one_at_a_time();
     let spec = "region=eu/dt=2024-01-01/hour=00";
     for fp in ["compact::after-stage", "compact::after-swap"] {
-        let out = Command::new(env!("CARGO_BIN_EXE_hive-orc-compactor"))
+        let out = command(&env("HMS_URI"))
             .args(compact_args(spec, &[]))
-            .env_remove("HIVE_CONF_DIR")
-            .env("HMS_URI", env("HMS_URI"))
             .env("FAILPOINTS", format!("{fp}=return"))
             .output()
             .expect("the binary runs");

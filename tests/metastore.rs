@@ -7,7 +7,7 @@
 //!
 //! Each test makes its own database (unique name) through the client and drops it at the end.
 
-mod common;
+pub mod common;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -16,11 +16,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use common::metastore::config;
 use futures::FutureExt;
 use hive_orc_compactor::metastore::{
     FieldSchema, LockComponent, LockLevel, LockRequest, LockState, LockType, Metastore,
-    MetastoreConfig, MetastoreError, Order, Partition, SerDeInfo, SkewedInfo, StorageDescriptor,
-    Table, Transport, DO_NOT_UPDATE_STATS,
+    MetastoreError, Order, Partition, SerDeInfo, SkewedInfo, StorageDescriptor, Table, Transport,
+    DO_NOT_UPDATE_STATS,
 };
 
 const ORC_INPUT: &str = "org.apache.hadoop.hive.ql.io.orc.OrcInputFormat";
@@ -44,13 +45,6 @@ fn hms_uri() -> String {
 
 fn hdfs_url() -> String {
     required_env("HDFS_URL").trim_end_matches('/').to_owned()
-}
-
-fn config(uris: &str) -> MetastoreConfig {
-    let mut cfg = MetastoreConfig::new(uris).unwrap();
-    cfg.connect_timeout = Duration::from_secs(5);
-    cfg.io_timeout = Duration::from_secs(60);
-    cfg
 }
 
 async fn connect() -> Metastore {

@@ -5,6 +5,8 @@
 //! file-level statistics that are the inputs' widened. Without Java these tests fail loudly;
 //! `scripts/harness/orc-tools/pom.xml` resolves the jar with Maven.
 
+pub mod common;
+
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, Write};
@@ -14,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use bytes::Bytes;
+use common::stats::cmp_stat;
 use hive_orc_compactor::orc::{
     group_tails, plan_group, read_tail, verify_output, verify_tail, write_merged, Compression,
     OrcTail, PlanOptions, RangeRead, ReadAhead, Sink,
@@ -151,7 +154,8 @@ const ALL_TYPES: &str = "struct<b:boolean,t:tinyint,si:smallint,i:int,l:bigint,f
     m:map<string,int>,st:struct<x:int,y:string>,u:uniontype<int,string>>";
 
 /// Deterministic rows with nulls at every level; `seed` shifts the value ranges so each file
-/// has its own min and max. Pre-1970 timestamps are whole seconds (see field-notes.md).
+/// has its own min and max. Pre-1970 timestamps are whole seconds: with fractional seconds
+/// some readers fail on them (docs/orc-merge.md, "Verification").
 fn all_types_rows(seed: i64, n: i64) -> Vec<Value> {
     (0..n)
         .map(|k| {
@@ -226,22 +230,6 @@ fn column_stats(meta: &Value) -> Vec<BTreeMap<String, Value>> {
         .iter()
         .map(|c| c.as_object().unwrap().clone().into_iter().collect())
         .collect()
-}
-
-/// Orders two statistic values as Java prints them: numbers numerically, decimals (strings of
-/// digits) numerically, everything else (strings, dates, timestamps in fixed-width text) by
-/// UTF-8 bytes.
-fn cmp_stat(kind: &str, a: &Value, b: &Value) -> std::cmp::Ordering {
-    let num = |v: &Value| match v {
-        Value::Number(n) => n.as_f64().unwrap(),
-        Value::String(s) => s.parse::<f64>().unwrap(),
-        _ => panic!("not a number: {v}"),
-    };
-    match (kind, a, b) {
-        ("DECIMAL", _, _) | (_, Value::Number(_), _) => num(a).total_cmp(&num(b)),
-        (_, Value::String(x), Value::String(y)) => x.as_bytes().cmp(y.as_bytes()),
-        _ => panic!("cannot compare {a} and {b}"),
-    }
 }
 
 /// Checks Java's reading of the output's file statistics against its reading of the inputs':

@@ -5,13 +5,14 @@
 //! The cluster's starting user (the one running the tests) is the HDFS superuser; `alice`
 //! (`--hadoop-user`) is not. Each test uses its own partition of this binary's own database.
 
-mod common;
+pub mod common;
 
 use std::sync::OnceLock;
 
-use common::{describe, json, own_database, rt, run, OwnDatabase};
+use common::hdfs::hdfs;
+use common::{describe, json, own_database, rt, run, OwnDatabase, WORK_DIR};
 use hdfs_native::acl::AclEntry;
-use hive_orc_compactor::hdfs::{Access, Hdfs, Location};
+use hive_orc_compactor::hdfs::{Access, Location};
 use serde_json::Value;
 
 const TABLE: &str = "ext_p3";
@@ -19,12 +20,6 @@ const TABLE: &str = "ext_p3";
 fn db() -> &'static OwnDatabase {
     static DB: OnceLock<OwnDatabase> = OnceLock::new();
     own_database(&DB, "perms", "basic")
-}
-
-/// The superuser's client.
-fn hdfs() -> &'static Hdfs {
-    static HDFS: OnceLock<Hdfs> = OnceLock::new();
-    HDFS.get_or_init(Hdfs::new)
 }
 
 fn acl(spec: &[(&str, &str, &str, Option<&str>)]) -> Vec<AclEntry> {
@@ -95,7 +90,7 @@ fn new_paths(report: &Value, home: &Location) -> (Location, Vec<Location>, Locat
         .iter()
         .map(|f| published.child(&f.name))
         .collect();
-    let work = home.child(".hive-orc-compactor");
+    let work = home.child(WORK_DIR);
     let journal = work.child(&format!("{}.json", report["run_id"].as_str().unwrap()));
     (published, files, work, journal)
 }

@@ -5,173 +5,30 @@
 //! One database of this binary's own (`scripts/fixtures --set basic`); every test uses its own
 //! partitions, so the tests are independent of each other and of their order.
 
-mod common;
+pub mod common;
 
-use std::collections::BTreeMap;
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
+#[cfg(feature = "failpoints")]
 use std::time::{Duration, Instant};
 
-use common::{describe, env, json, rt, run, stderr, stdout, Fixtures, OwnDatabase};
-use hive_orc_compactor::hdfs::{Hdfs, Location};
-use hive_orc_compactor::metastore::{Metastore, MetastoreConfig};
-use serde_json::Value;
+#[cfg(feature = "failpoints")]
+use common::failpoints::kill_when;
+use common::hdfs::{copy, exists, list, loc};
+use common::orc_tools::java_row_count;
+use common::partition::Part;
+use common::{env, OwnDatabase, RUN_ID};
 
-const WORK_DIR: &str = ".hive-orc-compactor";
-
-fn hdfs() -> &'static Hdfs {
-    static HDFS: OnceLock<Hdfs> = OnceLock::new();
-    HDFS.get_or_init(Hdfs::new)
-}
-
-fn db() -> &'static Fixtures {
+/// A partition of this binary's own database (`scripts/fixtures --set basic`).
+fn part_of(table: &str, spec: &str) -> Part {
     static DB: OnceLock<OwnDatabase> = OnceLock::new();
-    &common::own_database(&DB, "undo", "basic").fixtures
-}
-
-fn loc(s: &str) -> Location {
-    Location::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"))
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().unwrap_or(-1)
-}
-
-/// One partition under test.
-struct Part {
-    table: String,
-    spec: String,
-    values: Vec<String>,
-    /// Its home (where the fixtures put it).
-    home: String,
-    rows: u64,
-    files: u64,
-}
-
-impl Part {
-    fn of(table: &str, spec: &str) -> Part {
-        let fx = db();
-        let p = fx.table(table).partition(spec);
-        Part {
-            table: fx.qualified(table),
-            spec: spec.to_string(),
-            values: p.values.clone(),
-            home: p.location.clone(),
-            rows: p.rows,
-            files: p.file_count,
-        }
-    }
-
-    fn run(&self, command: &str, extra: &[&str]) -> Output {
-        let mut args = vec![
-            command,
-            "--table",
-            &self.table,
-            "--partition",
-            &self.spec,
-            "--json",
-        ];
-        args.extend(extra);
-        run(&args)
-    }
-
-    /// Runs `command` and checks its exit code; returns its JSON report.
-    fn ok(&self, command: &str, extra: &[&str], exit: i32) -> Value {
-        let out = self.run(command, extra);
-        assert_eq!(code(&out), exit, "{command} {extra:?}: {}", describe(&out));
-        json(&out)
-    }
-
-    /// (location, parameters) as the metastore holds them now.
-    fn metastore(&self) -> (String, BTreeMap<String, String>) {
-        let (db, table) = self.table.split_once('.').unwrap();
-        let p = rt().block_on(async {
-            let mut cfg = MetastoreConfig::new(&env("HMS_URI")).unwrap();
-            cfg.io_timeout = Duration::from_secs(60);
-            let ms = Metastore::connect(cfg).await.expect("metastore");
-            ms.get_partition_by_values(db, table, &self.values)
-                .await
-                .expect("the partition")
-        });
-        (
-            p.sd.and_then(|sd| sd.location).expect("a location"),
-            p.parameters.unwrap_or_default(),
-        )
-    }
-
-    /// `cleanup --older-than 0s` of the partition's table (exit 0); its JSON report.
-    fn cleanup(&self, extra: &[&str]) -> Value {
-        let mut args = vec![
-            "cleanup",
-            "--table",
-            &self.table,
-            "--older-than",
-            "0s",
-            "--json",
-        ];
-        args.extend(extra);
-        let out = run(&args);
-        assert_eq!(code(&out), 0, "cleanup {extra:?}: {}", describe(&out));
-        json(&out)
-    }
-
-    fn location(&self) -> String {
-        self.metastore().0
-    }
-
-    fn work_entries(&self) -> Vec<String> {
-        let l = list(&format!("{}/{WORK_DIR}", self.home));
-        l.0.into_iter().chain(l.1).collect()
-    }
-
-    /// Rows in the partition's current location, counted by Java orc-tools.
-    fn java_rows(&self) -> u64 {
-        let dir = self.location();
-        let files: Vec<String> = list(&dir).0.iter().map(|f| format!("{dir}/{f}")).collect();
-        java_row_count(&files)
-    }
-}
-
-/// (file names, directory names) directly in `dir`; empty when it does not exist.
-fn list(dir: &str) -> (Vec<String>, Vec<String>) {
-    match rt().block_on(hdfs().list(&loc(dir))).expect("listing") {
-        Some(l) => (l.files.into_iter().map(|f| f.name).collect(), l.subdirs),
-        None => (vec![], vec![]),
-    }
-}
-
-fn exists(path: &str) -> bool {
-    rt().block_on(hdfs().status(&loc(path)))
-        .expect("status")
-        .is_some()
-}
-
-fn java_row_count(files: &[String]) -> u64 {
-    let out = Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/orc-tools"))
-        .arg("data")
-        .args(files)
-        .output()
-        .expect("scripts/orc-tools runs");
-    assert!(out.status.success(), "orc-tools data: {}", stderr(&out));
-    stdout(&out).lines().filter(|l| l.starts_with('{')).count() as u64
-}
-
-/// Copies `from` to a new file `to` (new name, new modification time): a late writer.
-fn copy(from: &str, to: &str) {
-    rt().block_on(async {
-        let r = hdfs().open(&loc(from)).await.expect("open");
-        let bytes = r.read_range(0, r.file_length()).await.expect("read");
-        let mut w = hdfs().create(&loc(to), 0o644).await.expect("create");
-        w.write_bytes(bytes).await.expect("write");
-        w.close().await.expect("close");
-    })
+    let fx = &common::own_database(&DB, "undo", "basic").fixtures;
+    Part::of(fx, &env("HMS_URI"), table, spec)
 }
 
 #[test]
 fn rollback_verify_cleanup_and_a_second_cleanup() {
     // Each test cleans its own tables only: cleanup covers a whole table.
-    let part = Part::of("legacy_colnames", "dt=2015-06-01");
+    let part = part_of("legacy_colnames", "dt=2015-06-01");
     let compact = part.ok("compact", &[], 0);
     assert_eq!(compact["status"], "compacted");
     let new_location = compact["new_location"].as_str().unwrap().to_string();
@@ -186,14 +43,11 @@ fn rollback_verify_cleanup_and_a_second_cleanup() {
     assert_eq!(part.location(), new_location);
     let r = part.ok("rollback", &[], 0);
     assert_eq!(r["status"], "rolled-back", "{r}");
-    let (location, params) = part.metastore();
+    let (location, params) = part.location_and_parameters();
     assert_eq!(loc(&location), loc(&part.home));
     assert_eq!(params["numFiles"], part.files.to_string());
     assert_eq!(params["numRows"], part.rows.to_string());
-    assert!(
-        !params.contains_key("hive-orc-compactor.run-id"),
-        "{params:?}"
-    );
+    assert!(!params.contains_key(RUN_ID), "{params:?}");
     assert_eq!(
         part.ok("verify", &[], 0)["files"].as_u64(),
         Some(part.files)
@@ -213,7 +67,7 @@ fn rollback_verify_cleanup_and_a_second_cleanup() {
     let c = part.cleanup(&[]);
     assert_eq!(c["files_removed"].as_u64(), Some(part.files), "{c}");
     assert_eq!(list(&part.home).0, Vec::<String>::new(), "old files gone");
-    assert_eq!(part.java_rows(), part.rows);
+    assert_eq!(part.java_row_count(), part.rows);
     part.ok("verify", &["--checksums"], 0);
 
     // Rollback after cleanup is refused, naming what is missing.
@@ -229,7 +83,7 @@ fn rollback_verify_cleanup_and_a_second_cleanup() {
 
 #[test]
 fn verify_names_mismatches() {
-    let part = Part::of("managed_p1", "dt=2024-01-01");
+    let part = part_of("managed_p1", "dt=2024-01-01");
     part.ok("compact", &[], 0);
     // A file slipped into the new location behind the metastore's back.
     let location = part.location();
@@ -247,7 +101,7 @@ fn verify_names_mismatches() {
 #[test]
 fn cleanup_reports_or_adopts_late_files_and_can_use_the_trash() {
     // Reported and left.
-    let left = Part::of("managed_p1", "dt=2024-01-02");
+    let left = part_of("managed_p1", "dt=2024-01-02");
     left.ok("compact", &[], 0);
     let first = list(&left.home).0[0].clone();
     copy(
@@ -260,7 +114,7 @@ fn cleanup_reports_or_adopts_late_files_and_can_use_the_trash() {
     assert_eq!(list(&left.home).0, vec!["late-0.orc".to_string()]);
 
     // Adopted, into the trash.
-    let adopt = Part::of("managed_p1", "dt=2024-01-03");
+    let adopt = part_of("managed_p1", "dt=2024-01-03");
     adopt.ok("compact", &[], 0);
     let first = list(&adopt.home).0[0].clone();
     let late_rows = java_row_count(&[format!("{}/{first}", adopt.home)]);
@@ -281,11 +135,11 @@ fn cleanup_reports_or_adopts_late_files_and_can_use_the_trash() {
         t.contains("/.Trash/Current/") && exists(t)
     }));
     assert_eq!(list(&adopt.home).0, Vec::<String>::new());
-    let (location, params) = adopt.metastore();
+    let (location, params) = adopt.location_and_parameters();
     assert!(list(&location).0.contains(&"late-1.orc".to_string()));
     assert_eq!(params["numRows"], (adopt.rows + late_rows).to_string());
     assert!(!params.contains_key("COLUMN_STATS_ACCURATE"));
-    assert_eq!(adopt.java_rows(), adopt.rows + late_rows);
+    assert_eq!(adopt.java_row_count(), adopt.rows + late_rows);
     adopt.ok("verify", &[], 0);
 }
 
@@ -293,42 +147,11 @@ fn cleanup_reports_or_adopts_late_files_and_can_use_the_trash() {
 // The kill matrix: SIGKILL at each stage of a run; the table stays readable with the same rows,
 // and cleanup (or the next run) recovers.
 
-/// Starts a compaction with `failpoints`, waits until `ready` says it got there, then SIGKILLs it.
-#[cfg(feature = "failpoints")]
-fn kill_when(part: &Part, failpoints: &str, ready: impl Fn() -> bool) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hive-orc-compactor"))
-        .args(["compact", "--table", &part.table, "--partition", &part.spec])
-        // A killed run's metastore lock outlives it until the metastore's transaction timeout;
-        // the matrix is about files and locations, so its runs take no lock.
-        .arg("--no-lock")
-        .env_remove("HIVE_CONF_DIR")
-        .env("HMS_URI", env("HMS_URI"))
-        .env("FAILPOINTS", failpoints)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the binary starts");
-    let t0 = Instant::now();
-    while !ready() {
-        assert!(
-            child.try_wait().expect("wait").is_none(),
-            "{failpoints}: the run ended before the kill"
-        );
-        assert!(
-            t0.elapsed() < Duration::from_secs(25),
-            "{failpoints}: never got there"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.kill().expect("SIGKILL");
-    child.wait().expect("reaped");
-}
-
 #[cfg(feature = "failpoints")]
 #[test]
 fn kills_before_the_swap_leave_the_rows_and_cleanup_removes_the_leftovers() {
     // 300 small files: reading their tails and staging them takes long enough to kill inside.
-    let part = Part::of("ext_p1", "dt=2024-01-01");
+    let part = part_of("ext_p1", "dt=2024-01-01");
     let staged = || part.work_entries().iter().any(|e| e.ends_with(".staging"));
     let published = || {
         part.work_entries()
@@ -350,7 +173,7 @@ fn kills_before_the_swap_leave_the_rows_and_cleanup_removes_the_leftovers() {
         }
     });
     assert_eq!(loc(&part.location()), loc(&part.home));
-    assert_eq!(part.java_rows(), part.rows);
+    assert_eq!(part.java_row_count(), part.rows);
     let c = part.cleanup(&["--staging-older-than", "0s"]);
     assert!(!c["partitions"][0]["dead_runs_removed"]
         .as_array()
@@ -358,7 +181,7 @@ fn kills_before_the_swap_leave_the_rows_and_cleanup_removes_the_leftovers() {
         .is_empty());
     assert_eq!(part.work_entries(), Vec::<String>::new(), "{c}");
     assert_eq!(part.ok("compact", &[], 0)["status"], "compacted");
-    assert_eq!(part.java_rows(), part.rows);
+    assert_eq!(part.java_row_count(), part.rows);
 }
 
 #[cfg(feature = "failpoints")]
@@ -366,10 +189,10 @@ fn kills_before_the_swap_leave_the_rows_and_cleanup_removes_the_leftovers() {
 fn a_kill_after_the_swap_before_the_journal_is_recovered() {
     let swapped = |p: &Part| loc(&p.location()) != loc(&p.home);
     // verify and cleanup rebuild the journal; cleanup then deletes the replaced files.
-    let part = Part::of("ext_p3", "region=eu/dt=2024-01-01/hour=13");
+    let part = part_of("ext_p3", "region=eu/dt=2024-01-01/hour=13");
     kill_when(&part, "compact::after-swap=sleep(30000)", || swapped(&part));
     assert!(!part.work_entries().iter().any(|e| e.ends_with(".json")));
-    assert_eq!(part.java_rows(), part.rows);
+    assert_eq!(part.java_row_count(), part.rows);
     let v = part.ok("verify", &[], 0);
     assert_eq!(v["journal_rebuilt"], true, "{v}");
     // A late file (newer than the swap) is not taken for an input.
@@ -389,20 +212,20 @@ fn a_kill_after_the_swap_before_the_journal_is_recovered() {
         .to_string()
         .contains("late-2.orc"));
     assert_eq!(list(&part.home).0, vec!["late-2.orc".to_string()]);
-    assert_eq!(part.java_rows(), part.rows);
+    assert_eq!(part.java_row_count(), part.rows);
     assert_eq!(
         part.cleanup(&["--staging-older-than", "0s"])["partitions"],
         serde_json::json!([])
     );
 
     // rollback rebuilds it too, and swaps back.
-    let part = Part::of("ext_p3", "region=eu/dt=2024-01-02/hour=00");
+    let part = part_of("ext_p3", "region=eu/dt=2024-01-02/hour=00");
     kill_when(&part, "compact::after-swap=sleep(30000)", || swapped(&part));
     let r = part.ok("rollback", &[], 0);
     assert_eq!(r["journal_rebuilt"], true, "{r}");
-    let (location, params) = part.metastore();
+    let (location, params) = part.location_and_parameters();
     assert_eq!(loc(&location), loc(&part.home));
     assert_eq!(params["numFiles"], part.files.to_string());
     assert_eq!(params["numRows"], part.rows.to_string());
-    assert_eq!(part.java_rows(), part.rows);
+    assert_eq!(part.java_row_count(), part.rows);
 }
