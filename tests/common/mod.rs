@@ -6,6 +6,8 @@
 
 #![allow(dead_code)] // each test file uses its own subset
 
+pub mod proxy;
+
 use std::collections::BTreeMap;
 use std::process::{Command, Output};
 use std::time::Duration;
