@@ -432,6 +432,23 @@ impl Metastore {
         .await
     }
 
+    /// Drops one partition; with `delete_data`, a managed table's partition directory goes too
+    /// (as `ALTER TABLE ... DROP PARTITION` does).
+    pub async fn drop_partition(
+        &self,
+        db: &str,
+        table: &str,
+        values: &[String],
+        delete_data: bool,
+    ) -> Result<bool> {
+        let (db, table, values) = (db.to_owned(), table.to_owned(), values.to_vec());
+        let what = format!("partition {db}.{table} {values:?}");
+        self.run("drop_partition", what, Call::Once, move |c, _| {
+            c.drop_partition(db.clone(), table.clone(), values.clone(), delete_data)
+        })
+        .await
+    }
+
     /// Adds partitions (all of one table); returns how many were added.
     pub async fn add_partitions(&self, partitions: Vec<Partition>) -> Result<i32> {
         let what = match partitions.first() {
