@@ -10,8 +10,8 @@
 //!   SHARED_READ waits for it (SHARED_WRITE no longer excludes SHARED_WRITE there).
 //! - HMS 3.1: no EXCL_WRITE (its LockType has SHARED_READ, SHARED_WRITE, EXCLUSIVE only);
 //!   SHARED_WRITE does the same there: a SHARED_READ request is granted beside it, SHARED_WRITE
-//!   and EXCLUSIVE requests wait for it. HMS 3.1 cannot read EXCL_WRITE off the wire and
-//!   answers with an application error, after which SHARED_WRITE is asked for.
+//!   and EXCLUSIVE requests wait for it. HMS 3.1 cannot read EXCL_WRITE off the wire (it
+//!   drops the connection), after which SHARED_WRITE is asked for.
 //!
 //! The lock is what Hive's `DbTxnManager` takes for an `INSERT OVERWRITE` of a partition of a
 //! non-transactional table: type EXCLUSIVE, level PARTITION, operation NO_TXN, not
@@ -154,23 +154,33 @@ pub async fn acquire_staging(
     if options.mode == LockMode::Off {
         return Ok(None);
     }
-    let mut last = None;
-    // EXCL_WRITE first (HMS 4); a server that cannot read it answers with an application
-    // error, as one without a lock manager does: SHARED_WRITE tells them apart (HMS 3.1).
-    for kind in [LockType::EXCL_WRITE, LockType::SHARED_WRITE] {
-        let request = request_for(target, kind, options);
-        match metastore.lock(request.clone()).await {
-            Ok(response) => {
-                return granted(metastore, response, (request, kind), options, cancel).await;
-            }
-            Err(e @ MetastoreError::Internal { .. }) => {
-                tracing::debug!("{kind:?} lock: {e}");
-                last = Some(e);
-            }
-            Err(e) => return unsupported(e, options, warnings),
+    // EXCL_WRITE first (HMS 4). HMS 3.1 cannot read it: its Thrift server fails to parse the
+    // request, answers with an application error and leaves the rest of the request unread,
+    // so the connection is unusable (no lock is made; seen with 3.1.3). A server without a
+    // lock manager fails inside the call. Either way SHARED_WRITE is asked next, on a new
+    // connection; it settles which of the two this server is.
+    let request = request_for(target, LockType::EXCL_WRITE, options);
+    let kind = match metastore.lock(request.clone()).await {
+        Ok(response) => {
+            let request = (request, LockType::EXCL_WRITE);
+            return granted(metastore, response, request, options, cancel).await;
         }
+        Err(
+            e @ (MetastoreError::Internal { .. }
+            | MetastoreError::ConnectionLost { .. }
+            | MetastoreError::Protocol { .. }),
+        ) => {
+            tracing::debug!("EXCL_WRITE lock, trying SHARED_WRITE: {e}");
+            metastore.reconnect().await;
+            LockType::SHARED_WRITE
+        }
+        Err(e) => return unsupported(e, options, warnings),
+    };
+    let request = request_for(target, kind, options);
+    match metastore.lock(request.clone()).await {
+        Ok(response) => granted(metastore, response, (request, kind), options, cancel).await,
+        Err(e) => unsupported(e, options, warnings),
     }
-    unsupported(last.expect("tried above"), options, warnings)
 }
 
 fn request_for(target: &Target<'_>, kind: LockType, options: &LockOptions) -> LockRequest {

@@ -87,6 +87,13 @@ impl Metastore {
         }
     }
 
+    /// Closes the connection; the next call opens a new one. For after a call the server could
+    /// not parse: its end of the stream may be left mid-message.
+    pub async fn reconnect(&self) {
+        let session = self.session.clone();
+        let _ = tokio::task::spawn_blocking(move || lock(&session).drop_connection()).await;
+    }
+
     /// Request-style methods the current server lacks (their legacy forms are used instead).
     pub async fn unsupported_methods(&self) -> Vec<&'static str> {
         let session = self.session.clone();
