@@ -129,17 +129,8 @@ pub async fn acquire(
     cancel: &CancellationToken,
     warnings: &mut Vec<String>,
 ) -> Result<Option<PartitionLock>, LockError> {
-    if options.mode == LockMode::Off {
-        return Ok(None);
-    }
-    let request = request_for(target, LockType::EXCLUSIVE, options);
-    match metastore.lock(request.clone()).await {
-        Ok(response) => {
-            let request = (request, LockType::EXCLUSIVE);
-            granted(metastore, response, request, options, cancel).await
-        }
-        Err(e) => unsupported(e, options, warnings),
-    }
+    let kinds = [LockType::EXCLUSIVE];
+    take(metastore, target, &kinds, options, cancel, warnings).await
 }
 
 /// Takes the staging lock per `options`: writers wait for it, SHARED_READ readers do not (see
@@ -151,39 +142,54 @@ pub async fn acquire_staging(
     cancel: &CancellationToken,
     warnings: &mut Vec<String>,
 ) -> Result<Option<PartitionLock>, LockError> {
-    if options.mode == LockMode::Off {
-        return Ok(None);
-    }
     // EXCL_WRITE first (HMS 4). HMS 3.1 cannot read it: its Thrift server fails to parse the
     // request, answers with an application error and leaves the rest of the request unread,
     // so the connection is unusable (no lock is made; seen with 3.1.3). A server without a
     // lock manager fails inside the call. Either way SHARED_WRITE is asked next, on a new
     // connection; it settles which of the two this server is.
-    let request = request_for(target, LockType::EXCL_WRITE, options);
-    let kind = match metastore.lock(request.clone()).await {
-        Ok(response) => {
-            let request = (request, LockType::EXCL_WRITE);
-            return granted(metastore, response, request, options, cancel).await;
-        }
-        Err(
-            e @ (MetastoreError::Internal { .. }
-            | MetastoreError::ConnectionLost { .. }
-            | MetastoreError::Protocol { .. }),
-        ) => {
-            tracing::debug!("EXCL_WRITE lock, trying SHARED_WRITE: {e}");
-            metastore.reconnect().await;
-            LockType::SHARED_WRITE
-        }
-        Err(e) => return unsupported(e, options, warnings),
-    };
-    let request = request_for(target, kind, options);
-    match metastore.lock(request.clone()).await {
-        Ok(response) => granted(metastore, response, (request, kind), options, cancel).await,
-        Err(e) => unsupported(e, options, warnings),
-    }
+    let kinds = [LockType::EXCL_WRITE, LockType::SHARED_WRITE];
+    take(metastore, target, &kinds, options, cancel, warnings).await
 }
 
-fn request_for(target: &Target<'_>, kind: LockType, options: &LockOptions) -> LockRequest {
+/// Asks for a lock of the first of `kinds` the server takes, trying the next (on a new
+/// connection) after a failure that may mean the server could not read the type.
+async fn take(
+    metastore: &Metastore,
+    target: &Target<'_>,
+    kinds: &[LockType],
+    options: &LockOptions,
+    cancel: &CancellationToken,
+    warnings: &mut Vec<String>,
+) -> Result<Option<PartitionLock>, LockError> {
+    if options.mode == LockMode::Off {
+        return Ok(None);
+    }
+    for (i, &kind) in kinds.iter().enumerate() {
+        let request = request(target, kind, options);
+        let e = match metastore.lock(request.clone()).await {
+            Ok(response) => {
+                return granted(metastore, response, (request, kind), options, cancel).await
+            }
+            Err(e) => e,
+        };
+        let unreadable = matches!(
+            e,
+            MetastoreError::Internal { .. }
+                | MetastoreError::ConnectionLost { .. }
+                | MetastoreError::Protocol { .. }
+        );
+        if i + 1 == kinds.len() || !unreadable {
+            return unsupported(e, options, warnings);
+        }
+        tracing::debug!("{kind:?} lock, trying {:?}: {e}", kinds[i + 1]);
+        metastore.reconnect().await;
+    }
+    unreachable!("the last kind returns above")
+}
+
+/// A lock request as the tool makes it: one partition, no transaction, `user@hostname` of
+/// `options` as its holder. Public so tests can act as another client.
+pub fn request(target: &Target<'_>, kind: LockType, options: &LockOptions) -> LockRequest {
     LockRequest {
         component: vec![LockComponent {
             type_: kind,

@@ -15,10 +15,7 @@ use std::collections::BTreeMap;
 use common::{describe, env, json, own_database, partition_fingerprint, rt, run, OwnDatabase};
 use hive_orc_compactor::hdfs::Hdfs;
 use hive_orc_compactor::lock::{self, LockMode, LockOptions, PartitionLock, Target};
-use hive_orc_compactor::metastore::{
-    DataOperationType, LockComponent, LockLevel, LockRequest, LockState, LockType, Metastore,
-    MetastoreConfig, Partition,
-};
+use hive_orc_compactor::metastore::{LockState, LockType, Metastore, MetastoreConfig, Partition};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -244,25 +241,17 @@ fn other_client_is_granted(uri: &str, db: &str, table: &str, spec: &str, kind: L
         let ms = Metastore::connect(MetastoreConfig::new(uri).unwrap())
             .await
             .expect("the metastore answers");
-        let request = LockRequest {
-            component: vec![LockComponent {
-                type_: kind,
-                level: LockLevel::PARTITION,
-                dbname: db.into(),
-                tablename: Some(table.into()),
-                partitionname: Some(spec.into()),
-                operation_type: Some(DataOperationType::NO_TXN),
-                is_transactional: Some(false),
-                is_dynamic_partition_write: Some(false),
-            }],
-            txnid: None,
+        let target = Target {
+            db,
+            table,
+            partition: spec,
+        };
+        let someone = LockOptions {
             user: "another-client".into(),
             hostname: "elsewhere".into(),
-            agent_info: None,
-            zero_wait_read_enabled: None,
-            exclusive_c_t_a_s: None,
-            lockless_reads_enabled: None,
+            ..LockOptions::default()
         };
+        let request = lock::request(&target, kind, &someone);
         let response = ms.lock(request).await.expect("the lock request is taken");
         ms.unlock(response.lockid).await.expect("withdrawn");
         match response.state {

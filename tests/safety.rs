@@ -17,9 +17,9 @@ use std::time::{Duration, Instant};
 use common::proxy::{self, Fault, Proxy};
 use common::{describe, env, json, rt, stderr, stdout, Fixtures, OwnDatabase};
 use hive_orc_compactor::hdfs::{Hdfs, Location};
+use hive_orc_compactor::lock;
 use hive_orc_compactor::metastore::{
-    DataOperationType, LockComponent, LockLevel, LockRequest, LockState, LockType, Metastore,
-    MetastoreConfig, Partition,
+    LockRequest, LockState, LockType, Metastore, MetastoreConfig, Partition,
 };
 use hive_orc_compactor::partition_spec::PartitionSpec;
 use hive_orc_compactor::relocate::{self, SwapOutcome};
@@ -187,13 +187,7 @@ impl Part {
             params: BTreeMap::new(),
             storage: StorageInfo {
                 location: t.location.clone(),
-                input_format: None,
-                output_format: None,
-                serde_lib: None,
-                num_buckets: -1,
-                bucket_cols: vec![],
-                skewed_cols: vec![],
-                stored_as_subdirs: false,
+                ..StorageInfo::none()
             },
         }
     }
@@ -340,17 +334,23 @@ fn proxy_passes_through_and_cuts_after_the_named_reply() {
 // ---------------------------------------------------------------------------------------------
 // 1. The metastore fails right after it committed the swap.
 
-#[test]
-fn a_metastore_cut_right_after_the_swap_leaves_the_partition_on_every_row() {
-    let part = Part::of("ext_p3", "region=us/dt=2024-01-01/hour=00");
-    let cut = Proxy::start(
+/// The fault: every connection dropped right after the first alter's reply, new ones
+/// refused for 20 s.
+fn cut_after_the_alter() -> Proxy {
+    Proxy::start(
         &env("HMS_URI"),
         Fault::CutAfterReply {
             method: ALTER.into(),
             nth: 1,
             refuse_for: REFUSE_FOR,
         },
-    );
+    )
+}
+
+#[test]
+fn a_metastore_cut_right_after_the_swap_leaves_the_partition_on_every_row() {
+    let part = Part::of("ext_p3", "region=us/dt=2024-01-01/hour=00");
+    let cut = cut_after_the_alter();
     let out = part.run_at(&cut.uri(), "", "compact", &[]);
     assert!(cut.cut(), "the swap never went through: {}", describe(&out));
     // Whatever the run reported, the partition must read every row from where it points.
@@ -372,16 +372,9 @@ fn set_location_reads_back_through_a_cut_until_the_metastore_shows_the_swap() {
     rt().block_on(hdfs().mkdirs(&loc(&to), 0o755))
         .expect("mkdirs");
     for f in visible_files(&part.home) {
-        copy(&f, &format!("{to}/{}", names(&[f.clone()])[0]));
+        copy(&f, &format!("{to}/{}", names(std::slice::from_ref(&f))[0]));
     }
-    let cut = Proxy::start(
-        &env("HMS_URI"),
-        Fault::CutAfterReply {
-            method: ALTER.into(),
-            nth: 1,
-            refuse_for: REFUSE_FOR,
-        },
-    );
+    let cut = cut_after_the_alter();
     let ms = metastore_at(&cut.uri());
     let (table, spec) = (part.table_info(), part.partition_spec());
     let swapped = rt().block_on(relocate::set_location(
@@ -500,7 +493,7 @@ fn late_files_stay_listed_and_adoptable_whatever_runs_first() {
     let part = Part::of("managed_p1", "dt=2024-01-01");
     compact(&part);
     let first = visible_files(&part.home)[0].clone();
-    let late_rows = java_row_count(&[first.clone()]);
+    let late_rows = java_row_count(std::slice::from_ref(&first));
     let late = format!("{}/late-0.orc", part.home);
     copy(&first, &late);
 
@@ -662,25 +655,17 @@ fn cleanup_keeps_the_inputs_while_the_live_directory_lacks_an_output() {
 // 6. Readers never wait for a whole run.
 
 fn lock_request(part: &Part, kind: LockType) -> LockRequest {
-    LockRequest {
-        component: vec![LockComponent {
-            type_: kind,
-            level: LockLevel::PARTITION,
-            dbname: part.db.clone(),
-            tablename: Some(part.table.clone()),
-            partitionname: Some(part.spec.clone()),
-            operation_type: Some(DataOperationType::NO_TXN),
-            is_transactional: Some(false),
-            is_dynamic_partition_write: Some(false),
-        }],
-        txnid: None,
+    let target = lock::Target {
+        db: &part.db,
+        table: &part.table,
+        partition: &part.spec,
+    };
+    let someone = lock::LockOptions {
         user: "hive-query".into(),
         hostname: "elsewhere".into(),
-        agent_info: None,
-        zero_wait_read_enabled: None,
-        exclusive_c_t_a_s: None,
-        lockless_reads_enabled: None,
-    }
+        ..lock::LockOptions::default()
+    };
+    lock::request(&target, kind, &someone)
 }
 
 /// Another client's lock request: its state at once (withdrawn before returning).
