@@ -2,6 +2,17 @@
 //! snapshot and held until the swap and the journal are done, so Hive writers that use the lock
 //! manager (and other compactor runs) wait for us, and we for them.
 //!
+//! Or, so that readers need not wait through a whole run, two steps: a staging lock
+//! ([`acquire_staging`]) that keeps writers out and lets readers (SHARED_READ) in, and
+//! EXCLUSIVE ([`PartitionLock::upgrade`]) only around the re-check and the swap. The staging
+//! lock's type depends on the metastore's lock manager (TxnHandler's compatibility rules):
+//! - HMS 4.x: EXCL_WRITE. It waits for every lock but SHARED_READ, and every lock but
+//!   SHARED_READ waits for it (SHARED_WRITE no longer excludes SHARED_WRITE there).
+//! - HMS 3.1: no EXCL_WRITE (its LockType has SHARED_READ, SHARED_WRITE, EXCLUSIVE only);
+//!   SHARED_WRITE does the same there: a SHARED_READ request is granted beside it, SHARED_WRITE
+//!   and EXCLUSIVE requests wait for it. HMS 3.1 cannot read EXCL_WRITE off the wire (it
+//!   drops the connection), after which SHARED_WRITE is asked for.
+//!
 //! The lock is what Hive's `DbTxnManager` takes for an `INSERT OVERWRITE` of a partition of a
 //! non-transactional table: type EXCLUSIVE, level PARTITION, operation NO_TXN, not
 //! transactional, no transaction id. Such a lock lives as long as it is heartbeated: a process
@@ -42,12 +53,16 @@ pub struct LockOptions {
     /// Who holds the lock, as `SHOW LOCKS` shows it: the Hadoop user we act as, and this host.
     pub user: String,
     pub hostname: String,
+    /// The metastore's `hive.txn.timeout`: a lock not heartbeated for this long is gone.
+    pub txn_timeout: Duration,
 }
 
 /// A minute: long enough for a Hive statement's commit to finish, short enough that a
 /// selection does not stall on partitions a job is writing (they are busy, retried next run).
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(60);
 pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(60);
+/// Hive's default `hive.txn.timeout`.
+pub const DEFAULT_TXN_TIMEOUT: Duration = Duration::from_secs(300);
 
 impl Default for LockOptions {
     fn default() -> Self {
@@ -57,6 +72,7 @@ impl Default for LockOptions {
             heartbeat: DEFAULT_HEARTBEAT,
             user: crate::hdfs::hadoop_user(None),
             hostname: whoami::hostname().unwrap_or_else(|_| "unknown".into()),
+            txn_timeout: DEFAULT_TXN_TIMEOUT,
         }
     }
 }
@@ -75,6 +91,10 @@ pub enum LockError {
     Interrupted,
     #[error("taking the metastore lock: {0}")]
     Failed(String),
+    /// The metastore no longer holds the lock (timed out, aborted, or heartbeats failed for
+    /// longer than its transaction timeout).
+    #[error("the metastore lock was lost ({0}); retry later")]
+    Lost(String),
 }
 
 /// What to lock.
@@ -90,6 +110,11 @@ pub struct Target<'a> {
 pub struct PartitionLock {
     metastore: Metastore,
     id: i64,
+    /// What the lock is: the staging lock's type, or EXCLUSIVE.
+    kind: LockType,
+    /// How the lock was asked for, to ask for EXCLUSIVE the same way on upgrade.
+    request: LockRequest,
+    options: LockOptions,
     heartbeat: JoinHandle<()>,
     lost: Arc<Mutex<Option<String>>>,
     released: bool,
@@ -104,12 +129,70 @@ pub async fn acquire(
     cancel: &CancellationToken,
     warnings: &mut Vec<String>,
 ) -> Result<Option<PartitionLock>, LockError> {
+    let kinds = [LockType::EXCLUSIVE];
+    take(metastore, target, &kinds, options, cancel, warnings).await
+}
+
+/// Takes the staging lock per `options`: writers wait for it, SHARED_READ readers do not (see
+/// the module's notes for the type per metastore version). `Ok(None)` as for [`acquire`].
+pub async fn acquire_staging(
+    metastore: &Metastore,
+    target: &Target<'_>,
+    options: &LockOptions,
+    cancel: &CancellationToken,
+    warnings: &mut Vec<String>,
+) -> Result<Option<PartitionLock>, LockError> {
+    // EXCL_WRITE first (HMS 4). HMS 3.1 cannot read it: its Thrift server fails to parse the
+    // request, answers with an application error and leaves the rest of the request unread,
+    // so the connection is unusable (no lock is made; seen with 3.1.3). A server without a
+    // lock manager fails inside the call. Either way SHARED_WRITE is asked next, on a new
+    // connection; it settles which of the two this server is.
+    let kinds = [LockType::EXCL_WRITE, LockType::SHARED_WRITE];
+    take(metastore, target, &kinds, options, cancel, warnings).await
+}
+
+/// Asks for a lock of the first of `kinds` the server takes, trying the next (on a new
+/// connection) after a failure that may mean the server could not read the type.
+async fn take(
+    metastore: &Metastore,
+    target: &Target<'_>,
+    kinds: &[LockType],
+    options: &LockOptions,
+    cancel: &CancellationToken,
+    warnings: &mut Vec<String>,
+) -> Result<Option<PartitionLock>, LockError> {
     if options.mode == LockMode::Off {
         return Ok(None);
     }
-    let request = LockRequest {
+    for (i, &kind) in kinds.iter().enumerate() {
+        let request = request(target, kind, options);
+        let e = match metastore.lock(request.clone()).await {
+            Ok(response) => {
+                return granted(metastore, response, (request, kind), options, cancel).await
+            }
+            Err(e) => e,
+        };
+        let unreadable = matches!(
+            e,
+            MetastoreError::Internal { .. }
+                | MetastoreError::ConnectionLost { .. }
+                | MetastoreError::Protocol { .. }
+        );
+        if i + 1 == kinds.len() || !unreadable {
+            return unsupported(e, options, warnings);
+        }
+        tracing::debug!("{kind:?} lock, trying {:?}: {e}", kinds[i + 1]);
+        metastore.reconnect().await;
+    }
+    unreachable!("the last kind returns above")
+}
+
+/// A lock request as the tool makes it: one partition, no transaction, `user@hostname` of
+/// `options` as its holder. Public so tests can act as another client.
+pub fn request(target: &Target<'_>, kind: LockType, options: &LockOptions) -> LockRequest {
+    LockRequest {
         component: vec![LockComponent {
-            type_: LockType::EXCLUSIVE,
+            type_: kind,
             level: LockLevel::PARTITION,
             dbname: target.db.to_owned(),
             tablename: Some(target.table.to_owned()),
@@ -125,31 +208,55 @@ pub async fn acquire(
         zero_wait_read_enabled: None,
         exclusive_c_t_a_s: None,
         lockless_reads_enabled: None,
-    };
-    let response = match metastore.lock(request).await {
-        Ok(r) => r,
+    }
+}
+
+/// A failed lock call: no lock manager (a warning, or an error with `--require-lock`), or
+/// another failure.
+fn unsupported(
+    e: MetastoreError,
+    options: &LockOptions,
+    warnings: &mut Vec<String>,
+) -> Result<Option<PartitionLock>, LockError> {
+    match e {
         // HMS without transaction support fails inside `lock` ("Internal error processing
         // lock"); very old or stripped-down servers may not know the call at all.
-        Err(e @ (MetastoreError::Internal { .. } | MetastoreError::UnknownMethod { .. })) => {
+        e @ (MetastoreError::Internal { .. } | MetastoreError::UnknownMethod { .. }) => {
             if options.mode == LockMode::Required {
                 return Err(LockError::Unsupported(e));
             }
             tracing::debug!("lock: {e}");
             warnings.push("metastore has no lock manager; running without a lock".into());
-            return Ok(None);
+            Ok(None)
         }
-        Err(e) => return Err(LockError::Failed(e.to_string())),
-    };
+        e => Err(LockError::Failed(e.to_string())),
+    }
+}
+
+/// Waits for a requested lock and starts heartbeating it; withdraws it when it is not granted.
+async fn granted(
+    metastore: &Metastore,
+    response: LockResponse,
+    (request, kind): (LockRequest, LockType),
+    options: &LockOptions,
+    cancel: &CancellationToken,
+) -> Result<Option<PartitionLock>, LockError> {
     let id = response.lockid;
     match wait_for(metastore, response, options.wait, cancel).await {
-        Ok(()) => Ok(Some(PartitionLock::held(metastore, id, options.heartbeat))),
+        Ok(()) => Ok(Some(PartitionLock::held(
+            metastore, id, kind, request, options,
+        ))),
         Err(e) => {
-            // A waiting request queues ahead of later ones: withdraw it.
-            if let Err(u) = metastore.unlock(id).await {
-                tracing::warn!("withdrawing lock request {id}: {u}");
-            }
+            withdraw(metastore, id).await;
             Err(e)
         }
+    }
+}
+
+/// A waiting request queues ahead of later ones: withdraw it.
+async fn withdraw(metastore: &Metastore, id: i64) {
+    if let Err(u) = metastore.unlock(id).await {
+        tracing::warn!("withdrawing lock request {id}: {u}");
     }
 }
 
@@ -197,16 +304,82 @@ async fn wait_for(
 }
 
 impl PartitionLock {
-    fn held(metastore: &Metastore, id: i64, every: Duration) -> Self {
+    fn held(
+        metastore: &Metastore,
+        id: i64,
+        kind: LockType,
+        request: LockRequest,
+        options: &LockOptions,
+    ) -> Self {
         let lost = Arc::new(Mutex::new(None));
-        let heartbeat = tokio::spawn(heartbeat(metastore.clone(), id, every, lost.clone()));
+        let heartbeat = tokio::spawn(heartbeat(
+            metastore.clone(),
+            id,
+            options.heartbeat,
+            options.txn_timeout,
+            lost.clone(),
+        ));
         PartitionLock {
             metastore: metastore.clone(),
             id,
+            kind,
+            request,
+            options: options.clone(),
             heartbeat,
             lost,
             released: false,
         }
+    }
+
+    /// The lock's type as the metastore holds it.
+    pub fn kind(&self) -> LockType {
+        self.kind
+    }
+
+    /// Turns a staging lock into EXCLUSIVE, for the re-check and the swap, without a moment in
+    /// which a writer could take the partition unseen: EXCLUSIVE is requested first (it queues
+    /// behind the staging lock, and every request made later queues behind it), then the
+    /// staging lock is released and EXCLUSIVE awaited (up to the options' `wait`). A writer
+    /// that was already waiting behind the staging lock may get in between; the re-check under
+    /// EXCLUSIVE sees its files. On error no lock is held any more: the run must not swap.
+    pub async fn upgrade(&mut self, cancel: &CancellationToken) -> Result<(), LockError> {
+        if self.kind == LockType::EXCLUSIVE {
+            return Ok(());
+        }
+        if let Some(why) = self.lost() {
+            return Err(LockError::Lost(why));
+        }
+        let mut request = self.request.clone();
+        for c in &mut request.component {
+            c.type_ = LockType::EXCLUSIVE;
+        }
+        let response = self
+            .metastore
+            .lock(request.clone())
+            .await
+            .map_err(|e| LockError::Failed(e.to_string()))?;
+        let exclusive = response.lockid;
+        self.heartbeat.abort();
+        if let Err(e) = self.metastore.unlock(self.id).await {
+            withdraw(&self.metastore, exclusive).await;
+            self.released = true;
+            return Err(LockError::Failed(format!(
+                "releasing the staging lock for EXCLUSIVE: {e}"
+            )));
+        }
+        self.released = true;
+        if let Err(e) = wait_for(&self.metastore, response, self.options.wait, cancel).await {
+            withdraw(&self.metastore, exclusive).await;
+            return Err(e);
+        }
+        *self = PartitionLock::held(
+            &self.metastore,
+            exclusive,
+            LockType::EXCLUSIVE,
+            request,
+            &self.options,
+        );
+        Ok(())
     }
 
     /// Why the lock is no longer held (the metastore timed it out or aborted it), if it is not.
@@ -248,19 +421,102 @@ async fn heartbeat(
     metastore: Metastore,
     id: i64,
     every: Duration,
+    txn_timeout: Duration,
     lost: Arc<Mutex<Option<String>>>,
 ) {
+    let mut beats = Beats::new(txn_timeout, Instant::now());
     loop {
         tokio::time::sleep(every).await;
-        match metastore.heartbeat(id).await {
-            Ok(()) => {}
-            // The lock is gone (timed out, or aborted by an admin): say so and stop.
-            Err(e @ MetastoreError::NotFound { .. }) => {
-                *lost.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
-                return;
-            }
-            // A transient failure: the next beat may get through before the timeout.
-            Err(e) => tracing::warn!("heartbeat of metastore lock {id}: {e}"),
+        let result = metastore.heartbeat(id).await;
+        if let Err(e) = &result {
+            tracing::warn!("heartbeat of metastore lock {id}: {e}");
         }
+        if let Some(why) = beats.after(result, Instant::now()) {
+            *lost.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+            return;
+        }
+    }
+}
+
+/// Whether a heartbeated lock still stands: the metastore says it is gone, or no heartbeat got
+/// through for longer than the metastore's transaction timeout (it has timed the lock out,
+/// whether or not we hear of it).
+struct Beats {
+    txn_timeout: Duration,
+    last_ok: Instant,
+}
+
+impl Beats {
+    fn new(txn_timeout: Duration, now: Instant) -> Self {
+        Beats {
+            txn_timeout,
+            last_ok: now,
+        }
+    }
+
+    /// Why the lock is lost after a heartbeat that ended with `result` at `now`, if it is.
+    fn after(&mut self, result: Result<(), MetastoreError>, now: Instant) -> Option<String> {
+        match result {
+            Ok(()) => {
+                self.last_ok = now;
+                None
+            }
+            Err(e @ MetastoreError::NotFound { .. }) => Some(e.to_string()),
+            Err(e) => {
+                let silent = now.saturating_duration_since(self.last_ok);
+                (silent >= self.txn_timeout).then(|| {
+                    format!(
+                        "no heartbeat got through for {}s, longer than the metastore's \
+                         transaction timeout ({}s, hive.txn.timeout); last: {e}",
+                        silent.as_secs(),
+                        self.txn_timeout.as_secs()
+                    )
+                })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn broken() -> MetastoreError {
+        MetastoreError::Unreachable {
+            uris: "thrift://a:9083".into(),
+            last_error: "refused".into(),
+        }
+    }
+
+    #[test]
+    fn failing_heartbeats_lose_the_lock_only_past_the_transaction_timeout() {
+        let t0 = Instant::now();
+        let timeout = Duration::from_secs(300);
+        let mut beats = Beats::new(timeout, t0);
+        assert_eq!(
+            beats.after(Err(broken()), t0 + Duration::from_secs(60)),
+            None
+        );
+        assert_eq!(beats.after(Ok(()), t0 + Duration::from_secs(120)), None);
+        // Counted from the last beat that got through, not from the start.
+        assert_eq!(
+            beats.after(Err(broken()), t0 + Duration::from_secs(400)),
+            None
+        );
+        let why = beats
+            .after(Err(broken()), t0 + Duration::from_secs(420))
+            .expect("lost");
+        assert!(why.contains("hive.txn.timeout"), "{why}");
+    }
+
+    #[test]
+    fn a_lock_the_metastore_no_longer_knows_is_lost_at_once() {
+        let mut beats = Beats::new(Duration::from_secs(300), Instant::now());
+        let gone = MetastoreError::NotFound {
+            what: "lock 7".into(),
+            uri: "thrift://a:9083".into(),
+            message: "NoSuchLockException".into(),
+        };
+        assert!(beats.after(Err(gone), Instant::now()).is_some());
     }
 }

@@ -16,7 +16,7 @@ use common::{
     command, describe, env, json, own_database, partition_fingerprint, rt, run, OwnDatabase,
 };
 use hive_orc_compactor::lock::{self, LockMode, LockOptions, PartitionLock, Target};
-use hive_orc_compactor::metastore::{Metastore, Partition};
+use hive_orc_compactor::metastore::{LockState, LockType, Metastore, MetastoreConfig, Partition};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -223,4 +223,109 @@ fn dry_runs_do_not_lock() {
     assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
     assert_eq!(status_of(&out), "dry-run");
     rt().block_on(held.release()).expect("unlock");
+}
+
+/// Another client's lock request of `kind` on the partition: granted at once, or left
+/// waiting (withdrawn either way before returning).
+fn other_client_is_granted(uri: &str, db: &str, table: &str, spec: &str, kind: LockType) -> bool {
+    rt().block_on(async {
+        let ms = Metastore::connect(MetastoreConfig::new(uri).unwrap())
+            .await
+            .expect("the metastore answers");
+        let target = Target {
+            db,
+            table,
+            partition: spec,
+        };
+        let someone = LockOptions {
+            user: "another-client".into(),
+            hostname: "elsewhere".into(),
+            ..LockOptions::default()
+        };
+        let request = lock::request(&target, kind, &someone);
+        let response = ms.lock(request).await.expect("the lock request is taken");
+        ms.unlock(response.lockid).await.expect("withdrawn");
+        match response.state {
+            LockState::ACQUIRED => true,
+            LockState::WAITING => false,
+            other => panic!("{kind:?}: {other:?} {:?}", response.error_message),
+        }
+    })
+}
+
+/// The staging lock lets another client's SHARED_READ in at once and makes its writes
+/// (EXCLUSIVE, as Hive takes for a non-transactional INSERT; SHARED_WRITE, as for an ACID
+/// one) wait; after the upgrade to EXCLUSIVE, readers wait too, for the swap's moment.
+fn staging_then_exclusive(uri: &str, db: &str, table: &str, spec: &str, staging: LockType) {
+    let ms = rt().block_on(async {
+        Metastore::connect(MetastoreConfig::new(uri).unwrap())
+            .await
+            .expect("the metastore answers")
+    });
+    let options = LockOptions {
+        mode: LockMode::Required,
+        wait: Duration::from_secs(20),
+        user: "lock-test".into(),
+        ..LockOptions::default()
+    };
+    let target = Target {
+        db,
+        table,
+        partition: spec,
+    };
+    let cancel = CancellationToken::new();
+    let mut held = rt()
+        .block_on(lock::acquire_staging(
+            &ms,
+            &target,
+            &options,
+            &cancel,
+            &mut vec![],
+        ))
+        .expect("the staging lock")
+        .expect("this metastore has a lock manager");
+    assert_eq!(held.kind(), staging);
+    let granted = |kind| other_client_is_granted(uri, db, table, spec, kind);
+    assert!(granted(LockType::SHARED_READ), "a reader waits for staging");
+    assert!(
+        !granted(LockType::EXCLUSIVE),
+        "a writer got in during staging"
+    );
+    assert!(!granted(LockType::SHARED_WRITE), "an ACID writer got in");
+    assert!(!granted(staging), "a second compactor run got in");
+
+    rt().block_on(held.upgrade(&cancel)).expect("upgraded");
+    assert_eq!(held.kind(), LockType::EXCLUSIVE);
+    assert!(
+        !granted(LockType::SHARED_READ),
+        "a reader got in during the swap"
+    );
+    rt().block_on(held.release()).expect("unlock");
+    assert!(granted(LockType::EXCLUSIVE), "the lock was left behind");
+}
+
+#[test]
+fn hms4_staging_lock_is_excl_write_and_readers_pass() {
+    let _turn = one_at_a_time();
+    let db = &db().fixtures.database;
+    let spec = "region=eu/dt=2024-01-01/hour=00";
+    staging_then_exclusive(&env("HMS_URI"), db, TABLE, spec, LockType::EXCL_WRITE);
+}
+
+#[test]
+fn hms31_staging_lock_is_shared_write_and_readers_pass() {
+    let _turn = one_at_a_time();
+    // The shared 3.1 fixtures: a lock changes no data, so they stay as they are.
+    let f = common::fixtures_from("FIXTURES31_MANIFEST");
+    let spec = &f
+        .table(TABLE)
+        .partition("region=eu/dt=2024-01-01/hour=00")
+        .spec;
+    staging_then_exclusive(
+        &env("HMS31_URI"),
+        &f.database,
+        TABLE,
+        spec,
+        LockType::SHARED_WRITE,
+    );
 }

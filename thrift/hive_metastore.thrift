@@ -577,6 +577,9 @@ service ThriftHiveMetastore {
 
   i32 add_partitions(1: list<Partition> new_parts)
       throws (1: InvalidObjectException o1, 2: AlreadyExistsException o2, 3: MetaException o3)
+  bool drop_partition(1: string db_name, 2: string tbl_name, 3: list<string> part_vals,
+                      4: bool deleteData)
+      throws (1: NoSuchObjectException o1, 2: MetaException o2)
   Partition get_partition(1: string db_name, 2: string tbl_name, 3: list<string> part_vals)
       throws (1: MetaException o1, 2: NoSuchObjectException o2)
   GetPartitionResponse get_partition_req(1: GetPartitionRequest req)

@@ -87,6 +87,13 @@ impl Metastore {
         }
     }
 
+    /// Closes the connection; the next call opens a new one. For after a call the server could
+    /// not parse: its end of the stream may be left mid-message.
+    pub async fn reconnect(&self) {
+        let session = self.session.clone();
+        let _ = tokio::task::spawn_blocking(move || lock(&session).drop_connection()).await;
+    }
+
     /// Request-style methods the current server lacks (their legacy forms are used instead).
     pub async fn unsupported_methods(&self) -> Vec<&'static str> {
         let session = self.session.clone();
@@ -428,6 +435,23 @@ impl Metastore {
         let what = format!("table {db}.{table}");
         self.run("drop_table", what, Call::Once, move |c, _| {
             c.drop_table(db.clone(), table.clone(), delete_data)
+        })
+        .await
+    }
+
+    /// Drops one partition; with `delete_data`, a managed table's partition directory goes too
+    /// (as `ALTER TABLE ... DROP PARTITION` does).
+    pub async fn drop_partition(
+        &self,
+        db: &str,
+        table: &str,
+        values: &[String],
+        delete_data: bool,
+    ) -> Result<bool> {
+        let (db, table, values) = (db.to_owned(), table.to_owned(), values.to_vec());
+        let what = format!("partition {db}.{table} {values:?}");
+        self.run("drop_partition", what, Call::Once, move |c, _| {
+            c.drop_partition(db.clone(), table.clone(), values.clone(), delete_data)
         })
         .await
     }

@@ -331,7 +331,7 @@ impl Session {
         Err(MetastoreError::Unreachable { uris, last_error })
     }
 
-    fn drop_connection(&mut self) {
+    pub(crate) fn drop_connection(&mut self) {
         self.conn = None;
         *self.answered.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }

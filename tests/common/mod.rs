@@ -17,6 +17,7 @@ pub mod metastore;
 pub mod objects;
 pub mod orc_tools;
 pub mod partition;
+pub mod proxy;
 pub mod stats;
 pub mod tool;
 

@@ -8416,6 +8416,13 @@ pub trait TThriftHiveMetastoreSyncClient {
     fn drop_table(&mut self, dbname: String, name: String, delete_data: bool)
         -> thrift::Result<()>;
     fn add_partitions(&mut self, new_parts: Vec<Partition>) -> thrift::Result<i32>;
+    fn drop_partition(
+        &mut self,
+        db_name: String,
+        tbl_name: String,
+        part_vals: Vec<String>,
+        delete_data: bool,
+    ) -> thrift::Result<bool>;
     fn get_partition(
         &mut self,
         db_name: String,
@@ -8950,6 +8957,48 @@ impl<C: TThriftClient + TThriftHiveMetastoreSyncClientMarker> TThriftHiveMetasto
             verify_expected_message_type(TMessageType::Reply, message_ident.message_type)?;
             let result =
                 ThriftHiveMetastoreAddPartitionsResult::read_from_in_protocol(self.i_prot_mut())?;
+            self.i_prot_mut().read_message_end()?;
+            result.ok_or()
+        }
+    }
+    fn drop_partition(
+        &mut self,
+        db_name: String,
+        tbl_name: String,
+        part_vals: Vec<String>,
+        delete_data: bool,
+    ) -> thrift::Result<bool> {
+        ({
+            self.increment_sequence_number();
+            let message_ident = TMessageIdentifier::new(
+                "drop_partition",
+                TMessageType::Call,
+                self.sequence_number(),
+            );
+            let call_args = ThriftHiveMetastoreDropPartitionArgs {
+                db_name,
+                tbl_name,
+                part_vals,
+                delete_data,
+            };
+            self.o_prot_mut().write_message_begin(&message_ident)?;
+            call_args.write_to_out_protocol(self.o_prot_mut())?;
+            self.o_prot_mut().write_message_end()?;
+            self.o_prot_mut().flush()
+        })?;
+        {
+            let message_ident = self.i_prot_mut().read_message_begin()?;
+            verify_expected_sequence_number(self.sequence_number(), message_ident.sequence_number)?;
+            verify_expected_service_call("drop_partition", &message_ident.name)?;
+            if message_ident.message_type == TMessageType::Exception {
+                let remote_error =
+                    thrift::Error::read_application_error_from_in_protocol(self.i_prot_mut())?;
+                self.i_prot_mut().read_message_end()?;
+                return Err(thrift::Error::Application(remote_error));
+            }
+            verify_expected_message_type(TMessageType::Reply, message_ident.message_type)?;
+            let result =
+                ThriftHiveMetastoreDropPartitionResult::read_from_in_protocol(self.i_prot_mut())?;
             self.i_prot_mut().read_message_end()?;
             result.ok_or()
         }
@@ -9629,6 +9678,13 @@ pub trait ThriftHiveMetastoreSyncHandler {
         delete_data: bool,
     ) -> thrift::Result<()>;
     fn handle_add_partitions(&self, new_parts: Vec<Partition>) -> thrift::Result<i32>;
+    fn handle_drop_partition(
+        &self,
+        db_name: String,
+        tbl_name: String,
+        part_vals: Vec<String>,
+        delete_data: bool,
+    ) -> thrift::Result<bool>;
     fn handle_get_partition(
         &self,
         db_name: String,
@@ -9878,6 +9934,19 @@ impl<H: ThriftHiveMetastoreSyncHandler> ThriftHiveMetastoreSyncProcessor<H> {
         o_prot: &mut dyn TOutputProtocol,
     ) -> thrift::Result<()> {
         TThriftHiveMetastoreProcessFunctions::process_add_partitions(
+            &self.handler,
+            incoming_sequence_number,
+            i_prot,
+            o_prot,
+        )
+    }
+    fn process_drop_partition(
+        &self,
+        incoming_sequence_number: i32,
+        i_prot: &mut dyn TInputProtocol,
+        o_prot: &mut dyn TOutputProtocol,
+    ) -> thrift::Result<()> {
+        TThriftHiveMetastoreProcessFunctions::process_drop_partition(
             &self.handler,
             incoming_sequence_number,
             i_prot,
@@ -11482,6 +11551,118 @@ impl TThriftHiveMetastoreProcessFunctions {
                         { ApplicationError::new(ApplicationErrorKind::Unknown, e.to_string()) };
                     let message_ident = TMessageIdentifier::new(
                         "add_partitions",
+                        TMessageType::Exception,
+                        incoming_sequence_number,
+                    );
+                    o_prot.write_message_begin(&message_ident)?;
+                    thrift::Error::write_application_error_to_out_protocol(&ret_err, o_prot)?;
+                    o_prot.write_message_end()?;
+                    o_prot.flush()
+                }
+            },
+        }
+    }
+    pub fn process_drop_partition<H: ThriftHiveMetastoreSyncHandler>(
+        handler: &H,
+        incoming_sequence_number: i32,
+        i_prot: &mut dyn TInputProtocol,
+        o_prot: &mut dyn TOutputProtocol,
+    ) -> thrift::Result<()> {
+        let args = ThriftHiveMetastoreDropPartitionArgs::read_from_in_protocol(i_prot)?;
+        match handler.handle_drop_partition(
+            args.db_name,
+            args.tbl_name,
+            args.part_vals,
+            args.delete_data,
+        ) {
+            Ok(handler_return) => {
+                let message_ident = TMessageIdentifier::new(
+                    "drop_partition",
+                    TMessageType::Reply,
+                    incoming_sequence_number,
+                );
+                o_prot.write_message_begin(&message_ident)?;
+                let ret = ThriftHiveMetastoreDropPartitionResult {
+                    result_value: Some(handler_return),
+                    o1: None,
+                    o2: None,
+                };
+                ret.write_to_out_protocol(o_prot)?;
+                o_prot.write_message_end()?;
+                o_prot.flush()
+            }
+            Err(e) => match e {
+                thrift::Error::User(usr_err) => {
+                    if usr_err.downcast_ref::<NoSuchObjectException>().is_some() {
+                        let err = usr_err
+                            .downcast::<NoSuchObjectException>()
+                            .expect("downcast already checked");
+                        let ret_err = ThriftHiveMetastoreDropPartitionResult {
+                            result_value: None,
+                            o1: Some(*err),
+                            o2: None,
+                        };
+                        let message_ident = TMessageIdentifier::new(
+                            "drop_partition",
+                            TMessageType::Reply,
+                            incoming_sequence_number,
+                        );
+                        o_prot.write_message_begin(&message_ident)?;
+                        ret_err.write_to_out_protocol(o_prot)?;
+                        o_prot.write_message_end()?;
+                        o_prot.flush()
+                    } else if usr_err.downcast_ref::<MetaException>().is_some() {
+                        let err = usr_err
+                            .downcast::<MetaException>()
+                            .expect("downcast already checked");
+                        let ret_err = ThriftHiveMetastoreDropPartitionResult {
+                            result_value: None,
+                            o1: None,
+                            o2: Some(*err),
+                        };
+                        let message_ident = TMessageIdentifier::new(
+                            "drop_partition",
+                            TMessageType::Reply,
+                            incoming_sequence_number,
+                        );
+                        o_prot.write_message_begin(&message_ident)?;
+                        ret_err.write_to_out_protocol(o_prot)?;
+                        o_prot.write_message_end()?;
+                        o_prot.flush()
+                    } else {
+                        let ret_err = {
+                            ApplicationError::new(
+                                ApplicationErrorKind::Unknown,
+                                usr_err.to_string(),
+                            )
+                        };
+                        let message_ident = TMessageIdentifier::new(
+                            "drop_partition",
+                            TMessageType::Exception,
+                            incoming_sequence_number,
+                        );
+                        o_prot.write_message_begin(&message_ident)?;
+                        thrift::Error::write_application_error_to_out_protocol(&ret_err, o_prot)?;
+                        o_prot.write_message_end()?;
+                        o_prot.flush()
+                    }
+                }
+                thrift::Error::Application(app_err) => {
+                    let message_ident = TMessageIdentifier::new(
+                        "drop_partition",
+                        TMessageType::Exception,
+                        incoming_sequence_number,
+                    );
+                    o_prot.write_message_begin(&message_ident)?;
+                    thrift::Error::write_application_error_to_out_protocol(&app_err, o_prot)?;
+                    o_prot.write_message_end()?;
+                    o_prot.flush()
+                }
+                _ => {
+                    let ret_err =
+                        { ApplicationError::new(ApplicationErrorKind::Unknown, e.to_string()) };
+                    let message_ident = TMessageIdentifier::new(
+                        "drop_partition",
                         TMessageType::Exception,
                         incoming_sequence_number,
                     );
@@ -13511,6 +13692,9 @@ impl<H: ThriftHiveMetastoreSyncHandler> TProcessor for ThriftHiveMetastoreSyncPr
             "add_partitions" => {
                 self.process_add_partitions(message_ident.sequence_number, i_prot, o_prot)
             }
+            "drop_partition" => {
+                self.process_drop_partition(message_ident.sequence_number, i_prot, o_prot)
+            }
             "get_partition" => {
                 self.process_get_partition(message_ident.sequence_number, i_prot, o_prot)
             }
@@ -15436,6 +15620,195 @@ impl ThriftHiveMetastoreAddPartitionsResult {
 }
 
 //
+// ThriftHiveMetastoreDropPartitionArgs
+//
+
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+struct ThriftHiveMetastoreDropPartitionArgs {
+    db_name: String,
+    tbl_name: String,
+    part_vals: Vec<String>,
+    delete_data: bool,
+}
+
+impl ThriftHiveMetastoreDropPartitionArgs {
+    fn read_from_in_protocol(
+        i_prot: &mut dyn TInputProtocol,
+    ) -> thrift::Result<ThriftHiveMetastoreDropPartitionArgs> {
+        i_prot.read_struct_begin()?;
+        let mut f_1: Option<String> = None;
+        let mut f_2: Option<String> = None;
+        let mut f_3: Option<Vec<String>> = None;
+        let mut f_4: Option<bool> = None;
+        loop {
+            let field_ident = i_prot.read_field_begin()?;
+            if field_ident.field_type == TType::Stop {
+                break;
+            }
+            let field_id = field_id(&field_ident)?;
+            match field_id {
+                1 => {
+                    let val = i_prot.read_string()?;
+                    f_1 = Some(val);
+                }
+                2 => {
+                    let val = i_prot.read_string()?;
+                    f_2 = Some(val);
+                }
+                3 => {
+                    let list_ident = i_prot.read_list_begin()?;
+                    let mut val: Vec<String> = Vec::with_capacity(list_ident.size as usize);
+                    for _ in 0..list_ident.size {
+                        let list_elem_54 = i_prot.read_string()?;
+                        val.push(list_elem_54);
+                    }
+                    i_prot.read_list_end()?;
+                    f_3 = Some(val);
+                }
+                4 => {
+                    let val = i_prot.read_bool()?;
+                    f_4 = Some(val);
+                }
+                _ => {
+                    i_prot.skip(field_ident.field_type)?;
+                }
+            };
+            i_prot.read_field_end()?;
+        }
+        i_prot.read_struct_end()?;
+        verify_required_field_exists("ThriftHiveMetastoreDropPartitionArgs.db_name", &f_1)?;
+        verify_required_field_exists("ThriftHiveMetastoreDropPartitionArgs.tbl_name", &f_2)?;
+        verify_required_field_exists("ThriftHiveMetastoreDropPartitionArgs.part_vals", &f_3)?;
+        verify_required_field_exists("ThriftHiveMetastoreDropPartitionArgs.delete_data", &f_4)?;
+        let ret = ThriftHiveMetastoreDropPartitionArgs {
+            db_name: f_1
+                .expect("auto-generated code should have checked for presence of required fields"),
+            tbl_name: f_2
+                .expect("auto-generated code should have checked for presence of required fields"),
+            part_vals: f_3
+                .expect("auto-generated code should have checked for presence of required fields"),
+            delete_data: f_4
+                .expect("auto-generated code should have checked for presence of required fields"),
+        };
+        Ok(ret)
+    }
+    fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+        let struct_ident = TStructIdentifier::new("drop_partition_args");
+        o_prot.write_struct_begin(&struct_ident)?;
+        o_prot.write_field_begin(&TFieldIdentifier::new("db_name", TType::String, 1))?;
+        o_prot.write_string(&self.db_name)?;
+        o_prot.write_field_end()?;
+        o_prot.write_field_begin(&TFieldIdentifier::new("tbl_name", TType::String, 2))?;
+        o_prot.write_string(&self.tbl_name)?;
+        o_prot.write_field_end()?;
+        o_prot.write_field_begin(&TFieldIdentifier::new("part_vals", TType::List, 3))?;
+        o_prot.write_list_begin(&TListIdentifier::new(
+            TType::String,
+            self.part_vals.len() as i32,
+        ))?;
+        for e in &self.part_vals {
+            o_prot.write_string(e)?;
+        }
+        o_prot.write_list_end()?;
+        o_prot.write_field_end()?;
+        o_prot.write_field_begin(&TFieldIdentifier::new("deleteData", TType::Bool, 4))?;
+        o_prot.write_bool(self.delete_data)?;
+        o_prot.write_field_end()?;
+        o_prot.write_field_stop()?;
+        o_prot.write_struct_end()
+    }
+}
+
+//
+// ThriftHiveMetastoreDropPartitionResult
+//
+
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+struct ThriftHiveMetastoreDropPartitionResult {
+    result_value: Option<bool>,
+    o1: Option<NoSuchObjectException>,
+    o2: Option<MetaException>,
+}
+
+impl ThriftHiveMetastoreDropPartitionResult {
+    fn ok_or(self) -> thrift::Result<bool> {
+        if self.o1.is_some() {
+            Err(thrift::Error::User(Box::new(self.o1.unwrap())))
+        } else if self.o2.is_some() {
+            Err(thrift::Error::User(Box::new(self.o2.unwrap())))
+        } else if self.result_value.is_some() {
+            Ok(self.result_value.unwrap())
+        } else {
+            Err(thrift::Error::Application(ApplicationError::new(
+                ApplicationErrorKind::MissingResult,
+                "no result received for ThriftHiveMetastoreDropPartition",
+            )))
+        }
+    }
+    fn read_from_in_protocol(
+        i_prot: &mut dyn TInputProtocol,
+    ) -> thrift::Result<ThriftHiveMetastoreDropPartitionResult> {
+        i_prot.read_struct_begin()?;
+        let mut f_0: Option<bool> = None;
+        let mut f_1: Option<NoSuchObjectException> = None;
+        let mut f_2: Option<MetaException> = None;
+        loop {
+            let field_ident = i_prot.read_field_begin()?;
+            if field_ident.field_type == TType::Stop {
+                break;
+            }
+            let field_id = field_id(&field_ident)?;
+            match field_id {
+                0 => {
+                    let val = i_prot.read_bool()?;
+                    f_0 = Some(val);
+                }
+                1 => {
+                    let val = NoSuchObjectException::read_from_in_protocol(i_prot)?;
+                    f_1 = Some(val);
+                }
+                2 => {
+                    let val = MetaException::read_from_in_protocol(i_prot)?;
+                    f_2 = Some(val);
+                }
+                _ => {
+                    i_prot.skip(field_ident.field_type)?;
+                }
+            };
+            i_prot.read_field_end()?;
+        }
+        i_prot.read_struct_end()?;
+        let ret = ThriftHiveMetastoreDropPartitionResult {
+            result_value: f_0,
+            o1: f_1,
+            o2: f_2,
+        };
+        Ok(ret)
+    }
+    fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+        let struct_ident = TStructIdentifier::new("ThriftHiveMetastoreDropPartitionResult");
+        o_prot.write_struct_begin(&struct_ident)?;
+        if let Some(fld_var) = self.result_value {
+            o_prot.write_field_begin(&TFieldIdentifier::new("result_value", TType::Bool, 0))?;
+            o_prot.write_bool(fld_var)?;
+            o_prot.write_field_end()?
+        }
+        if let Some(ref fld_var) = self.o1 {
+            o_prot.write_field_begin(&TFieldIdentifier::new("o1", TType::Struct, 1))?;
+            fld_var.write_to_out_protocol(o_prot)?;
+            o_prot.write_field_end()?
+        }
+        if let Some(ref fld_var) = self.o2 {
+            o_prot.write_field_begin(&TFieldIdentifier::new("o2", TType::Struct, 2))?;
+            fld_var.write_to_out_protocol(o_prot)?;
+            o_prot.write_field_end()?
+        }
+        o_prot.write_field_stop()?;
+        o_prot.write_struct_end()
+    }
+}
+
+//
 // ThriftHiveMetastoreGetPartitionArgs
 //
 
@@ -15473,8 +15846,8 @@ impl ThriftHiveMetastoreGetPartitionArgs {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<String> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_54 = i_prot.read_string()?;
-                        val.push(list_elem_54);
+                        let list_elem_55 = i_prot.read_string()?;
+                        val.push(list_elem_55);
                     }
                     i_prot.read_list_end()?;
                     f_3 = Some(val);
@@ -16035,8 +16408,8 @@ impl ThriftHiveMetastoreGetPartitionsResult {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<Partition> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_55 = Partition::read_from_in_protocol(i_prot)?;
-                        val.push(list_elem_55);
+                        let list_elem_56 = Partition::read_from_in_protocol(i_prot)?;
+                        val.push(list_elem_56);
                     }
                     i_prot.read_list_end()?;
                     f_0 = Some(val);
@@ -16349,8 +16722,8 @@ impl ThriftHiveMetastoreGetPartitionNamesResult {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<String> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_56 = i_prot.read_string()?;
-                        val.push(list_elem_56);
+                        let list_elem_57 = i_prot.read_string()?;
+                        val.push(list_elem_57);
                     }
                     i_prot.read_list_end()?;
                     f_0 = Some(val);
@@ -16502,8 +16875,8 @@ impl ThriftHiveMetastoreFetchPartitionNamesReqResult {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<String> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_57 = i_prot.read_string()?;
-                        val.push(list_elem_57);
+                        let list_elem_58 = i_prot.read_string()?;
+                        val.push(list_elem_58);
                     }
                     i_prot.read_list_end()?;
                     f_0 = Some(val);
@@ -16653,8 +17026,8 @@ impl ThriftHiveMetastoreGetPartitionNamesReqResult {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<String> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_58 = i_prot.read_string()?;
-                        val.push(list_elem_58);
+                        let list_elem_59 = i_prot.read_string()?;
+                        val.push(list_elem_59);
                     }
                     i_prot.read_list_end()?;
                     f_0 = Some(val);
@@ -16845,8 +17218,8 @@ impl ThriftHiveMetastoreGetPartitionsByFilterResult {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<Partition> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_59 = Partition::read_from_in_protocol(i_prot)?;
-                        val.push(list_elem_59);
+                        let list_elem_60 = Partition::read_from_in_protocol(i_prot)?;
+                        val.push(list_elem_60);
                     }
                     i_prot.read_list_end()?;
                     f_0 = Some(val);
@@ -16995,8 +17368,8 @@ impl ThriftHiveMetastoreGetPartitionsByFilterReqResult {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<Partition> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_60 = Partition::read_from_in_protocol(i_prot)?;
-                        val.push(list_elem_60);
+                        let list_elem_61 = Partition::read_from_in_protocol(i_prot)?;
+                        val.push(list_elem_61);
                     }
                     i_prot.read_list_end()?;
                     f_0 = Some(val);
@@ -17089,8 +17462,8 @@ impl ThriftHiveMetastoreGetPartitionsByNamesArgs {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<String> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_61 = i_prot.read_string()?;
-                        val.push(list_elem_61);
+                        let list_elem_62 = i_prot.read_string()?;
+                        val.push(list_elem_62);
                     }
                     i_prot.read_list_end()?;
                     f_3 = Some(val);
@@ -17183,8 +17556,8 @@ impl ThriftHiveMetastoreGetPartitionsByNamesResult {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<Partition> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_62 = Partition::read_from_in_protocol(i_prot)?;
-                        val.push(list_elem_62);
+                        let list_elem_63 = Partition::read_from_in_protocol(i_prot)?;
+                        val.push(list_elem_63);
                     }
                     i_prot.read_list_end()?;
                     f_0 = Some(val);

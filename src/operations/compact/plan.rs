@@ -170,7 +170,7 @@ async fn take_lock(
     )
     .await
     .map_err(|e| match e {
-        LockError::Busy { .. } => Stop::Busy(e.to_string()),
+        LockError::Busy { .. } | LockError::Lost(_) => Stop::Busy(e.to_string()),
         LockError::Interrupted => Stop::Interrupted,
         LockError::Unsupported(_) | LockError::Failed(_) => Stop::Failed(e.into()),
     })
