@@ -801,7 +801,7 @@ async fn run_protocol(
     let verify_started = Instant::now();
     let mut rows = 0;
     for ((target, merged), output) in written.iter().zip(&plan.outputs) {
-        let reader = hdfs.open(target).await?;
+        let reader = Arc::new(hdfs.open(target).await?);
         let tail = read_tail(&reader)
             .await
             .map_err(|e| Stop::Verification(format!("{target}: re-reading its tail: {e}")))?
@@ -1063,25 +1063,6 @@ fn copy_stop(what: &str, e: OrcError) -> Stop {
     }
 }
 
-/// Opens `file` for [`copy_pieces`], naming it when it is no longer `length` bytes long.
-async fn open_source(
-    hdfs: &Hdfs,
-    file: &Location,
-    length: u64,
-) -> Result<hdfs_native::file::FileReader, OrcError> {
-    let reader = hdfs
-        .open(file)
-        .await
-        .map_err(|e| OrcError::Io(std::io::Error::other(e.to_string())))?;
-    let now = reader.file_length() as u64;
-    if now != length {
-        return Err(OrcError::Changed(format!(
-            "{file} is {now} bytes long now, {length} when planned"
-        )));
-    }
-    Ok(reader)
-}
-
 async fn write_output(
     hdfs: &Hdfs,
     plan: &PartitionPlan,
@@ -1110,7 +1091,7 @@ async fn write_output(
     let merged = orc::write_merged(
         &local_plan,
         &tails,
-        |i| open_source(hdfs, &inputs[i].location, inputs[i].length),
+        |i| inputs[i].open(hdfs),
         &mut writer,
         &options.read_ahead,
     )
@@ -1134,7 +1115,7 @@ async fn copy_file(
 ) -> Result<u64, Stop> {
     let mut writer = hdfs.create(target, permission).await?;
     let hash = whole_file(
-        |_| open_source(hdfs, &source.location, source.length),
+        |_| source.open(hdfs),
         source.length,
         &mut writer,
         &options.read_ahead,
@@ -1155,14 +1136,14 @@ async fn hash_file(
     expected: u64,
     read_ahead: &ReadAhead,
 ) -> Result<(u64, u64), Stop> {
-    let reader = hdfs.open(file).await?;
+    let reader = Arc::new(hdfs.open(file).await?);
     let len = reader.file_length() as u64;
     if len != expected {
         // Not worth reading: the caller reports the mismatch.
         return Ok((len, 0));
     }
     let hash = whole_file(
-        |_| std::future::ready(Ok(&reader)),
+        |_| std::future::ready(Ok(Arc::clone(&reader))),
         len,
         &mut Discard,
         read_ahead,
@@ -1181,9 +1162,9 @@ async fn whole_file<R, O, F, S>(
     read_ahead: &ReadAhead,
 ) -> Result<u64, OrcError>
 where
-    R: orc::RangeRead,
+    R: orc::RangeRead + Send + 'static,
     O: Fn(usize) -> F,
-    F: std::future::Future<Output = Result<R, OrcError>>,
+    F: std::future::Future<Output = Result<R, OrcError>> + Send + 'static,
     S: orc::Sink,
 {
     let piece = Piece {
