@@ -358,7 +358,7 @@ async fn merge_all(files: &[PathBuf], out_dir: &Path, expected_groups: usize) ->
             sink.0.sync_all().unwrap();
             drop(sink);
 
-            let reader = LocalFile::open(&path);
+            let reader = std::sync::Arc::new(LocalFile::open(&path));
             let tail = read_tail(&reader).await.unwrap().unwrap();
             verify_tail(out, &result, &tail, &reader).await.unwrap();
             verify_output(out, &result, &tail, &reader, &ReadAhead::default())

@@ -2,13 +2,18 @@
 //! the re-read of full verification: byte ranges ("pieces") of many files, read in bounded
 //! chunks with read-ahead, handed in order to one sink.
 //!
-//! Reads run ahead of writes: up to `reads_in_flight` chunk reads (each at most `chunk_size`
-//! bytes), and up to `opens_in_flight` opens of the next files, while the sink writes the chunks
-//! in order; by default one read beside the write (see [`ReadAhead::default`] for why not more
-//! on HDFS). Memory stays bounded by those numbers, never by the file count or file sizes: at
-//! most `reads_in_flight + 2` chunks are held (in flight, the next one ready, the one being
-//! written), and at most `opens_in_flight + reads_in_flight` files are open. A file is opened
+//! Opens and chunk reads run as spawned tokio tasks, ahead of the sink: up to
+//! `opens_in_flight` files open at once and up to `bytes_in_flight` bytes of chunks read (or
+//! being read) and not yet written. Memory stays bounded by those numbers, never by the file
+//! count or file sizes: at most `bytes_in_flight` plus the chunk being written. A file is opened
 //! only shortly before its bytes are needed, and closed once its last chunk is read.
+//!
+//! Why tasks, not a stream of futures polled beside the write: a future queued in a
+//! `buffered` stream may be handed one of hdfs-native's async mutexes (the NameNode proxy's, or
+//! the cached server defaults that a new DataNode connection and a new block of the writer both
+//! take) and then sit unpolled while the sink's write waits for that very mutex. A full-size
+//! benchmark hung that way (2026-11-30). A spawned task is polled by the runtime whatever the
+//! sink does; what this loop itself awaits are only its own semaphores and task handles.
 //!
 //! Every chunk is hashed twice. On the read side, in the read itself, as the reader returned
 //! it; on the sink side, right before it is handed to the sink, which also checks that it is
@@ -25,7 +30,8 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use futures::{StreamExt, TryStreamExt};
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinHandle;
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
 use super::error::{OrcError, VerifyFailure};
@@ -34,30 +40,30 @@ use super::io::{read_checked, RangeRead, Sink};
 /// How pieces are read: the chunk size and how far reads and opens run ahead of the sink.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReadAhead {
-    /// Largest read (and write): memory is bounded by this, not by the stripe or file size.
+    /// Largest read (and write).
     pub chunk_size: u64,
-    /// Chunk reads running at once ahead of the sink.
-    pub reads_in_flight: usize,
-    /// Files being opened at once ahead of the reads (one NameNode call each on HDFS).
+    /// Bytes read ahead of the sink and not yet written, at most (never less than one chunk):
+    /// memory is bounded by this, not by the stripe or file size.
+    pub bytes_in_flight: u64,
+    /// Files open at once ahead of the sink (one NameNode call each on HDFS, unless the
+    /// caller hands out readers it already holds).
     pub opens_in_flight: usize,
 }
 
-/// One read beside the write, nothing further ahead, on HDFS: more deadlocks there. A read or
-/// open left pending in the queue may be handed one of hdfs-native's async mutexes (the
-/// NameNode proxy's, or the cached server defaults that a new DataNode connection and a new
-/// block of the writer both take) and then sit unpolled while the sink's write waits for that
-/// very mutex. A full-size benchmark hung that way at the start of an output (2026-11-30). With
-/// one of each, nothing is pending while the sink writes except the one read `copy_pieces`
-/// polls with it. Running reads as spawned tasks would lift this; until then, 1 and 1.
+/// 8 MiB chunks, 32 MiB read ahead, 16 files open ahead: enough to keep one HDFS writer busy
+/// with files of a few KiB, without holding more than a few chunks.
 impl Default for ReadAhead {
     fn default() -> Self {
         ReadAhead {
             chunk_size: 8 << 20,
-            reads_in_flight: 1,
-            opens_in_flight: 1,
+            bytes_in_flight: 32 << 20,
+            opens_in_flight: 16,
         }
     }
 }
+
+/// The largest chunk: a chunk's bytes are counted in one semaphore acquisition (a `u32`).
+const MAX_CHUNK: u64 = 1 << 30;
 
 /// A contiguous byte range of one source file: a stripe, or a whole file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -76,8 +82,8 @@ impl Sink for Discard {
     }
 }
 
-/// Lets a caller that already holds a reader hand out references to it.
-impl<R: RangeRead + Sync> RangeRead for &R {
+/// Lets a reader be shared by the spawned reads of the copy, and by a caller that keeps it.
+impl<R: RangeRead + Send> RangeRead for Arc<R> {
     fn len(&self) -> impl Future<Output = io::Result<u64>> + Send {
         (**self).len()
     }
@@ -93,13 +99,47 @@ struct Chunk {
     bytes: Bytes,
     /// XXH3 of `bytes` taken in the read, before the bytes went anywhere.
     read_xxh3: u64,
+    /// This chunk's share of `bytes_in_flight`, given back once it is written.
+    budget: Option<OwnedSemaphorePermit>,
+}
+
+/// A spawned task that is aborted when its handle is dropped: a copy that fails or is dropped
+/// leaves no reads or opens running behind it.
+struct Task<T>(JoinHandle<T>);
+
+impl<T: Send + 'static> Task<T> {
+    fn spawn(f: impl Future<Output = T> + Send + 'static) -> Self {
+        Task(tokio::spawn(f))
+    }
+}
+
+impl<T> Task<Result<T, OrcError>> {
+    async fn join(mut self) -> Result<T, OrcError> {
+        (&mut self.0)
+            .await
+            .map_err(|e| OrcError::Io(io::Error::other(format!("a read task ended: {e}"))))?
+    }
+}
+
+impl<T> Drop for Task<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// An open source: its reader, and its place among the `opens_in_flight`, given back when the
+/// last read of it is done.
+struct Opened<R> {
+    reader: R,
+    _slot: OwnedSemaphorePermit,
 }
 
 /// Copies `pieces`, in order, to `sink`, and returns the XXH3 of each piece's bytes as they
-/// were handed to the sink. `open(source)` opens a source when its first piece comes near;
-/// `lengths[source]` is the length the caller expects it to have: a file of another length
-/// now was replaced or changed ([`OrcError::Changed`]), and nothing past its end is read.
-/// Consecutive pieces of one source share one open.
+/// were handed to the sink. `open(source)` opens a source when its first piece comes near (the
+/// future it returns runs as a task of its own); `lengths[source]` is the length the caller
+/// expects it to have: a file of another length now was replaced or changed
+/// ([`OrcError::Changed`]), and nothing past its end is read. Consecutive pieces of one source
+/// share one open. Must run inside a tokio runtime.
 pub async fn copy_pieces<R, O, F, S>(
     pieces: &[Piece],
     lengths: &[u64],
@@ -108,12 +148,12 @@ pub async fn copy_pieces<R, O, F, S>(
     opts: &ReadAhead,
 ) -> Result<Vec<u64>, OrcError>
 where
-    R: RangeRead,
+    R: RangeRead + Send + 'static,
     O: Fn(usize) -> F,
-    F: Future<Output = Result<R, OrcError>>,
+    F: Future<Output = Result<R, OrcError>> + Send + 'static,
     S: Sink,
 {
-    let chunk = opts.chunk_size.max(1);
+    let chunk = opts.chunk_size.clamp(1, MAX_CHUNK);
     if let Some(p) = pieces.iter().find(|p| p.source >= lengths.len()) {
         return Err(OrcError::Plan(format!(
             "a piece names source {}, of {} sources",
@@ -121,69 +161,106 @@ where
             lengths.len()
         )));
     }
-    let open = &open;
-    let opened = futures::stream::iter(runs(pieces))
-        .map(|(source, run)| async move {
-            let reader = open(source).await?;
+    let slots = Arc::new(Semaphore::new(opts.opens_in_flight.max(1)));
+    let budget = opts
+        .bytes_in_flight
+        .max(chunk)
+        .min(Semaphore::MAX_PERMITS as u64) as usize;
+    let budget = Arc::new(Semaphore::new(budget));
+    let (opened_tx, mut opened_rx) = mpsc::unbounded_channel();
+    let (chunk_tx, mut chunk_rx) = mpsc::unbounded_channel::<Task<Result<Chunk, OrcError>>>();
+
+    // Opens, in order, as slots free up; each open is a task of its own, checked for length.
+    let opener = async move {
+        for (source, run) in runs(pieces) {
+            let slot = Arc::clone(&slots)
+                .acquire_owned()
+                .await
+                .expect("the semaphore is never closed");
+            let opening = open(source);
             let expected = lengths[source];
-            let found = reader.len().await?;
-            if found != expected {
-                return Err(OrcError::Changed(format!(
-                    "source {source} is {found} bytes long now, {expected} when planned"
-                )));
+            let task = Task::spawn(async move {
+                let reader = opening.await?;
+                let found = reader.len().await?;
+                if found != expected {
+                    return Err(OrcError::Changed(format!(
+                        "source {source} is {found} bytes long now, {expected} when planned"
+                    )));
+                }
+                Ok(Arc::new(Opened {
+                    reader,
+                    _slot: slot,
+                }))
+            });
+            if opened_tx.send((task, run)).is_err() {
+                break;
             }
-            Ok((Arc::new(reader), run))
-        })
-        .buffered(opts.opens_in_flight.max(1));
-    let reads = opened
-        .flat_map(|opened| {
-            let tasks: Vec<Result<_, OrcError>> = match opened {
-                Ok((reader, run)) => run
-                    .flat_map(|piece| {
-                        let reader = Arc::clone(&reader);
-                        split(pieces[piece].range.clone(), chunk)
-                            .map(move |range| Ok((Arc::clone(&reader), piece, range)))
-                    })
-                    .collect(),
-                Err(e) => vec![Err(e)],
-            };
-            futures::stream::iter(tasks)
-        })
-        .map(|task| async move {
-            let (reader, piece, range) = task?;
-            let source = pieces[piece].source;
-            let bytes = read_checked(&*reader, range.clone(), lengths[source], "piece").await?;
-            Ok::<_, OrcError>(Chunk {
-                piece,
-                start: range.start,
-                read_xxh3: xxh3_64(&bytes),
-                bytes,
-            })
-        })
-        .buffered(opts.reads_in_flight.max(1));
-    futures::pin_mut!(reads);
+        }
+        Ok::<_, OrcError>(())
+    };
+
+    // Chunk reads, in order, as the byte budget allows; each read is a task of its own and
+    // hashes what it read.
+    let reader = async move {
+        while let Some((opening, run)) = opened_rx.recv().await {
+            let opened: Arc<Opened<R>> = opening.join().await?;
+            for piece in run {
+                let len = lengths[pieces[piece].source];
+                for range in split(pieces[piece].range.clone(), chunk) {
+                    let share = Arc::clone(&budget)
+                        .acquire_many_owned((range.end - range.start) as u32)
+                        .await
+                        .expect("the semaphore is never closed");
+                    let opened = Arc::clone(&opened);
+                    let task = Task::spawn(async move {
+                        let bytes =
+                            read_checked(&opened.reader, range.clone(), len, "piece").await?;
+                        Ok(Chunk {
+                            piece,
+                            start: range.start,
+                            read_xxh3: xxh3_64(&bytes),
+                            bytes,
+                            budget: Some(share),
+                        })
+                    });
+                    if chunk_tx.send(task).is_err() {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        Ok::<_, OrcError>(())
+    };
 
     // The sink side: walks the pieces itself and takes each chunk only where it belongs.
-    let mut next = reads.try_next().await?;
-    let mut sums = Vec::with_capacity(pieces.len());
-    for (p, piece) in pieces.iter().enumerate() {
-        let mut hasher = Xxh3::new();
-        for range in split(piece.range.clone(), chunk) {
-            let bytes = accept(p, &range, next.take())?;
-            hasher.update(&bytes);
-            // Write this chunk while the reads behind it go on.
-            let (written, following) = futures::join!(sink.write(bytes), reads.try_next());
-            written?;
-            next = following?;
+    let writer = async move {
+        let mut sums = Vec::with_capacity(pieces.len());
+        for (p, piece) in pieces.iter().enumerate() {
+            let mut hasher = Xxh3::new();
+            for range in split(piece.range.clone(), chunk) {
+                let mut next = match chunk_rx.recv().await {
+                    Some(task) => Some(task.join().await?),
+                    None => None,
+                };
+                // Held until the chunk is written, so the budget counts it until then.
+                let _share = next.as_mut().and_then(|c| c.budget.take());
+                let bytes = accept(p, &range, next)?;
+                hasher.update(&bytes);
+                sink.write(bytes).await?;
+            }
+            sums.push(hasher.digest());
         }
-        sums.push(hasher.digest());
-    }
-    if let Some(extra) = next {
-        return Err(handoff(
-            extra.piece,
-            format!("an unplanned chunk at {}", extra.start),
-        ));
-    }
+        if let Some(task) = chunk_rx.recv().await {
+            let extra = task.join().await?;
+            return Err(handoff(
+                extra.piece,
+                format!("an unplanned chunk at {}", extra.start),
+            ));
+        }
+        Ok(sums)
+    };
+
+    let ((), (), sums) = tokio::try_join!(opener, reader, writer)?;
     Ok(sums)
 }
 
@@ -251,10 +328,11 @@ mod tests {
     use super::*;
     use crate::orc::testutil::{block_on, MemFile, VecSink};
 
-    /// A reader that counts how many of its kind are open and reading at once.
-    struct Counted<'a> {
+    /// A reader that counts how many of its kind are open, and how many bytes are being read,
+    /// at once.
+    struct Counted {
         file: MemFile,
-        counts: &'a Counts,
+        counts: Arc<Counts>,
     }
 
     #[derive(Default)]
@@ -265,29 +343,30 @@ mod tests {
         max_reading: AtomicUsize,
     }
 
-    fn raise(now: &AtomicUsize, max: &AtomicUsize) {
-        let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+    fn raise(now: &AtomicUsize, max: &AtomicUsize, by: usize) {
+        let n = now.fetch_add(by, Ordering::SeqCst) + by;
         max.fetch_max(n, Ordering::SeqCst);
     }
 
-    impl Drop for Counted<'_> {
+    impl Drop for Counted {
         fn drop(&mut self) {
             self.counts.open.fetch_sub(1, Ordering::SeqCst);
         }
     }
 
-    impl RangeRead for Counted<'_> {
+    impl RangeRead for Counted {
         async fn len(&self) -> io::Result<u64> {
             self.file.len().await
         }
 
         async fn read(&self, range: Range<u64>) -> io::Result<Bytes> {
-            raise(&self.counts.reading, &self.counts.max_reading);
+            let len = (range.end - range.start) as usize;
+            raise(&self.counts.reading, &self.counts.max_reading, len);
             // Let the other reads in flight start before this one ends.
             tokio::task::yield_now().await;
             tokio::task::yield_now().await;
             let bytes = self.file.read(range).await;
-            self.counts.reading.fetch_sub(1, Ordering::SeqCst);
+            self.counts.reading.fetch_sub(len, Ordering::SeqCst);
             bytes
         }
     }
@@ -322,10 +401,10 @@ mod tests {
                 ]
             })
             .collect();
-        let counts = Counts::default();
+        let counts = Arc::new(Counts::default());
         let opts = ReadAhead {
             chunk_size: 128,
-            reads_in_flight: 4,
+            bytes_in_flight: 4 * 128,
             opens_in_flight: 3,
         };
         let mut sink = VecSink::default();
@@ -333,9 +412,9 @@ mod tests {
             &pieces,
             &lengths,
             |s| {
-                raise(&counts.open, &counts.max_open);
+                raise(&counts.open, &counts.max_open, 1);
                 let file = MemFile::new(data[s].clone());
-                let counts = &counts;
+                let counts = Arc::clone(&counts);
                 async move { Ok(Counted { file, counts }) }
             },
             &mut sink,
@@ -355,12 +434,12 @@ mod tests {
         assert!(sink.largest_write <= 128, "bounded writes");
         let max_reading = counts.max_reading.load(Ordering::SeqCst);
         assert!(
-            (2..=4).contains(&max_reading),
-            "reads ahead, bounded: {max_reading}"
+            (129..=4 * 128).contains(&max_reading),
+            "reads ahead, bounded in bytes: {max_reading}"
         );
         let max_open = counts.max_open.load(Ordering::SeqCst);
         assert!(
-            max_open > 1 && max_open <= 3 + 4,
+            (2..=3).contains(&max_open),
             "opens ahead, bounded: {max_open}"
         );
         assert_eq!(counts.open.load(Ordering::SeqCst), 0, "every file closed");
@@ -415,6 +494,7 @@ mod tests {
             start,
             bytes: Bytes::from_static(bytes),
             read_xxh3: xxh3_64(read),
+            budget: None,
         };
         assert_eq!(
             accept(1, &(10..13), Some(chunk(1, 10, b"abc", b"abc"))).unwrap(),

@@ -55,9 +55,9 @@ pub async fn write_merged<R, O, F, S>(
     opts: &ReadAhead,
 ) -> Result<MergedOutput, OrcError>
 where
-    R: RangeRead,
+    R: RangeRead + Send + 'static,
     O: Fn(usize) -> F,
-    F: Future<Output = Result<R, OrcError>>,
+    F: Future<Output = Result<R, OrcError>> + Send + 'static,
     S: Sink,
 {
     check_plan(plan, tails)?;

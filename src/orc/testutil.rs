@@ -12,6 +12,7 @@ pub const ALL_TYPES_LZ4: &[u8] = include_bytes!("../../tests/data/orc/all_types_
 /// Written by Java ORC 1.9.5: several stripes, ZSTD, `struct<a:bigint,s:string>`.
 pub const MULTI_STRIPE_ZSTD: &[u8] = include_bytes!("../../tests/data/orc/multi_stripe_zstd.orc");
 
+#[derive(Clone)]
 pub struct MemFile(Bytes);
 
 impl MemFile {

@@ -9,7 +9,8 @@ use super::tail::OrcTail;
 use super::ORC_MAGIC;
 
 /// Checks an output after it was written: `tail` is its tail re-read (with [`read_tail`]) from
-/// where it now lives, `reader` reads it from there too.
+/// where it now lives, `reader` reads it from there too (an `Arc` of a reader will do: the
+/// stripes are read back by spawned tasks, which share it).
 ///
 /// Passing proves the output holds the planned rows, in the planned stripes at the planned
 /// offsets, that the stripes and the tail cover the file exactly, and that every stripe's
@@ -19,7 +20,7 @@ use super::ORC_MAGIC;
 /// the same bounded read-ahead as the copy.
 ///
 /// [`read_tail`]: super::read_tail
-pub async fn verify_output<R: RangeRead>(
+pub async fn verify_output<R: RangeRead + Clone + Send + 'static>(
     plan: &OutputPlan,
     merged: &MergedOutput,
     tail: &OrcTail,
@@ -38,7 +39,7 @@ pub async fn verify_output<R: RangeRead>(
     let found = copy_pieces(
         &pieces,
         &[tail.file_length],
-        |_| std::future::ready(Ok(reader)),
+        |_| std::future::ready(Ok(reader.clone())),
         &mut Discard,
         opts,
     )

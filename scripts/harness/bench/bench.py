@@ -45,7 +45,14 @@ DATASETS = {
     "bench_c": ("C: 200 x 32 MiB, zstd", "zstd"),
     "bench_wide": ("W: 400 x 2 MiB, 200 cols, zlib", "zlib"),
     "bench_big": ("BIG: 640 x 16 MiB = 10 GiB, zlib", "zlib"),
+    # Many tiny files, and memory against the file count (the same 16 KiB files of B's table).
+    "bench_t1k": ("T1k: 1,000 x 16 KiB, snappy", "snappy"),
+    "bench_t10k": ("T10k: 10,000 x 16 KiB, snappy", "snappy"),
+    "bench_t100k": ("T100k: 100,000 x 16 KiB, snappy", "snappy"),
+    "bench_w2k": ("W2k: 2,000 x 256 KiB, 200 cols, zlib", "zlib"),
 }
+# Sets of the memory-against-file-count table: one schema and file size, only the count varies.
+MEMORY_SETS = ("bench_t1k", "bench_t10k", "bench_t100k")
 # DataNode -> NameNode protocol methods: not the client's calls.
 DN_METHODS = {"SendHeartbeat", "BlockReceivedAndDeleted", "BlockReport", "CacheReport",
               "RegisterDatanode", "VersionRequest", "SendLifeline", "ErrorReport",
@@ -468,6 +475,24 @@ def report(results, machine, args):
                      f"{f('spark_vs_ours')} | {f('spark_rw_vs_ours')} | {f('orc_vs_ours')} | "
                      f"{f('orc_vs_tail')} | {f('orch_vs_ours')} | {f('orch_vs_tail')} | "
                      f"{r['ours_rss']:.0f} |")
+    memory = sorted((d for d in results if d["dataset"] in MEMORY_SETS and d["phases"].get("ours")),
+                    key=lambda d: d["files_before"])
+    if memory:
+        lines.append("")
+        lines.append("Memory against the file count (16 KiB files of one table; target < 256 MiB "
+                     "whatever the count), and NameNode calls per input file (target ≤ 1.1 plus "
+                     "a constant):")
+        lines.append("")
+        lines.append("| files | ours peak RSS MiB | ours --verify tail peak RSS MiB | raw copy "
+                     "peak RSS MiB | ours NN RPCs | per input file |")
+        lines.append("|--:|--:|--:|--:|--:|--:|")
+        for d in memory:
+            ph = d["phases"]
+            rss = lambda k: f"{ph[k]['peak_rss_mib']:.0f}" if ph.get(k) else "–"
+            rpcs = ph["ours"].get("nn_rpcs")
+            per = f"{rpcs / d['files_before']:.2f}" if rpcs is not None else "–"
+            lines.append(f"| {d['files_before']:,} | {rss('ours')} | {rss('ours_tail')} | "
+                         f"{rss('rawcopy')} | {rpcs if rpcs is not None else '–'} | {per} |")
     return "\n".join(lines) + "\n"
 
 
@@ -489,7 +514,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--big", action=argparse.BooleanOptionalAction, default=True)
-    ap.add_argument("--sets", default="bench_a,bench_b,bench_c,bench_wide")
+    ap.add_argument("--sets", default="bench_a,bench_b,bench_c,bench_wide,bench_t100k,bench_w2k")
     ap.add_argument("--scale", type=float)
     ap.add_argument("--threads", type=int, default=3)
     ap.add_argument("--spark-mode", choices=["hive", "path"], default="hive")

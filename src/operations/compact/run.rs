@@ -1,6 +1,7 @@
 //! Steps 4 to 9 of the protocol, one method each, in the order [`Run::steps`] calls them.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::anyhow;
@@ -255,7 +256,7 @@ impl<'a> Run<'a> {
         let (hdfs, options) = (self.hdfs, self.options);
         let mut rows = 0;
         for ((target, merged), output) in staged.outputs.iter().zip(&self.plan.outputs) {
-            let reader = hdfs.open(target).await?;
+            let reader = Arc::new(hdfs.open(target).await?);
             let tail = read_tail(&reader)
                 .await
                 .map_err(|e| Stop::Verification(format!("{target}: re-reading its tail: {e}")))?

@@ -4,6 +4,8 @@
 //! of how the bytes are made, so another writer (one that re-encodes rows) slots in beside the
 //! stripe copy without touching the protocol.
 
+use std::sync::Arc;
+
 use anyhow::anyhow;
 
 use crate::hdfs::{Hdfs, Location};
@@ -65,7 +67,7 @@ async fn stripe_copy(
     let merged = orc::write_merged(
         &local_plan,
         &tails,
-        |i| open_source(hdfs, &inputs[i].location, inputs[i].length),
+        |i| inputs[i].open(hdfs),
         &mut writer,
         read_ahead,
     )
@@ -86,7 +88,7 @@ pub(super) async fn copy_file(
 ) -> Result<u64, Stop> {
     let mut writer = hdfs.create(target, permission).await?;
     let hash = whole_file(
-        |_| open_source(hdfs, &source.location, source.length),
+        |_| source.open(hdfs),
         source.length,
         &mut writer,
         read_ahead,
@@ -104,14 +106,14 @@ pub(super) async fn hash_file(
     expected: u64,
     read_ahead: &ReadAhead,
 ) -> Result<(u64, u64), Stop> {
-    let reader = hdfs.open(file).await?;
+    let reader = Arc::new(hdfs.open(file).await?);
     let len = reader.file_length() as u64;
     if len != expected {
         // Not worth reading: the caller reports the mismatch.
         return Ok((len, 0));
     }
     let hash = whole_file(
-        |_| std::future::ready(Ok(&reader)),
+        |_| std::future::ready(Ok(Arc::clone(&reader))),
         len,
         &mut Discard,
         read_ahead,
@@ -130,9 +132,9 @@ async fn whole_file<R, O, F, S>(
     read_ahead: &ReadAhead,
 ) -> Result<u64, OrcError>
 where
-    R: orc::RangeRead,
+    R: orc::RangeRead + Send + 'static,
     O: Fn(usize) -> F,
-    F: std::future::Future<Output = Result<R, OrcError>>,
+    F: std::future::Future<Output = Result<R, OrcError>> + Send + 'static,
     S: orc::Sink,
 {
     let piece = Piece {
@@ -159,23 +161,4 @@ fn copy_stop(what: &str, e: OrcError) -> Stop {
         OrcError::Verify(_) => Stop::Verification(format!("{what}: {e}")),
         other => Stop::Failed(anyhow!("{what}: {other}")),
     }
-}
-
-/// Opens `file` for [`copy_pieces`], naming it when it is no longer `length` bytes long.
-async fn open_source(
-    hdfs: &Hdfs,
-    file: &Location,
-    length: u64,
-) -> Result<hdfs_native::file::FileReader, OrcError> {
-    let reader = hdfs
-        .open(file)
-        .await
-        .map_err(|e| OrcError::Io(std::io::Error::other(e.to_string())))?;
-    let now = reader.file_length() as u64;
-    if now != length {
-        return Err(OrcError::Changed(format!(
-            "{file} is {now} bytes long now, {length} when planned"
-        )));
-    }
-    Ok(reader)
 }
