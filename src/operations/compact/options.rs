@@ -58,7 +58,7 @@ impl Default for CompactOptions {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum VerifyLevel {
-    /// The design's bar: every stripe (every carried file) is re-read from HDFS and its XXH3
+    /// The full bar: every stripe (every carried file) is re-read from HDFS and its XXH3
     /// compared with the input's. Reads the partition's bytes a second time.
     #[default]
     Full,
