@@ -32,8 +32,14 @@ pub struct Converted {
     pub partition_keys: Vec<String>,
     /// Lossless changes of type (tinyint becomes int, varchar becomes string).
     pub conversions: Vec<ColumnNote>,
+}
+
+/// Why a table's columns have no Iceberg schema, with the lossless changes found on the way.
+#[derive(Debug, Clone)]
+pub struct Blocked {
     /// Columns Iceberg cannot hold as Hive reads them.
     pub blocks: Vec<ColumnNote>,
+    pub conversions: Vec<ColumnNote>,
 }
 
 struct Ids(i32);
@@ -135,7 +141,7 @@ fn convert(
 pub fn convert_table(
     columns: &[(String, String)],
     partition_keys: &[(String, String)],
-) -> Result<Converted, Vec<ColumnNote>> {
+) -> Result<Converted, Blocked> {
     let mut ids = Ids(columns.len() as i32 + partition_keys.len() as i32);
     let mut conversions = vec![];
     let mut blocks = vec![];
@@ -176,21 +182,27 @@ pub fn convert_table(
         }
     }
     if !blocks.is_empty() {
-        return Err(blocks);
+        return Err(Blocked {
+            blocks,
+            conversions,
+        });
     }
-    let schema = Schema::builder().with_fields(fields).build().map_err(|e| {
-        vec![ColumnNote {
-            column: String::new(),
-            hive_type: String::new(),
-            iceberg_type: None,
-            note: format!("the Iceberg schema is invalid: {e}"),
-        }]
-    })?;
+    let schema = Schema::builder()
+        .with_fields(fields)
+        .build()
+        .map_err(|e| Blocked {
+            blocks: vec![ColumnNote {
+                column: String::new(),
+                hive_type: String::new(),
+                iceberg_type: None,
+                note: format!("the Iceberg schema is invalid: {e}"),
+            }],
+            conversions: conversions.clone(),
+        })?;
     Ok(Converted {
         schema,
         partition_keys: partition_keys.iter().map(|(n, _)| n.clone()).collect(),
         conversions,
-        blocks,
     })
 }
 
@@ -279,6 +291,15 @@ pub fn file_columns(types: &[proto::Type], columns: &[String]) -> Vec<Option<u32
             at.and_then(|at| root.subtypes.get(at).copied())
         })
         .collect()
+}
+
+/// Why Iceberg's ORC reader cannot open a file at all, if it cannot: it converts the whole file
+/// schema, unread columns included, and has no union type.
+pub fn unreadable_by_iceberg(types: &[proto::Type]) -> Option<String> {
+    types
+        .iter()
+        .any(|t| t.kind == Some(Kind::Union as i32))
+        .then(|| "the file holds a uniontype column, which Iceberg's ORC reader cannot open even when the table does not read it".to_string())
 }
 
 /// Why the ORC type at `id` cannot be read as `t` by Iceberg's ORC reader (same kind, or a
@@ -375,7 +396,8 @@ mod tests {
             ]),
             &cols(&[("ts", "timestamp")]),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .blocks;
         let names: Vec<&str> = blocks.iter().map(|b| b.column.as_str()).collect();
         assert_eq!(names, ["u", "c", "ts"]);
     }

@@ -165,7 +165,7 @@ struct Source {
     /// Data columns then partition keys, with their Hive types.
     columns: Vec<(String, HiveType)>,
     data_columns: usize,
-    converted: Result<Converted, Vec<ColumnNote>>,
+    converted: Result<Converted, schema::Blocked>,
     partitions: Vec<Partition>,
 }
 
@@ -280,8 +280,8 @@ fn table_blocks(source: &Source) -> Vec<Block> {
         });
         return blocks;
     }
-    if let Err(notes) = &source.converted {
-        blocks.extend(notes.iter().map(|n| Block {
+    if let Err(blocked) = &source.converted {
+        blocks.extend(blocked.blocks.iter().map(|n| Block {
             rule: "column_type".into(),
             detail: format!("column {} ({}): {}", n.column, n.hive_type, n.note),
         }));
@@ -495,6 +495,10 @@ async fn scan(
                 if schema::has_positional_names(&tail.footer.types) {
                     costs.positional_name_files += 1;
                 }
+                if let Some(m) = schema::unreadable_by_iceberg(&tail.footer.types) {
+                    mismatched.add(format!("{}: {m}", f.location));
+                    continue;
+                }
                 let at = schema::file_columns(&tail.footer.types, &data_columns);
                 let mismatch = at.iter().zip(&source.columns).find_map(|(id, (name, t))| {
                     let m = schema::file_type_mismatch(&tail.footer.types, (*id)?, t)?;
@@ -544,9 +548,10 @@ async fn readiness(
         }
     };
     r.blocks = table_blocks(&source);
-    if let Ok(c) = &source.converted {
-        r.conversions = c.conversions.clone();
-    }
+    r.conversions = match &source.converted {
+        Ok(c) => c.conversions.clone(),
+        Err(b) => b.conversions.clone(),
+    };
     if r.blocks.iter().any(|b| b.rule != "column_type") {
         return r;
     }

@@ -101,13 +101,22 @@ public final class Main {
 
     List<String> icebergRows = new ArrayList<>();
     List<Types.NestedField> fields = table.schema().columns();
+    List<String> columnNames = new ArrayList<>();
+    for (Types.NestedField f : fields) {
+      columnNames.add(f.name());
+    }
     try (CloseableIterable<Record> rows = IcebergGenerics.read(table).where(expr).build()) {
       for (Record r : rows) {
         List<String> vals = new ArrayList<>();
         for (int c = 0; c < fields.size(); c++) {
           vals.add(canonIceberg(r.get(c), fields.get(c).type()));
         }
-        icebergRows.add(String.join("|", vals));
+        // Iceberg's generic reader filters rows by its own residual rules (null sorts before
+        // every value); SQL's rules apply here, on both sides, so that the comparison shows
+        // whether a skipped file held a matching row.
+        if (matches(columnNames, vals, filters)) {
+          icebergRows.add(String.join("|", vals));
+        }
       }
     }
 
