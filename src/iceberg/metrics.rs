@@ -278,7 +278,10 @@ mod tests {
             precision: 10,
             scale: 2,
         };
+        // Minimal two's complement: -128 fits one byte, +128 needs a sign byte.
         let d = decimal("-1.28", 2, &ty).unwrap();
-        assert_eq!(d.to_bytes().unwrap().as_ref(), &(-128i16).to_be_bytes()[..]);
+        assert_eq!(d.to_bytes().unwrap().as_ref(), &[0x80]);
+        let d = decimal("1.28", 2, &ty).unwrap();
+        assert_eq!(d.to_bytes().unwrap().as_ref(), &[0x00, 0x80]);
     }
 }
