@@ -607,6 +607,42 @@ pub struct MigrateOptions {
     pub cancel: CancellationToken,
 }
 
+/// How a `migrate` or `revert` ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Migrated,
+    Reverted,
+    /// A dry run: nothing written.
+    Planned,
+    Refused,
+    /// The table is locked or changed meanwhile: retry later.
+    Busy,
+    Failed,
+}
+
+impl Outcome {
+    pub fn exit_code(self) -> ExitCode {
+        match self {
+            Outcome::Migrated | Outcome::Reverted | Outcome::Planned => ExitCode::Ok,
+            Outcome::Refused => ExitCode::Refused,
+            Outcome::Busy => ExitCode::Busy,
+            Outcome::Failed => ExitCode::Failed,
+        }
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Migrated => "migrated",
+            Outcome::Reverted => "reverted",
+            Outcome::Planned => "planned",
+            Outcome::Refused => "refused",
+            Outcome::Busy => "busy",
+            Outcome::Failed => "failed",
+        }
+    }
+}
+
 #[derive(Debug, Serialize)]
 pub struct MigrateReport {
     pub table: String,
@@ -614,8 +650,7 @@ pub struct MigrateReport {
     pub iceberg_table: String,
     pub in_place: bool,
     pub dry_run: bool,
-    /// `migrated`, `planned` (dry run), `refused`, `busy` or `failed`.
-    pub outcome: String,
+    pub outcome: Outcome,
     pub blocks: Vec<Block>,
     pub conversions: Vec<ColumnNote>,
     pub costs: Costs,
@@ -628,17 +663,12 @@ pub struct MigrateReport {
 
 impl MigrateReport {
     pub fn exit_code(&self) -> ExitCode {
-        match self.outcome.as_str() {
-            "migrated" | "planned" => ExitCode::Ok,
-            "refused" => ExitCode::Refused,
-            "busy" => ExitCode::Busy,
-            _ => ExitCode::Failed,
-        }
+        self.outcome.exit_code()
     }
 
     pub fn text(&self) -> String {
-        let mut out = match self.outcome.as_str() {
-            "migrated" => format!(
+        let mut out = match self.outcome {
+            Outcome::Migrated => format!(
                 "{} migrated to Iceberg table {}: {} files, {} rows in {} manifests\n  metadata {}\n",
                 self.table,
                 self.iceberg_table,
@@ -647,7 +677,7 @@ impl MigrateReport {
                 self.manifests,
                 self.metadata_location.as_deref().unwrap_or("-"),
             ),
-            "planned" => format!(
+            Outcome::Planned => format!(
                 "dry run: {} would become Iceberg table {} ({}), listing {} files, {} rows of \
                  {} partitions; nothing written\n",
                 self.table,
@@ -662,8 +692,9 @@ impl MigrateReport {
                 self.costs.partitions
             ),
             other => format!(
-                "{}: {other}{}\n",
+                "{}: {}{}\n",
                 self.table,
+                other.as_str(),
                 self.error
                     .as_deref()
                     .map(|e| format!(": {e}"))
@@ -702,7 +733,7 @@ pub async fn migrate(
         iceberg_table: iceberg_name.to_string(),
         in_place,
         dry_run: options.dry_run,
-        outcome: "failed".into(),
+        outcome: Outcome::Failed,
         blocks: vec![],
         conversions: vec![],
         costs: Costs::default(),
@@ -713,7 +744,7 @@ pub async fn migrate(
         error: None,
     };
     if let Err(e) = migrate_into(metastore, hdfs, name, &iceberg_name, options, &mut report).await {
-        if report.outcome == "failed" {
+        if report.outcome == Outcome::Failed {
             report.error = Some(format!("{e:#}"));
         }
     }
@@ -731,7 +762,7 @@ async fn migrate_into(
     let source = load(metastore, &name.db, &name.table).await?;
     report.blocks = table_blocks(&source);
     if !report.blocks.is_empty() {
-        report.outcome = "refused".into();
+        report.outcome = Outcome::Refused;
         return Ok(());
     }
     let converted = source
@@ -751,7 +782,7 @@ async fn migrate_into(
                     name.db
                 ),
             });
-            report.outcome = "refused".into();
+            report.outcome = Outcome::Refused;
             return Ok(());
         }
         (source.location()?, HashMap::new())
@@ -761,7 +792,7 @@ async fn migrate_into(
                 rule: "target_exists".into(),
                 detail: format!("{iceberg_name} exists already; choose another --to name"),
             });
-            report.outcome = "refused".into();
+            report.outcome = Outcome::Refused;
             return Ok(());
         }
         let db = metastore
@@ -782,11 +813,10 @@ async fn migrate_into(
         report.costs = scan.costs;
         report.blocks = scan.blocks;
         report.outcome = if report.blocks.is_empty() {
-            "planned"
+            Outcome::Planned
         } else {
-            "refused"
-        }
-        .into();
+            Outcome::Refused
+        };
         return Ok(());
     }
     let written = write_table(
@@ -796,7 +826,7 @@ async fn migrate_into(
     let (written, scanned) = match written {
         Ok(Some(w)) => w,
         Ok(None) => {
-            report.outcome = "refused".into();
+            report.outcome = Outcome::Refused;
             return Ok(());
         }
         Err(e) => return Err(e),
@@ -822,7 +852,7 @@ async fn migrate_into(
     };
     match committed {
         Ok(()) => {
-            report.outcome = "migrated".into();
+            report.outcome = Outcome::Migrated;
             Ok(())
         }
         Err(f) => {
@@ -836,12 +866,12 @@ async fn migrate_into(
             report.metadata_location = None;
             match f {
                 Failure::Busy(e) => {
-                    report.outcome = "busy".into();
+                    report.outcome = Outcome::Busy;
                     report.error = Some(e);
                     Ok(())
                 }
                 Failure::Changed(e) => {
-                    report.outcome = "busy".into();
+                    report.outcome = Outcome::Busy;
                     report.error = Some(format!("{e}; nothing changed, run again"));
                     Ok(())
                 }
@@ -1049,6 +1079,29 @@ async fn commit_snapshot(
         .with_context(|| format!("creating {to} in the metastore"))
 }
 
+/// An EXCLUSIVE metastore lock on the whole table, as Hive takes for DDL (and Iceberg's
+/// HiveCatalog for a commit).
+async fn lock_table(
+    metastore: &Metastore,
+    db: &str,
+    table: &str,
+    options: &LockOptions,
+    cancel: &CancellationToken,
+    warnings: &mut Vec<String>,
+) -> Result<Option<lock::PartitionLock>, Failure> {
+    let target = lock::Target {
+        db,
+        table,
+        partition: "",
+    };
+    lock::acquire(metastore, &target, options, cancel, warnings)
+        .await
+        .map_err(|e| match e {
+            lock::LockError::Busy { .. } => Failure::Busy(e.to_string()),
+            other => Failure::Failed(anyhow!(other)),
+        })
+}
+
 /// The in-place commit, under an EXCLUSIVE table lock: check nothing changed, save the Hive
 /// definition, rename the Hive table to its backup name, create the Iceberg table.
 #[allow(clippy::too_many_arguments)]
@@ -1063,22 +1116,15 @@ async fn commit_in_place(
     report: &mut MigrateReport,
 ) -> Result<(), Failure> {
     let (db, name) = (&source.info.db, &source.info.name);
-    let held = lock::acquire(
+    let held = lock_table(
         metastore,
-        &lock::Target {
-            db,
-            table: name,
-            partition: "",
-        },
+        db,
+        name,
         &options.lock,
         &options.cancel,
         &mut report.warnings,
     )
-    .await
-    .map_err(|e| match e {
-        lock::LockError::Busy { .. } => Failure::Busy(e.to_string()),
-        other => Failure::Failed(anyhow!(other)),
-    })?;
+    .await?;
     let result = commit_locked(
         metastore, hdfs, source, converted, written, scanned, options, report,
     )
@@ -1216,8 +1262,7 @@ async fn undo_rename(
 pub struct RevertReport {
     pub table: String,
     pub dry_run: bool,
-    /// `reverted`, `planned`, `refused`, `busy` or `failed`.
-    pub outcome: String,
+    pub outcome: Outcome,
     pub reason: Option<String>,
     pub backup_table: Option<String>,
     pub metadata_location: Option<String>,
@@ -1226,22 +1271,17 @@ pub struct RevertReport {
 
 impl RevertReport {
     pub fn exit_code(&self) -> ExitCode {
-        match self.outcome.as_str() {
-            "reverted" | "planned" => ExitCode::Ok,
-            "refused" => ExitCode::Refused,
-            "busy" => ExitCode::Busy,
-            _ => ExitCode::Failed,
-        }
+        self.outcome.exit_code()
     }
 
     pub fn text(&self) -> String {
-        let mut out = match self.outcome.as_str() {
-            "reverted" => format!(
+        let mut out = match self.outcome {
+            Outcome::Reverted => format!(
                 "{} is the Hive table again (restored from {}); the Iceberg metadata is deleted\n",
                 self.table,
                 self.backup_table.as_deref().unwrap_or("-")
             ),
-            "planned" => format!(
+            Outcome::Planned => format!(
                 "dry run: would drop Iceberg table {} (files kept), restore the Hive table from \
                  {} and delete {}\n",
                 self.table,
@@ -1249,8 +1289,9 @@ impl RevertReport {
                 self.metadata_location.as_deref().unwrap_or("-")
             ),
             other => format!(
-                "{}: {other}{}\n",
+                "{}: {}{}\n",
                 self.table,
+                other.as_str(),
                 self.reason
                     .as_deref()
                     .map(|e| format!(": {e}"))
@@ -1277,7 +1318,7 @@ pub async fn revert(
     let mut report = RevertReport {
         table: name.to_string(),
         dry_run,
-        outcome: "failed".into(),
+        outcome: Outcome::Failed,
         reason: None,
         backup_table: None,
         metadata_location: None,
@@ -1296,11 +1337,11 @@ pub async fn revert(
     {
         Ok(()) => {}
         Err(Failure::Busy(e)) => {
-            report.outcome = "busy".into();
+            report.outcome = Outcome::Busy;
             report.reason = Some(e);
         }
         Err(Failure::Changed(e)) => {
-            report.outcome = "refused".into();
+            report.outcome = Outcome::Refused;
             report.reason = Some(e);
         }
         Err(Failure::Failed(e)) => report.reason = Some(format!("{e:#}")),
@@ -1352,25 +1393,10 @@ async fn revert_into(
         .await
         .map_err(|e| anyhow!("the kept Hive table {db}.{backup}: {e}"))?;
     if dry_run {
-        report.outcome = "planned".into();
+        report.outcome = Outcome::Planned;
         return Ok(());
     }
-    let held = lock::acquire(
-        metastore,
-        &lock::Target {
-            db,
-            table: t,
-            partition: "",
-        },
-        lock_options,
-        cancel,
-        &mut report.warnings,
-    )
-    .await
-    .map_err(|e| match e {
-        lock::LockError::Busy { .. } => Failure::Busy(e.to_string()),
-        other => Failure::Failed(anyhow!(other)),
-    })?;
+    let held = lock_table(metastore, db, t, lock_options, cancel, &mut report.warnings).await?;
     let result = async {
         let again = metastore
             .get_table(db, t)
@@ -1423,7 +1449,7 @@ async fn revert_into(
                 .push(format!("could not delete the Iceberg metadata {dir}: {e}"));
         }
     }
-    report.outcome = "reverted".into();
+    report.outcome = Outcome::Reverted;
     Ok(())
 }
 
