@@ -732,7 +732,7 @@ async fn run(cli: Cli, matches: ArgMatches) -> anyhow::Result<ExitCode> {
                     };
                     cancel_on_signal(options.cancel.clone());
                     let r = iceberg::migrate(&metastore, &hdfs, table, &options).await;
-                    (r.text(), serde_json::to_string(&r)?, r.exit_code())
+                    (r.text(), serde_json::to_string(&r)?, r.outcome.exit_code())
                 }
                 IcebergCommand::Revert {
                     table,
@@ -750,7 +750,7 @@ async fn run(cli: Cli, matches: ArgMatches) -> anyhow::Result<ExitCode> {
                         &cancel,
                     )
                     .await;
-                    (r.text(), serde_json::to_string(&r)?, r.exit_code())
+                    (r.text(), serde_json::to_string(&r)?, r.outcome.exit_code())
                 }
             };
             if global.json {

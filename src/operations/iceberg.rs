@@ -662,10 +662,6 @@ pub struct MigrateReport {
 }
 
 impl MigrateReport {
-    pub fn exit_code(&self) -> ExitCode {
-        self.outcome.exit_code()
-    }
-
     pub fn text(&self) -> String {
         let mut out = match self.outcome {
             Outcome::Migrated => format!(
@@ -1270,10 +1266,6 @@ pub struct RevertReport {
 }
 
 impl RevertReport {
-    pub fn exit_code(&self) -> ExitCode {
-        self.outcome.exit_code()
-    }
-
     pub fn text(&self) -> String {
         let mut out = match self.outcome {
             Outcome::Reverted => format!(
