@@ -354,6 +354,63 @@ fn layouts_and_legacy_files_round_trip() {
         let out = run(&["iceberg", "revert", "--table", &name]);
         assert_eq!(code(&out), 0, "{table}: {}", describe(&out));
         let after = get_table(table).unwrap();
-        assert_eq!(differences(&before, &after), Vec::<String>::new(), "{table}");
+        assert_eq!(
+            differences(&before, &after),
+            Vec::<String>::new(),
+            "{table}"
+        );
     }
+}
+
+/// A table someone holds a metastore lock on is busy (exit 4): nothing is committed and the
+/// metadata written before the lock was asked for is deleted again.
+#[test]
+fn a_locked_table_is_busy_and_untouched() {
+    use hive_orc_compactor::lock::{self, LockMode, LockOptions, Target};
+    let fx = db();
+    let table = "ext_p3";
+    let before = get_table(table).unwrap();
+    let location = before.sd.as_ref().unwrap().location.clone().unwrap();
+    let m = metastore();
+    let options = LockOptions {
+        mode: LockMode::Required,
+        wait: std::time::Duration::ZERO,
+        user: "iceberg-test".into(),
+        ..LockOptions::default()
+    };
+    let target = Target {
+        db: &fx.database,
+        table,
+        partition: "",
+    };
+    let held = rt()
+        .block_on(lock::acquire(
+            &m,
+            &target,
+            &options,
+            &tokio_util::sync::CancellationToken::new(),
+            &mut vec![],
+        ))
+        .expect("the table lock")
+        .expect("the metastore has a lock manager");
+    let name = fx.qualified(table);
+    let out = run(&[
+        "iceberg",
+        "migrate",
+        "--table",
+        &name,
+        "--lock-timeout",
+        "0s",
+    ]);
+    assert_eq!(code(&out), 4, "{}", describe(&out));
+    assert!(differences(&before, &get_table(table).unwrap()).is_empty());
+    assert!(get_table(&format!("{table}__hive_backup")).is_none());
+    let listing = rt()
+        .block_on(Hdfs::new().list(&Location::parse(&format!("{location}/metadata")).unwrap()))
+        .expect("HDFS answers");
+    assert!(
+        listing.is_none(),
+        "the metadata written is deleted: {listing:?}"
+    );
+    rt().block_on(held.release()).expect("unlock");
 }

@@ -121,6 +121,10 @@ impl<'a> TableWriter<'a> {
                 }
             }
         }
+        if !self.written.is_empty() {
+            // Only when empty (non-recursive), as it was created for these files.
+            let _ = self.hdfs.delete(&self.metadata_dir, false).await;
+        }
     }
 
     /// Adds one data file to the snapshot, rolling to a new manifest when the current is full.

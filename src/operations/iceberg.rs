@@ -859,6 +859,9 @@ async fn migrate_into(
                     }
                 }
             }
+            // The directory too, when it is empty (non-recursive): an empty `metadata` left in
+            // an unpartitioned table's directory would be a subdirectory Hive tools trip on.
+            let _ = hdfs.delete(&location.child("metadata"), false).await;
             report.metadata_location = None;
             match f {
                 Failure::Busy(e) => {
