@@ -6,6 +6,7 @@ pub mod eligibility;
 pub mod exit;
 pub mod fleet;
 pub mod hdfs;
+pub mod iceberg;
 pub mod journal;
 pub mod kerberos;
 pub mod layout;

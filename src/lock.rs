@@ -101,7 +101,8 @@ pub enum LockError {
 pub struct Target<'a> {
     pub db: &'a str,
     pub table: &'a str,
-    /// The escaped partition name, `k1=v1/k2=v2`, as the metastore names it.
+    /// The escaped partition name, `k1=v1/k2=v2`, as the metastore names it; empty for a
+    /// lock on the whole table (as Hive takes for DDL on it).
     pub partition: &'a str,
 }
 
@@ -193,10 +194,14 @@ pub fn request(target: &Target<'_>, kind: LockType, options: &LockOptions) -> Lo
     LockRequest {
         component: vec![LockComponent {
             type_: kind,
-            level: LockLevel::PARTITION,
+            level: if target.partition.is_empty() {
+                LockLevel::TABLE
+            } else {
+                LockLevel::PARTITION
+            },
             dbname: target.db.to_owned(),
             tablename: Some(target.table.to_owned()),
-            partitionname: Some(target.partition.to_owned()),
+            partitionname: Some(target.partition.to_owned()).filter(|p| !p.is_empty()),
             operation_type: Some(DataOperationType::NO_TXN),
             is_transactional: Some(false),
             is_dynamic_partition_write: Some(false),

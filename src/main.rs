@@ -20,10 +20,10 @@ use hive_orc_compactor::operations::analyze::{self, AnalyzeOptions};
 use hive_orc_compactor::operations::batch::{self, BatchOptions};
 use hive_orc_compactor::operations::cleanup::{self, CleanupOptions};
 use hive_orc_compactor::operations::compact::VerifyLevel;
-use hive_orc_compactor::operations::inspect;
+use hive_orc_compactor::operations::{iceberg, inspect};
 use hive_orc_compactor::operations::{rollback, verify};
 use hive_orc_compactor::resolve::TableName;
-use options::{CommandOptions, Options};
+use options::{CommandOptions, IcebergOptions, Options};
 use tracing::Instrument;
 
 const ABOUT: &str = "Compacts the small ORC files of legacy Hive tables on HDFS, safely.";
@@ -334,6 +334,97 @@ Examples:
         #[arg(long)]
         checksums: bool,
     },
+    /// Hand a table over to Apache Iceberg without Spark: check, migrate, revert
+    #[command(
+        subcommand,
+        long_about = "\
+Hands a Hive ORC table over to Apache Iceberg (format v2) without rewriting or moving a data \
+file: `check` reports what blocks the move and what it costs, `migrate` writes Iceberg metadata \
+listing every data file with its partition values and column metrics from the ORC footers and \
+commits the table in the metastore as Iceberg's HiveCatalog does, `revert` gives the Hive table \
+back after an in-place migrate. Compact first: Iceberg lists every file, small ones cost it as \
+much as they cost Hive.
+
+Examples:
+  hive-orc-compactor iceberg check --database sales --tables 'events_*'
+  hive-orc-compactor iceberg migrate --table sales.events --dry-run
+  hive-orc-compactor iceberg migrate --table sales.events --to sales.events_ice
+  hive-orc-compactor iceberg revert --table sales.events"
+    )]
+    Iceberg(IcebergCommand),
+}
+
+#[derive(Subcommand)]
+enum IcebergCommand {
+    /// Report whether tables can move to Iceberg in place, and what it costs
+    #[command(long_about = "\
+Reads every partition's listing and every ORC footer (read-only) and reports per table: what \
+blocks an in-place move (not ORC, ACID, bucketed, views, column types Iceberg cannot hold such \
+as uniontype and char, partition values it cannot express, files whose types the table's schema \
+cannot read, subdirectories, unreadable files), the lossless type changes (tinyint and smallint \
+become int, varchar becomes string), and the costs: partitions (and how many hold \
+__HIVE_DEFAULT_PARTITION__, which becomes null), files, bytes, rows, small files, and the \
+files compaction would remove first.
+
+Exit codes: 0 every table ready; 3 a table is blocked; 1 a table could not be read.")]
+    Check {
+        #[command(flatten)]
+        scope: Scope,
+        #[command(flatten)]
+        sizes: Sizes,
+    },
+    /// Make a table an Iceberg table (in place, or a snapshot table beside it with --to)
+    #[command(long_about = "\
+Writes Iceberg metadata under <table location>/metadata: one snapshot whose manifests list \
+every data file with its partition values (identity partitioning on the Hive partition keys; \
+__HIVE_DEFAULT_PARTITION__ is null), record count, size and column metrics from the ORC footer \
+(value and null counts; lower/upper bounds only where ORC's statistics are exact), and \
+schema.name-mapping.default so readers find columns by name. Data files are neither rewritten \
+nor moved. Footers are read 16 at a time; manifests are written as they fill.
+
+In place (default): under an EXCLUSIVE metastore lock on the table, checks the table, its \
+partitions and files are still as read, saves the Hive definition to \
+<location>/metadata/hive-table.thrift, renames the Hive table to <table>__hive_backup and \
+creates the Iceberg table under the original name (table_type=ICEBERG, metadata_location, \
+Iceberg's storage handler). `iceberg revert` undoes it while no Iceberg commit happened since.
+
+--to DB.NAME: creates a new Iceberg table over the same files (gc.enabled=false, so Iceberg \
+never deletes them); the Hive table is untouched.
+
+Exit codes: 0 migrated or dry run; 1 failed (nothing committed); 3 refused; 4 busy (the table \
+is locked or changed meanwhile: retry later).")]
+    Migrate {
+        /// The Hive table, as db.table
+        #[arg(long, value_name = "DB.TABLE")]
+        table: TableName,
+        /// Create a new Iceberg table with this name instead of replacing the Hive table
+        #[arg(long, value_name = "DB.TABLE")]
+        to: Option<TableName>,
+        #[command(flatten)]
+        sizes: Sizes,
+        /// Read everything and report what would be written; write nothing
+        #[arg(long)]
+        dry_run: bool,
+        /// How long to wait for the table lock before giving up as busy (exit 4; default 1m)
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        lock_timeout: Option<Duration>,
+    },
+    /// Give back the Hive table an in-place migrate replaced
+    #[command(long_about = "\
+Drops the Iceberg table (its files are kept), restores the Hive table exactly as it was from \
+the backup `migrate` saved (renaming <table>__hive_backup back), and deletes the Iceberg \
+metadata. Refused (exit 3) once the Iceberg table has commits of its own: they would be lost.")]
+    Revert {
+        /// The table, as db.table
+        #[arg(long, value_name = "DB.TABLE")]
+        table: TableName,
+        /// Check and report; change nothing
+        #[arg(long)]
+        dry_run: bool,
+        /// How long to wait for the table lock before giving up as busy (exit 4; default 1m)
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        lock_timeout: Option<Duration>,
+    },
 }
 
 /// Which tables: one, or a database's (optionally matching a glob).
@@ -449,6 +540,7 @@ async fn run(options: Options) -> anyhow::Result<ExitCode> {
             partition,
             checksums,
         } => run_verify(&options, table, partition, *checksums).await,
+        CommandOptions::Iceberg(command) => run_iceberg(&options, command).await,
     }
 }
 
@@ -527,6 +619,35 @@ async fn run_verify(
     let report = verify::verify(&metastore, &options.hdfs(), table, partition, checksums).await?;
     render::verify(&mut stdout(), &mut stderr(), &report, options.format)?;
     Ok(report.exit_code())
+}
+
+async fn run_iceberg(options: &Options, command: &IcebergOptions) -> anyhow::Result<ExitCode> {
+    let metastore = options.connect().await?;
+    let hdfs = options.hdfs();
+    match command {
+        IcebergOptions::Check { tables, options: o } => {
+            let report = iceberg::check(&metastore, &hdfs, tables.clone(), o).await?;
+            render::text_or_json(&mut stdout(), &report, || report.text(), options.format)?;
+            Ok(report.exit_code())
+        }
+        IcebergOptions::Migrate { table, options: o } => {
+            cancel_on_signal(o.cancel.clone());
+            let report = iceberg::migrate(&metastore, &hdfs, table, o).await;
+            render::text_or_json(&mut stdout(), &report, || report.text(), options.format)?;
+            Ok(report.outcome.exit_code())
+        }
+        IcebergOptions::Revert {
+            table,
+            dry_run,
+            lock,
+            cancel,
+        } => {
+            cancel_on_signal(cancel.clone());
+            let report = iceberg::revert(&metastore, &hdfs, table, *dry_run, lock, cancel).await;
+            render::text_or_json(&mut stdout(), &report, || report.text(), options.format)?;
+            Ok(report.outcome.exit_code())
+        }
+    }
 }
 
 /// Plans the selection on one connection, then compacts on a pool of `--parallel` connections.

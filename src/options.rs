@@ -16,12 +16,14 @@ use hive_orc_compactor::operations::analyze::AnalyzeOptions;
 use hive_orc_compactor::operations::batch::{BatchOptions, Budget, Thresholds};
 use hive_orc_compactor::operations::cleanup::CleanupOptions;
 use hive_orc_compactor::operations::compact::CompactOptions;
+use hive_orc_compactor::operations::iceberg;
 use hive_orc_compactor::orc::DEFAULT_TARGET_SIZE;
 use hive_orc_compactor::resolve::TableName;
+use tokio_util::sync::CancellationToken;
 
 use crate::render::Format;
 use crate::settings::Settings;
-use crate::{Cli, Command, Global, Scope, Sizes};
+use crate::{Cli, Command, Global, IcebergCommand, Scope, Sizes};
 
 /// A quarter of the default target: files this small are what compaction exists for.
 const DEFAULT_SMALL_FILE_SIZE: u64 = 64 * 1024 * 1024;
@@ -67,6 +69,25 @@ pub enum CommandOptions {
         table: TableName,
         partition: String,
         checksums: bool,
+    },
+    Iceberg(IcebergOptions),
+}
+
+/// `iceberg check | migrate | revert`.
+pub enum IcebergOptions {
+    Check {
+        tables: Tables,
+        options: iceberg::CheckOptions,
+    },
+    Migrate {
+        table: TableName,
+        options: iceberg::MigrateOptions,
+    },
+    Revert {
+        table: TableName,
+        dry_run: bool,
+        lock: LockOptions,
+        cancel: CancellationToken,
     },
 }
 
@@ -130,6 +151,9 @@ impl Options {
                 partition: partition.clone(),
                 checksums: *checksums,
             },
+            Command::Iceberg(command) => {
+                CommandOptions::Iceberg(iceberg_options(cli, command, &settings)?)
+            }
         };
         let csv = matches!(cli.command, Command::Analyze { csv: true, .. });
         Ok(Options {
@@ -161,6 +185,60 @@ fn tables(scope: &Scope) -> anyhow::Result<Tables> {
         (None, Some(db)) => Tables::database(db, scope.tables.as_deref())
             .with_context(|| format!("--tables {}", scope.tables.as_deref().unwrap_or("")))?,
         (None, None) => unreachable!("clap requires --table or --database"),
+    })
+}
+
+fn iceberg_options(
+    cli: &Cli,
+    command: &IcebergCommand,
+    settings: &Settings,
+) -> anyhow::Result<IcebergOptions> {
+    let check = |sizes: &Sizes| -> anyhow::Result<iceberg::CheckOptions> {
+        Ok(iceberg::CheckOptions {
+            small_file_size: small_file_size(sizes, settings)?,
+            target_size: target_size(sizes, settings)?,
+        })
+    };
+    // A table lock, always asked for: a migration must not race a writer or another migration.
+    let lock = |wait: &Option<Duration>| LockOptions {
+        wait: wait.unwrap_or(lock::DEFAULT_WAIT),
+        user: hdfs::hadoop_user(cli.global.hadoop_user.as_deref()),
+        ..LockOptions::default()
+    };
+    Ok(match command {
+        IcebergCommand::Check { scope, sizes } => IcebergOptions::Check {
+            tables: tables(scope)?,
+            options: check(sizes)?,
+        },
+        IcebergCommand::Migrate {
+            table,
+            to,
+            sizes,
+            dry_run,
+            lock_timeout,
+        } => IcebergOptions::Migrate {
+            table: table.clone(),
+            options: iceberg::MigrateOptions {
+                target: match to {
+                    Some(to) => iceberg::Target::Snapshot(to.clone()),
+                    None => iceberg::Target::InPlace,
+                },
+                dry_run: *dry_run,
+                check: check(sizes)?,
+                lock: lock(lock_timeout),
+                cancel: CancellationToken::new(),
+            },
+        },
+        IcebergCommand::Revert {
+            table,
+            dry_run,
+            lock_timeout,
+        } => IcebergOptions::Revert {
+            table: table.clone(),
+            dry_run: *dry_run,
+            lock: lock(lock_timeout),
+            cancel: CancellationToken::new(),
+        },
     })
 }
 

@@ -622,6 +622,19 @@ pub fn cleanup(out: &mut dyn Write, r: &CleanupReport, format: Format) -> anyhow
     Ok(())
 }
 
+/// A report whose operation renders its own text (the `iceberg` commands), or its JSON.
+pub fn text_or_json<R: Serialize>(
+    out: &mut dyn Write,
+    report: &R,
+    text: impl FnOnce() -> String,
+    format: Format,
+) -> anyhow::Result<()> {
+    match format {
+        Format::Json => json(out, report),
+        Format::Text | Format::Csv => Ok(write!(out, "{}", text())?),
+    }
+}
+
 pub fn verify(
     out: &mut dyn Write,
     err: &mut dyn Write,

@@ -574,6 +574,11 @@ service ThriftHiveMetastore {
               4: NoSuchObjectException o4)
   void drop_table(1: string dbname, 2: string name, 3: bool deleteData)
       throws (1: NoSuchObjectException o1, 2: MetaException o3)
+  // Replaces a table's definition (also renames it). Iceberg's HiveCatalog commits with it;
+  // HMS 4 honours expected_parameter_key/value in the context as a compare-and-swap.
+  void alter_table_with_environment_context(1: string dbname, 2: string tbl_name,
+      3: Table new_tbl, 4: EnvironmentContext environment_context)
+      throws (1: InvalidOperationException o1, 2: MetaException o2)
 
   i32 add_partitions(1: list<Partition> new_parts)
       throws (1: InvalidObjectException o1, 2: AlreadyExistsException o2, 3: MetaException o3)

@@ -430,6 +430,37 @@ impl Metastore {
         .await
     }
 
+    /// Replaces the definition of `db.table` with `table` (whose names may differ: a rename),
+    /// passing `env` as the environment context. Never resent automatically: on
+    /// `Timeout`/`ConnectionLost` the outcome is unknown, so read the table back.
+    pub async fn alter_table(
+        &self,
+        db: &str,
+        name: &str,
+        table: Table,
+        env: BTreeMap<String, String>,
+    ) -> Result<()> {
+        let (db, name) = (db.to_owned(), name.to_owned());
+        let what = format!("table {db}.{name}");
+        let env = EnvironmentContext {
+            properties: Some(env),
+        };
+        self.run(
+            "alter_table_with_environment_context",
+            what,
+            Call::Once,
+            move |c, _| {
+                c.alter_table_with_environment_context(
+                    db.clone(),
+                    name.clone(),
+                    table.clone(),
+                    env.clone(),
+                )
+            },
+        )
+        .await
+    }
+
     pub async fn drop_table(&self, db: &str, table: &str, delete_data: bool) -> Result<()> {
         let (db, table) = (db.to_owned(), table.to_owned());
         let what = format!("table {db}.{table}");

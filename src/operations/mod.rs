@@ -6,6 +6,7 @@ pub mod analyze;
 pub mod batch;
 pub mod cleanup;
 pub mod compact;
+pub mod iceberg;
 pub mod inspect;
 pub mod outcome;
 pub mod rollback;

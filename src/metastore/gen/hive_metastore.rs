@@ -8415,6 +8415,13 @@ pub trait TThriftHiveMetastoreSyncClient {
     fn create_table(&mut self, tbl: Table) -> thrift::Result<()>;
     fn drop_table(&mut self, dbname: String, name: String, delete_data: bool)
         -> thrift::Result<()>;
+    fn alter_table_with_environment_context(
+        &mut self,
+        dbname: String,
+        tbl_name: String,
+        new_tbl: Table,
+        environment_context: EnvironmentContext,
+    ) -> thrift::Result<()>;
     fn add_partitions(&mut self, new_parts: Vec<Partition>) -> thrift::Result<i32>;
     fn drop_partition(
         &mut self,
@@ -8926,6 +8933,53 @@ impl<C: TThriftClient + TThriftHiveMetastoreSyncClientMarker> TThriftHiveMetasto
             verify_expected_message_type(TMessageType::Reply, message_ident.message_type)?;
             let result =
                 ThriftHiveMetastoreDropTableResult::read_from_in_protocol(self.i_prot_mut())?;
+            self.i_prot_mut().read_message_end()?;
+            result.ok_or()
+        }
+    }
+    fn alter_table_with_environment_context(
+        &mut self,
+        dbname: String,
+        tbl_name: String,
+        new_tbl: Table,
+        environment_context: EnvironmentContext,
+    ) -> thrift::Result<()> {
+        ({
+            self.increment_sequence_number();
+            let message_ident = TMessageIdentifier::new(
+                "alter_table_with_environment_context",
+                TMessageType::Call,
+                self.sequence_number(),
+            );
+            let call_args = ThriftHiveMetastoreAlterTableWithEnvironmentContextArgs {
+                dbname,
+                tbl_name,
+                new_tbl,
+                environment_context,
+            };
+            self.o_prot_mut().write_message_begin(&message_ident)?;
+            call_args.write_to_out_protocol(self.o_prot_mut())?;
+            self.o_prot_mut().write_message_end()?;
+            self.o_prot_mut().flush()
+        })?;
+        {
+            let message_ident = self.i_prot_mut().read_message_begin()?;
+            verify_expected_sequence_number(self.sequence_number(), message_ident.sequence_number)?;
+            verify_expected_service_call(
+                "alter_table_with_environment_context",
+                &message_ident.name,
+            )?;
+            if message_ident.message_type == TMessageType::Exception {
+                let remote_error =
+                    thrift::Error::read_application_error_from_in_protocol(self.i_prot_mut())?;
+                self.i_prot_mut().read_message_end()?;
+                return Err(thrift::Error::Application(remote_error));
+            }
+            verify_expected_message_type(TMessageType::Reply, message_ident.message_type)?;
+            let result =
+                ThriftHiveMetastoreAlterTableWithEnvironmentContextResult::read_from_in_protocol(
+                    self.i_prot_mut(),
+                )?;
             self.i_prot_mut().read_message_end()?;
             result.ok_or()
         }
@@ -9677,6 +9731,13 @@ pub trait ThriftHiveMetastoreSyncHandler {
         name: String,
         delete_data: bool,
     ) -> thrift::Result<()>;
+    fn handle_alter_table_with_environment_context(
+        &self,
+        dbname: String,
+        tbl_name: String,
+        new_tbl: Table,
+        environment_context: EnvironmentContext,
+    ) -> thrift::Result<()>;
     fn handle_add_partitions(&self, new_parts: Vec<Partition>) -> thrift::Result<i32>;
     fn handle_drop_partition(
         &self,
@@ -9921,6 +9982,19 @@ impl<H: ThriftHiveMetastoreSyncHandler> ThriftHiveMetastoreSyncProcessor<H> {
         o_prot: &mut dyn TOutputProtocol,
     ) -> thrift::Result<()> {
         TThriftHiveMetastoreProcessFunctions::process_drop_table(
+            &self.handler,
+            incoming_sequence_number,
+            i_prot,
+            o_prot,
+        )
+    }
+    fn process_alter_table_with_environment_context(
+        &self,
+        incoming_sequence_number: i32,
+        i_prot: &mut dyn TInputProtocol,
+        o_prot: &mut dyn TOutputProtocol,
+    ) -> thrift::Result<()> {
+        TThriftHiveMetastoreProcessFunctions::process_alter_table_with_environment_context(
             &self.handler,
             incoming_sequence_number,
             i_prot,
@@ -11422,6 +11496,119 @@ impl TThriftHiveMetastoreProcessFunctions {
                         { ApplicationError::new(ApplicationErrorKind::Unknown, e.to_string()) };
                     let message_ident = TMessageIdentifier::new(
                         "drop_table",
+                        TMessageType::Exception,
+                        incoming_sequence_number,
+                    );
+                    o_prot.write_message_begin(&message_ident)?;
+                    thrift::Error::write_application_error_to_out_protocol(&ret_err, o_prot)?;
+                    o_prot.write_message_end()?;
+                    o_prot.flush()
+                }
+            },
+        }
+    }
+    pub fn process_alter_table_with_environment_context<H: ThriftHiveMetastoreSyncHandler>(
+        handler: &H,
+        incoming_sequence_number: i32,
+        i_prot: &mut dyn TInputProtocol,
+        o_prot: &mut dyn TOutputProtocol,
+    ) -> thrift::Result<()> {
+        let args =
+            ThriftHiveMetastoreAlterTableWithEnvironmentContextArgs::read_from_in_protocol(i_prot)?;
+        match handler.handle_alter_table_with_environment_context(
+            args.dbname,
+            args.tbl_name,
+            args.new_tbl,
+            args.environment_context,
+        ) {
+            Ok(_) => {
+                let message_ident = TMessageIdentifier::new(
+                    "alter_table_with_environment_context",
+                    TMessageType::Reply,
+                    incoming_sequence_number,
+                );
+                o_prot.write_message_begin(&message_ident)?;
+                let ret = ThriftHiveMetastoreAlterTableWithEnvironmentContextResult {
+                    o1: None,
+                    o2: None,
+                };
+                ret.write_to_out_protocol(o_prot)?;
+                o_prot.write_message_end()?;
+                o_prot.flush()
+            }
+            Err(e) => match e {
+                thrift::Error::User(usr_err) => {
+                    if usr_err
+                        .downcast_ref::<InvalidOperationException>()
+                        .is_some()
+                    {
+                        let err = usr_err
+                            .downcast::<InvalidOperationException>()
+                            .expect("downcast already checked");
+                        let ret_err = ThriftHiveMetastoreAlterTableWithEnvironmentContextResult {
+                            o1: Some(*err),
+                            o2: None,
+                        };
+                        let message_ident = TMessageIdentifier::new(
+                            "alter_table_with_environment_context",
+                            TMessageType::Reply,
+                            incoming_sequence_number,
+                        );
+                        o_prot.write_message_begin(&message_ident)?;
+                        ret_err.write_to_out_protocol(o_prot)?;
+                        o_prot.write_message_end()?;
+                        o_prot.flush()
+                    } else if usr_err.downcast_ref::<MetaException>().is_some() {
+                        let err = usr_err
+                            .downcast::<MetaException>()
+                            .expect("downcast already checked");
+                        let ret_err = ThriftHiveMetastoreAlterTableWithEnvironmentContextResult {
+                            o1: None,
+                            o2: Some(*err),
+                        };
+                        let message_ident = TMessageIdentifier::new(
+                            "alter_table_with_environment_context",
+                            TMessageType::Reply,
+                            incoming_sequence_number,
+                        );
+                        o_prot.write_message_begin(&message_ident)?;
+                        ret_err.write_to_out_protocol(o_prot)?;
+                        o_prot.write_message_end()?;
+                        o_prot.flush()
+                    } else {
+                        let ret_err = {
+                            ApplicationError::new(
+                                ApplicationErrorKind::Unknown,
+                                usr_err.to_string(),
+                            )
+                        };
+                        let message_ident = TMessageIdentifier::new(
+                            "alter_table_with_environment_context",
+                            TMessageType::Exception,
+                            incoming_sequence_number,
+                        );
+                        o_prot.write_message_begin(&message_ident)?;
+                        thrift::Error::write_application_error_to_out_protocol(&ret_err, o_prot)?;
+                        o_prot.write_message_end()?;
+                        o_prot.flush()
+                    }
+                }
+                thrift::Error::Application(app_err) => {
+                    let message_ident = TMessageIdentifier::new(
+                        "alter_table_with_environment_context",
+                        TMessageType::Exception,
+                        incoming_sequence_number,
+                    );
+                    o_prot.write_message_begin(&message_ident)?;
+                    thrift::Error::write_application_error_to_out_protocol(&app_err, o_prot)?;
+                    o_prot.write_message_end()?;
+                    o_prot.flush()
+                }
+                _ => {
+                    let ret_err =
+                        { ApplicationError::new(ApplicationErrorKind::Unknown, e.to_string()) };
+                    let message_ident = TMessageIdentifier::new(
+                        "alter_table_with_environment_context",
                         TMessageType::Exception,
                         incoming_sequence_number,
                     );
@@ -13689,6 +13876,12 @@ impl<H: ThriftHiveMetastoreSyncHandler> TProcessor for ThriftHiveMetastoreSyncPr
                 self.process_create_table(message_ident.sequence_number, i_prot, o_prot)
             }
             "drop_table" => self.process_drop_table(message_ident.sequence_number, i_prot, o_prot),
+            "alter_table_with_environment_context" => self
+                .process_alter_table_with_environment_context(
+                    message_ident.sequence_number,
+                    i_prot,
+                    o_prot,
+                ),
             "add_partitions" => {
                 self.process_add_partitions(message_ident.sequence_number, i_prot, o_prot)
             }
@@ -15444,6 +15637,179 @@ impl ThriftHiveMetastoreDropTableResult {
         }
         if let Some(ref fld_var) = self.o3 {
             o_prot.write_field_begin(&TFieldIdentifier::new("o3", TType::Struct, 2))?;
+            fld_var.write_to_out_protocol(o_prot)?;
+            o_prot.write_field_end()?
+        }
+        o_prot.write_field_stop()?;
+        o_prot.write_struct_end()
+    }
+}
+
+//
+// ThriftHiveMetastoreAlterTableWithEnvironmentContextArgs
+//
+
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+struct ThriftHiveMetastoreAlterTableWithEnvironmentContextArgs {
+    dbname: String,
+    tbl_name: String,
+    new_tbl: Table,
+    environment_context: EnvironmentContext,
+}
+
+impl ThriftHiveMetastoreAlterTableWithEnvironmentContextArgs {
+    fn read_from_in_protocol(
+        i_prot: &mut dyn TInputProtocol,
+    ) -> thrift::Result<ThriftHiveMetastoreAlterTableWithEnvironmentContextArgs> {
+        i_prot.read_struct_begin()?;
+        let mut f_1: Option<String> = None;
+        let mut f_2: Option<String> = None;
+        let mut f_3: Option<Table> = None;
+        let mut f_4: Option<EnvironmentContext> = None;
+        loop {
+            let field_ident = i_prot.read_field_begin()?;
+            if field_ident.field_type == TType::Stop {
+                break;
+            }
+            let field_id = field_id(&field_ident)?;
+            match field_id {
+                1 => {
+                    let val = i_prot.read_string()?;
+                    f_1 = Some(val);
+                }
+                2 => {
+                    let val = i_prot.read_string()?;
+                    f_2 = Some(val);
+                }
+                3 => {
+                    let val = Table::read_from_in_protocol(i_prot)?;
+                    f_3 = Some(val);
+                }
+                4 => {
+                    let val = EnvironmentContext::read_from_in_protocol(i_prot)?;
+                    f_4 = Some(val);
+                }
+                _ => {
+                    i_prot.skip(field_ident.field_type)?;
+                }
+            };
+            i_prot.read_field_end()?;
+        }
+        i_prot.read_struct_end()?;
+        verify_required_field_exists(
+            "ThriftHiveMetastoreAlterTableWithEnvironmentContextArgs.dbname",
+            &f_1,
+        )?;
+        verify_required_field_exists(
+            "ThriftHiveMetastoreAlterTableWithEnvironmentContextArgs.tbl_name",
+            &f_2,
+        )?;
+        verify_required_field_exists(
+            "ThriftHiveMetastoreAlterTableWithEnvironmentContextArgs.new_tbl",
+            &f_3,
+        )?;
+        verify_required_field_exists(
+            "ThriftHiveMetastoreAlterTableWithEnvironmentContextArgs.environment_context",
+            &f_4,
+        )?;
+        let ret = ThriftHiveMetastoreAlterTableWithEnvironmentContextArgs {
+            dbname: f_1
+                .expect("auto-generated code should have checked for presence of required fields"),
+            tbl_name: f_2
+                .expect("auto-generated code should have checked for presence of required fields"),
+            new_tbl: f_3
+                .expect("auto-generated code should have checked for presence of required fields"),
+            environment_context: f_4
+                .expect("auto-generated code should have checked for presence of required fields"),
+        };
+        Ok(ret)
+    }
+    fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+        let struct_ident = TStructIdentifier::new("alter_table_with_environment_context_args");
+        o_prot.write_struct_begin(&struct_ident)?;
+        o_prot.write_field_begin(&TFieldIdentifier::new("dbname", TType::String, 1))?;
+        o_prot.write_string(&self.dbname)?;
+        o_prot.write_field_end()?;
+        o_prot.write_field_begin(&TFieldIdentifier::new("tbl_name", TType::String, 2))?;
+        o_prot.write_string(&self.tbl_name)?;
+        o_prot.write_field_end()?;
+        o_prot.write_field_begin(&TFieldIdentifier::new("new_tbl", TType::Struct, 3))?;
+        self.new_tbl.write_to_out_protocol(o_prot)?;
+        o_prot.write_field_end()?;
+        o_prot.write_field_begin(&TFieldIdentifier::new(
+            "environment_context",
+            TType::Struct,
+            4,
+        ))?;
+        self.environment_context.write_to_out_protocol(o_prot)?;
+        o_prot.write_field_end()?;
+        o_prot.write_field_stop()?;
+        o_prot.write_struct_end()
+    }
+}
+
+//
+// ThriftHiveMetastoreAlterTableWithEnvironmentContextResult
+//
+
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+struct ThriftHiveMetastoreAlterTableWithEnvironmentContextResult {
+    o1: Option<InvalidOperationException>,
+    o2: Option<MetaException>,
+}
+
+impl ThriftHiveMetastoreAlterTableWithEnvironmentContextResult {
+    fn ok_or(self) -> thrift::Result<()> {
+        if self.o1.is_some() {
+            Err(thrift::Error::User(Box::new(self.o1.unwrap())))
+        } else if self.o2.is_some() {
+            Err(thrift::Error::User(Box::new(self.o2.unwrap())))
+        } else {
+            Ok(())
+        }
+    }
+    fn read_from_in_protocol(
+        i_prot: &mut dyn TInputProtocol,
+    ) -> thrift::Result<ThriftHiveMetastoreAlterTableWithEnvironmentContextResult> {
+        i_prot.read_struct_begin()?;
+        let mut f_1: Option<InvalidOperationException> = None;
+        let mut f_2: Option<MetaException> = None;
+        loop {
+            let field_ident = i_prot.read_field_begin()?;
+            if field_ident.field_type == TType::Stop {
+                break;
+            }
+            let field_id = field_id(&field_ident)?;
+            match field_id {
+                1 => {
+                    let val = InvalidOperationException::read_from_in_protocol(i_prot)?;
+                    f_1 = Some(val);
+                }
+                2 => {
+                    let val = MetaException::read_from_in_protocol(i_prot)?;
+                    f_2 = Some(val);
+                }
+                _ => {
+                    i_prot.skip(field_ident.field_type)?;
+                }
+            };
+            i_prot.read_field_end()?;
+        }
+        i_prot.read_struct_end()?;
+        let ret = ThriftHiveMetastoreAlterTableWithEnvironmentContextResult { o1: f_1, o2: f_2 };
+        Ok(ret)
+    }
+    fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+        let struct_ident =
+            TStructIdentifier::new("ThriftHiveMetastoreAlterTableWithEnvironmentContextResult");
+        o_prot.write_struct_begin(&struct_ident)?;
+        if let Some(ref fld_var) = self.o1 {
+            o_prot.write_field_begin(&TFieldIdentifier::new("o1", TType::Struct, 1))?;
+            fld_var.write_to_out_protocol(o_prot)?;
+            o_prot.write_field_end()?
+        }
+        if let Some(ref fld_var) = self.o2 {
+            o_prot.write_field_begin(&TFieldIdentifier::new("o2", TType::Struct, 2))?;
             fld_var.write_to_out_protocol(o_prot)?;
             o_prot.write_field_end()?
         }

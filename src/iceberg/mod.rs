@@ -1,0 +1,10 @@
+//! Handing Hive ORC tables over to Apache Iceberg: Hive types and partition values in Iceberg
+//! terms, column metrics from ORC footers, the table metadata written onto HDFS, and the
+//! metastore definition Iceberg's `HiveCatalog` expects.
+
+pub mod catalog;
+pub mod hive_type;
+pub mod metrics;
+pub mod partition;
+pub mod schema;
+pub mod writer;
