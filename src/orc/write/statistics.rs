@@ -356,15 +356,16 @@ impl Stats {
                 });
             }
             Kind::Timestamp { range } => {
-                // UTC milliseconds; the nanos fields hold the sub-millisecond nanos + 1 and
-                // are left out when that is 1 (readers take absence as no sub-millisecond
-                // part), as the reference writer does. The local-time fields are deprecated.
-                let nanos = |n: i32| Some(n + 1).filter(|n| *n != 1);
+                // UTC milliseconds; the nanos fields hold the sub-millisecond nanos + 1.
+                // Readers take a missing minimum's nanos as 0 but a missing maximum's as
+                // 999_999, so the minimum's is left out when it is 0 (as the reference writer
+                // does) and the maximum's is always written. The local-time fields are
+                // deprecated.
                 out.timestamp_statistics = Some(proto::TimestampStatistics {
                     minimum_utc: range.map(|r| r.0 .0),
                     maximum_utc: range.map(|r| r.1 .0),
-                    minimum_nanos: range.and_then(|r| nanos(r.0 .1)),
-                    maximum_nanos: range.and_then(|r| nanos(r.1 .1)),
+                    minimum_nanos: range.and_then(|r| Some(r.0 .1 + 1).filter(|n| *n != 1)),
+                    maximum_nanos: range.map(|r| r.1 .1 + 1),
                     ..Default::default()
                 });
             }
