@@ -73,6 +73,12 @@ fn widen<T: PartialOrd + Clone>(range: &mut Option<(T, T)>, low: &T, high: &T) {
     }
 }
 
+fn merge_range<T: PartialOrd + Clone>(range: &mut Option<(T, T)>, other: &Option<(T, T)>) {
+    if let Some((low, high)) = other {
+        widen(range, low, high);
+    }
+}
+
 impl Stats {
     pub(crate) fn new(kind: Kind) -> Self {
         Self {
@@ -219,9 +225,7 @@ impl Stats {
         match (&mut self.kind, &other.kind) {
             (Kind::Boolean { trues }, Kind::Boolean { trues: o }) => *trues += o,
             (Kind::Integer { range, sum }, Kind::Integer { range: r, sum: s }) => {
-                if let Some((lo, hi)) = r {
-                    widen(range, lo, hi);
-                }
+                merge_range(range, r);
                 *sum = sum.zip(*s).and_then(|(a, b)| a.checked_add(b));
             }
             (
@@ -232,16 +236,12 @@ impl Stats {
                     nan: n,
                 },
             ) => {
-                if let Some((lo, hi)) = r {
-                    widen(range, lo, hi);
-                }
+                merge_range(range, r);
                 *sum += s;
                 *nan |= n;
             }
             (Kind::String { range, total }, Kind::String { range: r, total: t }) => {
-                if let Some((lo, hi)) = r {
-                    widen(range, lo, hi);
-                }
+                merge_range(range, r);
                 *total = total.zip(*t).and_then(|(a, b)| a.checked_add(b));
             }
             (Kind::Binary { total }, Kind::Binary { total: t }) => {
@@ -253,23 +253,17 @@ impl Stats {
                     range: r, sum: s, ..
                 },
             ) => {
-                if let Some((lo, hi)) = r {
-                    widen(range, lo, hi);
-                }
+                merge_range(range, r);
                 *sum = sum
                     .zip(*s)
                     .and_then(|(a, b)| a.checked_add(b))
                     .filter(|s| fits_38_digits(*s));
             }
             (Kind::Date { range }, Kind::Date { range: r }) => {
-                if let Some((lo, hi)) = r {
-                    widen(range, lo, hi);
-                }
+                merge_range(range, r);
             }
             (Kind::Timestamp { range }, Kind::Timestamp { range: r }) => {
-                if let Some((lo, hi)) = r {
-                    widen(range, lo, hi);
-                }
+                merge_range(range, r);
             }
             (
                 Kind::Collection { children, total },
@@ -278,9 +272,7 @@ impl Stats {
                     total: t,
                 },
             ) => {
-                if let Some((lo, hi)) = c {
-                    widen(children, lo, hi);
-                }
+                merge_range(children, c);
                 *total += t;
             }
             _ => {}

@@ -259,3 +259,25 @@ fn synthetic_columns_round_trip_through_every_codec_and_stripe_shape() {
         }
     }
 }
+
+/// Prints the writer's throughput on the synthetic columns (12 columns, ZSTD, 64 MiB stripes).
+/// A measurement, not a check: `cargo test --release --lib -- --ignored writer_throughput
+/// --nocapture`.
+#[test]
+#[ignore]
+fn writer_throughput() {
+    let (types, batch) = synthetic(100_000);
+    let rounds = 20;
+    let mut o = WriterOptions::new(types, Compression::Zstd, 262_144);
+    o.bloom_filter_columns = vec![4, 7];
+    let start = std::time::Instant::now();
+    let parts: Vec<RecordBatch> = (0..rounds).map(|_| batch.clone()).collect();
+    let bytes = write(o, &parts).len();
+    let secs = start.elapsed().as_secs_f64();
+    let rows = (batch.num_rows() * rounds) as f64;
+    eprintln!(
+        "{rows} rows, {bytes} bytes in {secs:.2}s: {:.0} rows/s, {:.1} MB/s written",
+        rows / secs,
+        bytes as f64 / secs / 1e6
+    );
+}
