@@ -545,14 +545,7 @@ async fn different_schemas_and_codecs_form_separate_groups() {
 /// size, stride and metadata, in stripes of about `stripe_size` bytes.
 async fn reencode(input: &Path, output: &Path, bloom_columns: &[u32], stripe_size: u64) {
     let tail = read_tail(&LocalFile::open(input)).await.unwrap().unwrap();
-    let mut options = WriterOptions::new(
-        tail.footer.types.clone(),
-        tail.compression,
-        tail.compression_block_size,
-    );
-    options.row_index_stride = tail.footer.row_index_stride();
-    options.user_metadata = tail.footer.metadata.clone();
-    options.calendar = tail.footer.calendar;
+    let mut options = WriterOptions::from_tail(&tail);
     options.bloom_filter_columns = bloom_columns.to_vec();
     options.stripe_size = stripe_size;
     let mut writer = OrcWriter::new(LocalSink(File::create(output).unwrap()), options)

@@ -53,18 +53,8 @@ fn write(options: WriterOptions, batches: &[RecordBatch]) -> Vec<u8> {
 }
 
 fn options_like(input: &[u8]) -> WriterOptions {
-    let tail = block_on(read_tail(&MemFile::new(input.to_vec())))
-        .unwrap()
-        .unwrap();
-    let mut o = WriterOptions::new(
-        tail.footer.types.clone(),
-        tail.compression,
-        tail.compression_block_size,
-    );
-    o.row_index_stride = tail.footer.row_index_stride();
-    o.user_metadata = tail.footer.metadata.clone();
-    o.calendar = tail.footer.calendar;
-    o
+    let tail = block_on(read_tail(&MemFile::new(input.to_vec())));
+    WriterOptions::from_tail(&tail.unwrap().unwrap())
 }
 
 /// The statistics a reader can compare across writers: everything but bytes on disk, and

@@ -19,9 +19,10 @@ use bytes::Bytes;
 use orc_rust::proto;
 use prost::Message;
 
-use super::super::compress::{compress, Compression};
+use super::super::compress::Compression;
 use super::super::error::OrcError;
 use super::super::io::Sink;
+use super::super::tail::OrcTail;
 use super::super::ORC_MAGIC;
 use super::columns::{build, ColumnWriter, StripeParts};
 use super::Settings;
@@ -75,6 +76,21 @@ impl WriterOptions {
             user_metadata: Vec::new(),
             calendar: None,
         }
+    }
+
+    /// Options giving an output the shape of the file `tail` belongs to: its type tree, codec,
+    /// compression block size, row index stride, user metadata and calendar. Which columns had
+    /// bloom filters is in the stripes, not the tail: the caller sets `bloom_filter_columns`.
+    pub fn from_tail(tail: &OrcTail) -> Self {
+        let mut options = Self::new(
+            tail.footer.types.clone(),
+            tail.compression,
+            tail.compression_block_size,
+        );
+        options.row_index_stride = tail.footer.row_index_stride();
+        options.user_metadata = tail.footer.metadata.clone();
+        options.calendar = tail.footer.calendar;
+        options
     }
 }
 
@@ -230,11 +246,7 @@ impl<S: Sink> OrcWriter<S> {
         let metadata = proto::Metadata {
             stripe_stats: std::mem::take(&mut self.stripe_stats),
         };
-        let metadata = compress(
-            o.compression,
-            o.compression_block_size,
-            &metadata.encode_to_vec(),
-        )?;
+        let metadata = self.settings.compress_message(&metadata)?;
         let footer = proto::Footer {
             header_length: Some(ORC_MAGIC.len() as u64),
             content_length: Some(self.offset - ORC_MAGIC.len() as u64),
@@ -252,11 +264,7 @@ impl<S: Sink> OrcWriter<S> {
             ),
         };
         let stripes = footer.stripes.len();
-        let footer = compress(
-            o.compression,
-            o.compression_block_size,
-            &footer.encode_to_vec(),
-        )?;
+        let footer = self.settings.compress_message(&footer)?;
         let postscript = proto::PostScript {
             footer_length: Some(footer.len() as u64),
             compression: Some(o.compression.to_proto()),

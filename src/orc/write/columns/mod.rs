@@ -60,6 +60,58 @@ pub(crate) trait ColumnWriter: Send {
     fn file_stats(&self, out: &mut Vec<proto::ColumnStatistics>);
 }
 
+/// The value streams of a column without children, behind the common part.
+pub(crate) trait Values: Send {
+    /// Writes PRESENT through `common` and the values of the non-null rows.
+    fn write(&mut self, common: &mut Common, array: &dyn Array) -> Result<(), OrcError>;
+    fn position(&self, out: &mut Vec<u64>);
+    fn estimated_size(&self) -> usize;
+    fn encoding(&self) -> column_encoding::Kind;
+    fn flush(&mut self, id: u32, parts: &mut StripeParts) -> Result<(), OrcError>;
+}
+
+/// A column without children: the common part and its value streams.
+pub(crate) struct Leaf<V> {
+    common: Common,
+    values: V,
+}
+
+impl<V: Values> Leaf<V> {
+    fn new(common: Common, values: V) -> Self {
+        Self { common, values }
+    }
+}
+
+impl<V: Values> ColumnWriter for Leaf<V> {
+    fn write(&mut self, array: &dyn Array) -> Result<(), OrcError> {
+        self.values.write(&mut self.common, array)
+    }
+
+    fn start_group(&mut self) {
+        let mut positions = Vec::new();
+        self.values.position(&mut positions);
+        self.common.start_group(positions);
+    }
+
+    fn end_group(&mut self) -> Result<(), OrcError> {
+        self.common.end_group();
+        Ok(())
+    }
+
+    fn estimated_size(&self) -> usize {
+        self.common.estimated_size() + self.values.estimated_size()
+    }
+
+    fn flush(&mut self, parts: &mut StripeParts) -> Result<(), OrcError> {
+        self.common.flush(parts, self.values.encoding(), None)?;
+        self.values.flush(self.common.id, parts)
+    }
+
+    fn file_stats(&self, out: &mut Vec<proto::ColumnStatistics>) {
+        out.push(self.common.file_stats());
+    }
+}
+
 /// One row index entry while the stripe is being written.
 pub(crate) struct Entry {
     present: Vec<u64>,
@@ -230,30 +282,39 @@ pub(crate) fn build(
             .collect()
     };
     Ok(match kind {
-        TypeKind::Boolean => Box::new(primitive::BooleanWriter::new(id, settings)),
-        TypeKind::Byte => Box::new(primitive::ByteWriter::new(id, settings)),
-        TypeKind::Short | TypeKind::Int | TypeKind::Long => {
-            Box::new(primitive::IntegerWriter::new(id, settings, kind))
+        TypeKind::Boolean => Box::new(primitive::Booleans::column(id, settings)),
+        TypeKind::Byte => Box::new(primitive::Bytes::column(id, settings)),
+        TypeKind::Short | TypeKind::Int | TypeKind::Long | TypeKind::Date => {
+            Box::new(primitive::Integers::column(id, settings, kind))
         }
-        TypeKind::Date => Box::new(primitive::DateWriter::new(id, settings)),
         TypeKind::Float | TypeKind::Double => {
-            Box::new(primitive::FloatWriter::new(id, settings, kind))
+            Box::new(primitive::Floats::column(id, settings, kind))
         }
         TypeKind::String | TypeKind::Varchar | TypeKind::Char => {
             Box::new(string::StringWriter::new(id, settings))
         }
-        TypeKind::Binary => Box::new(string::BinaryWriter::new(id, settings)),
-        TypeKind::Decimal => Box::new(primitive::DecimalWriter::new(
+        TypeKind::Binary => Box::new(string::Binaries::column(id, settings)),
+        TypeKind::Decimal => Box::new(primitive::Decimals::column(
             id,
             settings,
             ty.scale.unwrap_or(0),
         )),
         TypeKind::Timestamp | TypeKind::TimestampInstant => {
-            Box::new(primitive::TimestampWriter::new(id, settings))
+            Box::new(primitive::Timestamps::column(id, settings))
         }
-        TypeKind::Struct => Box::new(nested::StructWriter::new(id, settings, children(settings)?)),
-        TypeKind::List => Box::new(nested::ListWriter::new(id, settings, children(settings)?)?),
-        TypeKind::Map => Box::new(nested::MapWriter::new(id, settings, children(settings)?)?),
-        TypeKind::Union => Box::new(nested::UnionWriter::new(id, settings, children(settings)?)),
+        TypeKind::Struct => Box::new(nested::Struct::column(id, settings, children(settings)?)),
+        TypeKind::List => Box::new(nested::Repeated::column(
+            id,
+            settings,
+            children(settings)?,
+            false,
+        )?),
+        TypeKind::Map => Box::new(nested::Repeated::column(
+            id,
+            settings,
+            children(settings)?,
+            true,
+        )?),
+        TypeKind::Union => Box::new(nested::Union::column(id, settings, children(settings)?)),
     })
 }

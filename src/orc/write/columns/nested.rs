@@ -34,108 +34,140 @@ fn valid_runs(array: &dyn Array) -> Vec<Range<usize>> {
     runs
 }
 
-fn start_children(children: &mut [Box<dyn ColumnWriter>]) {
-    children.iter_mut().for_each(|c| c.start_group());
+/// The part of a column with children that differs by type: its own streams and how it hands
+/// rows to its children.
+pub(crate) trait Shape: Send {
+    fn write(
+        &mut self,
+        common: &mut Common,
+        children: &mut [Box<dyn ColumnWriter>],
+        array: &dyn Array,
+    ) -> Result<(), OrcError>;
+    fn position(&self, out: &mut Vec<u64>);
+    fn estimated_size(&self) -> usize;
+    fn encoding(&self) -> Encoding;
+    fn flush(&mut self, id: u32, parts: &mut StripeParts) -> Result<(), OrcError>;
 }
 
-fn end_children(children: &mut [Box<dyn ColumnWriter>]) -> Result<(), OrcError> {
-    children.iter_mut().try_for_each(|c| c.end_group())
-}
-
-fn children_size(children: &[Box<dyn ColumnWriter>]) -> usize {
-    children.iter().map(|c| c.estimated_size()).sum()
-}
-
-fn flush_children(
-    children: &mut [Box<dyn ColumnWriter>],
-    parts: &mut StripeParts,
-) -> Result<(), OrcError> {
-    children.iter_mut().try_for_each(|c| c.flush(parts))
-}
-
-fn children_stats(children: &[Box<dyn ColumnWriter>], out: &mut Vec<proto::ColumnStatistics>) {
-    children.iter().for_each(|c| c.file_stats(out));
-}
-
-pub(crate) struct StructWriter {
+/// A struct, list, map or union column: the common part, its shape and its children.
+pub(crate) struct Parent<S> {
     common: Common,
+    shape: S,
     children: Vec<Box<dyn ColumnWriter>>,
 }
 
-impl StructWriter {
-    pub(crate) fn new(id: u32, settings: &Settings, children: Vec<Box<dyn ColumnWriter>>) -> Self {
-        Self {
+impl<S: Shape> ColumnWriter for Parent<S> {
+    fn write(&mut self, array: &dyn Array) -> Result<(), OrcError> {
+        self.shape
+            .write(&mut self.common, &mut self.children, array)
+    }
+
+    fn start_group(&mut self) {
+        let mut positions = Vec::new();
+        self.shape.position(&mut positions);
+        self.common.start_group(positions);
+        self.children.iter_mut().for_each(|c| c.start_group());
+    }
+
+    fn end_group(&mut self) -> Result<(), OrcError> {
+        self.common.end_group();
+        self.children.iter_mut().try_for_each(|c| c.end_group())
+    }
+
+    fn estimated_size(&self) -> usize {
+        let children: usize = self.children.iter().map(|c| c.estimated_size()).sum();
+        self.common.estimated_size() + self.shape.estimated_size() + children
+    }
+
+    fn flush(&mut self, parts: &mut StripeParts) -> Result<(), OrcError> {
+        self.common.flush(parts, self.shape.encoding(), None)?;
+        self.shape.flush(self.common.id, parts)?;
+        self.children.iter_mut().try_for_each(|c| c.flush(parts))
+    }
+
+    fn file_stats(&self, out: &mut Vec<proto::ColumnStatistics>) {
+        out.push(self.common.file_stats());
+        self.children.iter().for_each(|c| c.file_stats(out));
+    }
+}
+
+/// A struct: PRESENT only; each field a child.
+pub(crate) struct Struct;
+
+impl Struct {
+    pub(crate) fn column(
+        id: u32,
+        settings: &Settings,
+        children: Vec<Box<dyn ColumnWriter>>,
+    ) -> Parent<Self> {
+        Parent {
             common: Common::new(id, settings, StatsKind::Plain),
+            shape: Self,
             children,
         }
     }
 }
 
-impl ColumnWriter for StructWriter {
-    fn write(&mut self, array: &dyn Array) -> Result<(), OrcError> {
+impl Shape for Struct {
+    fn write(
+        &mut self,
+        common: &mut Common,
+        children: &mut [Box<dyn ColumnWriter>],
+        array: &dyn Array,
+    ) -> Result<(), OrcError> {
         let array = array
             .as_struct_opt()
-            .filter(|s| s.num_columns() == self.children.len())
+            .filter(|s| s.num_columns() == children.len())
             .ok_or_else(|| {
                 mismatch(
-                    self.common.id,
-                    &format!("Struct of {} fields", self.children.len()),
+                    common.id,
+                    &format!("Struct of {} fields", children.len()),
                     array.data_type(),
                 )
             })?;
         for i in 0..array.len() {
-            if self.common.row(array.is_valid(i))? {
-                self.common.group.plain();
+            if common.row(array.is_valid(i))? {
+                common.group.plain();
             }
         }
         for run in valid_runs(array) {
-            for (child, column) in self.children.iter_mut().zip(array.columns()) {
+            for (child, column) in children.iter_mut().zip(array.columns()) {
                 child.write(&column.slice(run.start, run.len()))?;
             }
         }
         Ok(())
     }
 
-    fn start_group(&mut self) {
-        self.common.start_group(Vec::new());
-        start_children(&mut self.children);
-    }
-
-    fn end_group(&mut self) -> Result<(), OrcError> {
-        self.common.end_group();
-        end_children(&mut self.children)
-    }
+    fn position(&self, _: &mut Vec<u64>) {}
 
     fn estimated_size(&self) -> usize {
-        self.common.estimated_size() + children_size(&self.children)
+        0
     }
 
-    fn flush(&mut self, parts: &mut StripeParts) -> Result<(), OrcError> {
-        self.common.flush(parts, Encoding::Direct, None)?;
-        flush_children(&mut self.children, parts)
+    fn encoding(&self) -> Encoding {
+        Encoding::Direct
     }
 
-    fn file_stats(&self, out: &mut Vec<proto::ColumnStatistics>) {
-        out.push(self.common.file_stats());
-        children_stats(&self.children, out);
+    fn flush(&mut self, _: u32, _: &mut StripeParts) -> Result<(), OrcError> {
+        Ok(())
     }
 }
 
 /// Lists and maps: a LENGTH stream of element counts, then the elements as child columns
 /// (one for a list, key and value for a map).
-struct Repeated {
-    common: Common,
+pub(crate) struct Repeated {
     lengths: IntRleV2,
-    children: Vec<Box<dyn ColumnWriter>>,
+    map: bool,
 }
 
 impl Repeated {
-    fn new(
+    pub(crate) fn column(
         id: u32,
         settings: &Settings,
         children: Vec<Box<dyn ColumnWriter>>,
-        want: usize,
-    ) -> Result<Self, OrcError> {
+        map: bool,
+    ) -> Result<Parent<Self>, OrcError> {
+        let want = if map { 2 } else { 1 };
         if children.len() != want {
             return Err(OrcError::Unsupported(format!(
                 "column {id}: a list or map type needs {want} subtypes, the type tree has {}",
@@ -151,150 +183,85 @@ impl Repeated {
             },
         );
         let lengths = IntRleV2::new(common.stream(), false);
-        Ok(Self {
+        Ok(Parent {
             common,
-            lengths,
+            shape: Self { lengths, map },
             children,
         })
     }
 
     /// `offsets` has one more entry than `validity` has rows; `elements` are the arrays the
     /// offsets index (the list's values, or the map's keys and values).
-    fn write(
+    fn write_rows(
         &mut self,
+        common: &mut Common,
+        children: &mut [Box<dyn ColumnWriter>],
         validity: &dyn Array,
         offsets: &[usize],
         elements: &[&ArrayRef],
     ) -> Result<(), OrcError> {
         for i in 0..validity.len() {
-            if self.common.row(validity.is_valid(i))? {
+            if common.row(validity.is_valid(i))? {
                 let n = offsets[i + 1] - offsets[i];
-                self.common.group.collection(n as u64);
+                common.group.collection(n as u64);
                 self.lengths.write(n as i64)?;
             }
         }
         for run in valid_runs(validity) {
             let (from, to) = (offsets[run.start], offsets[run.end]);
-            for (child, values) in self.children.iter_mut().zip(elements) {
+            for (child, values) in children.iter_mut().zip(elements) {
                 child.write(&values.slice(from, to - from))?;
             }
         }
         Ok(())
     }
-
-    fn start_group(&mut self) {
-        let mut positions = Vec::new();
-        self.lengths.position(&mut positions);
-        self.common.start_group(positions);
-        start_children(&mut self.children);
-    }
-
-    fn end_group(&mut self) -> Result<(), OrcError> {
-        self.common.end_group();
-        end_children(&mut self.children)
-    }
-
-    fn estimated_size(&self) -> usize {
-        self.common.estimated_size() + self.lengths.estimated_size() + children_size(&self.children)
-    }
-
-    fn flush(&mut self, parts: &mut StripeParts) -> Result<(), OrcError> {
-        self.common.flush(parts, Encoding::DirectV2, None)?;
-        parts.data_stream(Kind::Length, self.common.id, self.lengths.finish()?);
-        flush_children(&mut self.children, parts)
-    }
-
-    fn file_stats(&self, out: &mut Vec<proto::ColumnStatistics>) {
-        out.push(self.common.file_stats());
-        children_stats(&self.children, out);
-    }
 }
 
-pub(crate) struct ListWriter(Repeated);
-
-impl ListWriter {
-    pub(crate) fn new(
-        id: u32,
-        settings: &Settings,
-        children: Vec<Box<dyn ColumnWriter>>,
-    ) -> Result<Self, OrcError> {
-        Repeated::new(id, settings, children, 1).map(Self)
-    }
+/// Arrow offsets (never negative in a valid array) as indexes.
+fn usize_offsets<O: Copy + Into<i64>>(offsets: &[O]) -> Vec<usize> {
+    offsets.iter().map(|o| (*o).into() as usize).collect()
 }
 
-impl ColumnWriter for ListWriter {
-    fn write(&mut self, array: &dyn Array) -> Result<(), OrcError> {
+impl Shape for Repeated {
+    fn write(
+        &mut self,
+        common: &mut Common,
+        children: &mut [Box<dyn ColumnWriter>],
+        array: &dyn Array,
+    ) -> Result<(), OrcError> {
+        if self.map {
+            let map = array
+                .as_map_opt()
+                .ok_or_else(|| mismatch(common.id, "Map", array.data_type()))?;
+            let offsets = usize_offsets(map.offsets());
+            return self.write_rows(common, children, map, &offsets, &[map.keys(), map.values()]);
+        }
         if let Some(list) = array.as_list_opt::<i32>() {
-            let offsets: Vec<usize> = list.offsets().iter().map(|o| *o as usize).collect();
-            return self.0.write(list, &offsets, &[list.values()]);
+            let offsets = usize_offsets(list.offsets());
+            return self.write_rows(common, children, list, &offsets, &[list.values()]);
         }
         if let Some(list) = array.as_list_opt::<i64>() {
-            let offsets: Vec<usize> = list.offsets().iter().map(|o| *o as usize).collect();
-            return self.0.write(list, &offsets, &[list.values()]);
+            let offsets = usize_offsets(list.offsets());
+            return self.write_rows(common, children, list, &offsets, &[list.values()]);
         }
-        Err(mismatch(self.0.common.id, "List", array.data_type()))
+        Err(mismatch(common.id, "List", array.data_type()))
     }
 
-    fn start_group(&mut self) {
-        self.0.start_group();
-    }
-
-    fn end_group(&mut self) -> Result<(), OrcError> {
-        self.0.end_group()
+    fn position(&self, out: &mut Vec<u64>) {
+        self.lengths.position(out);
     }
 
     fn estimated_size(&self) -> usize {
-        self.0.estimated_size()
+        self.lengths.estimated_size()
     }
 
-    fn flush(&mut self, parts: &mut StripeParts) -> Result<(), OrcError> {
-        self.0.flush(parts)
+    fn encoding(&self) -> Encoding {
+        Encoding::DirectV2
     }
 
-    fn file_stats(&self, out: &mut Vec<proto::ColumnStatistics>) {
-        self.0.file_stats(out);
-    }
-}
-
-pub(crate) struct MapWriter(Repeated);
-
-impl MapWriter {
-    pub(crate) fn new(
-        id: u32,
-        settings: &Settings,
-        children: Vec<Box<dyn ColumnWriter>>,
-    ) -> Result<Self, OrcError> {
-        Repeated::new(id, settings, children, 2).map(Self)
-    }
-}
-
-impl ColumnWriter for MapWriter {
-    fn write(&mut self, array: &dyn Array) -> Result<(), OrcError> {
-        let map = array
-            .as_map_opt()
-            .ok_or_else(|| mismatch(self.0.common.id, "Map", array.data_type()))?;
-        let offsets: Vec<usize> = map.offsets().iter().map(|o| *o as usize).collect();
-        self.0.write(map, &offsets, &[map.keys(), map.values()])
-    }
-
-    fn start_group(&mut self) {
-        self.0.start_group();
-    }
-
-    fn end_group(&mut self) -> Result<(), OrcError> {
-        self.0.end_group()
-    }
-
-    fn estimated_size(&self) -> usize {
-        self.0.estimated_size()
-    }
-
-    fn flush(&mut self, parts: &mut StripeParts) -> Result<(), OrcError> {
-        self.0.flush(parts)
-    }
-
-    fn file_stats(&self, out: &mut Vec<proto::ColumnStatistics>) {
-        self.0.file_stats(out);
+    fn flush(&mut self, id: u32, parts: &mut StripeParts) -> Result<(), OrcError> {
+        parts.data_stream(Kind::Length, id, self.lengths.finish()?);
+        Ok(())
     }
 }
 
@@ -305,27 +272,34 @@ impl ColumnWriter for MapWriter {
 /// value, so that is what is written back as a null row (an ORC file can also hold a non-null
 /// union row whose variant-0 value is null; decoded through arrow the two cannot be told
 /// apart, and both read back as null).
-pub(crate) struct UnionWriter {
-    common: Common,
+pub(crate) struct Union {
     tags: ByteRle,
-    children: Vec<Box<dyn ColumnWriter>>,
 }
 
-impl UnionWriter {
-    pub(crate) fn new(id: u32, settings: &Settings, children: Vec<Box<dyn ColumnWriter>>) -> Self {
+impl Union {
+    pub(crate) fn column(
+        id: u32,
+        settings: &Settings,
+        children: Vec<Box<dyn ColumnWriter>>,
+    ) -> Parent<Self> {
         let common = Common::new(id, settings, StatsKind::Plain);
         let tags = ByteRle::new(common.stream());
-        Self {
+        Parent {
             common,
-            tags,
+            shape: Self { tags },
             children,
         }
     }
 }
 
-impl ColumnWriter for UnionWriter {
-    fn write(&mut self, array: &dyn Array) -> Result<(), OrcError> {
-        let id = self.common.id;
+impl Shape for Union {
+    fn write(
+        &mut self,
+        common: &mut Common,
+        children: &mut [Box<dyn ColumnWriter>],
+        array: &dyn Array,
+    ) -> Result<(), OrcError> {
+        let id = common.id;
         let union = array
             .as_union_opt()
             .ok_or_else(|| mismatch(id, "Union", array.data_type()))?;
@@ -333,10 +307,10 @@ impl ColumnWriter for UnionWriter {
             return Err(mismatch(id, "Union", array.data_type()));
         };
         let type_ids: Vec<i8> = fields.iter().map(|(t, _)| t).collect();
-        if type_ids.len() != self.children.len() {
+        if type_ids.len() != children.len() {
             return Err(mismatch(
                 id,
-                &format!("Union of {} variants", self.children.len()),
+                &format!("Union of {} variants", children.len()),
                 array.data_type(),
             ));
         }
@@ -348,13 +322,13 @@ impl ColumnWriter for UnionWriter {
             })?;
             let offset = union.value_offset(i);
             let valid = !(tag == 0 && union.child(type_id).is_null(offset));
-            if self.common.row(valid)? {
-                self.common.group.plain();
+            if common.row(valid)? {
+                common.group.plain();
                 self.tags.write(tag as u8)?;
                 picks[tag].push(offset as u32);
             }
         }
-        for ((child, type_id), rows) in self.children.iter_mut().zip(&type_ids).zip(picks) {
+        for ((child, type_id), rows) in children.iter_mut().zip(&type_ids).zip(picks) {
             let values =
                 arrow::compute::take(union.child(*type_id), &UInt32Array::from(rows), None)
                     .map_err(|e| OrcError::Unsupported(format!("column {id}: {e}")))?;
@@ -363,30 +337,20 @@ impl ColumnWriter for UnionWriter {
         Ok(())
     }
 
-    fn start_group(&mut self) {
-        let mut positions = Vec::new();
-        self.tags.position(&mut positions);
-        self.common.start_group(positions);
-        start_children(&mut self.children);
-    }
-
-    fn end_group(&mut self) -> Result<(), OrcError> {
-        self.common.end_group();
-        end_children(&mut self.children)
+    fn position(&self, out: &mut Vec<u64>) {
+        self.tags.position(out);
     }
 
     fn estimated_size(&self) -> usize {
-        self.common.estimated_size() + self.tags.estimated_size() + children_size(&self.children)
+        self.tags.estimated_size()
     }
 
-    fn flush(&mut self, parts: &mut StripeParts) -> Result<(), OrcError> {
-        self.common.flush(parts, Encoding::Direct, None)?;
-        parts.data_stream(Kind::Data, self.common.id, self.tags.finish()?);
-        flush_children(&mut self.children, parts)
+    fn encoding(&self) -> Encoding {
+        Encoding::Direct
     }
 
-    fn file_stats(&self, out: &mut Vec<proto::ColumnStatistics>) {
-        out.push(self.common.file_stats());
-        children_stats(&self.children, out);
+    fn flush(&mut self, id: u32, parts: &mut StripeParts) -> Result<(), OrcError> {
+        parts.data_stream(Kind::Data, id, self.tags.finish()?);
+        Ok(())
     }
 }

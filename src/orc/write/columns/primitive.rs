@@ -15,7 +15,7 @@ use super::super::out_stream::OutStream;
 use super::super::rle_v2::{write_varint, IntRleV2};
 use super::super::statistics::{decimal_string, Kind as StatsKind};
 use super::super::Settings;
-use super::{mismatch, ColumnWriter, Common, StripeParts};
+use super::{mismatch, Common, Leaf, StripeParts, Values};
 
 /// Calls `f` with each non-null value of a primitive array, writing PRESENT as it goes.
 fn each<T: ArrowPrimitiveType>(
@@ -35,76 +35,6 @@ fn each<T: ArrowPrimitiveType>(
     Ok(())
 }
 
-pub(crate) struct BooleanWriter {
-    common: Common,
-    data: BoolRle,
-}
-
-impl BooleanWriter {
-    pub(crate) fn new(id: u32, settings: &Settings) -> Self {
-        let common = Common::new(id, settings, StatsKind::Boolean { trues: 0 });
-        let data = BoolRle::new(common.stream());
-        Self { common, data }
-    }
-}
-
-impl ColumnWriter for BooleanWriter {
-    fn write(&mut self, array: &dyn Array) -> Result<(), OrcError> {
-        let values = array
-            .as_boolean_opt()
-            .ok_or_else(|| mismatch(self.common.id, "Boolean", array.data_type()))?;
-        for i in 0..values.len() {
-            if self.common.row(values.is_valid(i))? {
-                let v = values.value(i);
-                self.common.group.boolean(v);
-                if let Some(b) = self.common.bloom() {
-                    b.add_long(i64::from(v));
-                }
-                self.data.write(v)?;
-            }
-        }
-        Ok(())
-    }
-
-    fn start_group(&mut self) {
-        let mut positions = Vec::new();
-        self.data.position(&mut positions);
-        self.common.start_group(positions);
-    }
-
-    fn end_group(&mut self) -> Result<(), OrcError> {
-        self.common.end_group();
-        Ok(())
-    }
-
-    fn estimated_size(&self) -> usize {
-        self.common.estimated_size() + self.data.estimated_size()
-    }
-
-    fn flush(&mut self, parts: &mut StripeParts) -> Result<(), OrcError> {
-        self.common.flush(parts, Encoding::Direct, None)?;
-        parts.data_stream(Kind::Data, self.common.id, self.data.finish()?);
-        Ok(())
-    }
-
-    fn file_stats(&self, out: &mut Vec<orc_rust::proto::ColumnStatistics>) {
-        out.push(self.common.file_stats());
-    }
-}
-
-pub(crate) struct ByteWriter {
-    common: Common,
-    data: ByteRle,
-}
-
-impl ByteWriter {
-    pub(crate) fn new(id: u32, settings: &Settings) -> Self {
-        let common = Common::new(id, settings, integer_stats());
-        let data = ByteRle::new(common.stream());
-        Self { common, data }
-    }
-}
-
 fn integer_stats() -> StatsKind {
     StatsKind::Integer {
         range: None,
@@ -112,56 +42,109 @@ fn integer_stats() -> StatsKind {
     }
 }
 
-impl ColumnWriter for ByteWriter {
-    fn write(&mut self, array: &dyn Array) -> Result<(), OrcError> {
-        let data = &mut self.data;
-        each::<Int8Type>(&mut self.common, array, "Int8", |c, v| {
+/// A boolean column: bits over byte RLE.
+pub(crate) struct Booleans(BoolRle);
+
+impl Booleans {
+    pub(crate) fn column(id: u32, settings: &Settings) -> Leaf<Self> {
+        let common = Common::new(id, settings, StatsKind::Boolean { trues: 0 });
+        let data = BoolRle::new(common.stream());
+        Leaf::new(common, Self(data))
+    }
+}
+
+impl Values for Booleans {
+    fn write(&mut self, common: &mut Common, array: &dyn Array) -> Result<(), OrcError> {
+        let values = array
+            .as_boolean_opt()
+            .ok_or_else(|| mismatch(common.id, "Boolean", array.data_type()))?;
+        for i in 0..values.len() {
+            if common.row(values.is_valid(i))? {
+                let v = values.value(i);
+                common.group.boolean(v);
+                if let Some(b) = common.bloom() {
+                    b.add_long(i64::from(v));
+                }
+                self.0.write(v)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn position(&self, out: &mut Vec<u64>) {
+        self.0.position(out);
+    }
+
+    fn estimated_size(&self) -> usize {
+        self.0.estimated_size()
+    }
+
+    fn encoding(&self) -> Encoding {
+        Encoding::Direct
+    }
+
+    fn flush(&mut self, id: u32, parts: &mut StripeParts) -> Result<(), OrcError> {
+        parts.data_stream(Kind::Data, id, self.0.finish()?);
+        Ok(())
+    }
+}
+
+/// A tinyint column: byte RLE.
+pub(crate) struct Bytes(ByteRle);
+
+impl Bytes {
+    pub(crate) fn column(id: u32, settings: &Settings) -> Leaf<Self> {
+        let common = Common::new(id, settings, integer_stats());
+        let data = ByteRle::new(common.stream());
+        Leaf::new(common, Self(data))
+    }
+}
+
+impl Values for Bytes {
+    fn write(&mut self, common: &mut Common, array: &dyn Array) -> Result<(), OrcError> {
+        each::<Int8Type>(common, array, "Int8", |c, v| {
             c.group.integer(i64::from(v));
             if let Some(b) = c.bloom() {
                 b.add_long(i64::from(v));
             }
-            data.write(v as u8)
+            self.0.write(v as u8)
         })
     }
 
-    fn start_group(&mut self) {
-        let mut positions = Vec::new();
-        self.data.position(&mut positions);
-        self.common.start_group(positions);
-    }
-
-    fn end_group(&mut self) -> Result<(), OrcError> {
-        self.common.end_group();
-        Ok(())
+    fn position(&self, out: &mut Vec<u64>) {
+        self.0.position(out);
     }
 
     fn estimated_size(&self) -> usize {
-        self.common.estimated_size() + self.data.estimated_size()
+        self.0.estimated_size()
     }
 
-    fn flush(&mut self, parts: &mut StripeParts) -> Result<(), OrcError> {
-        self.common.flush(parts, Encoding::Direct, None)?;
-        parts.data_stream(Kind::Data, self.common.id, self.data.finish()?);
+    fn encoding(&self) -> Encoding {
+        Encoding::Direct
+    }
+
+    fn flush(&mut self, id: u32, parts: &mut StripeParts) -> Result<(), OrcError> {
+        parts.data_stream(Kind::Data, id, self.0.finish()?);
         Ok(())
-    }
-
-    fn file_stats(&self, out: &mut Vec<orc_rust::proto::ColumnStatistics>) {
-        out.push(self.common.file_stats());
     }
 }
 
-/// smallint, int and bigint: one signed RLEv2 DATA stream.
-pub(crate) struct IntegerWriter {
-    common: Common,
+/// smallint, int, bigint and date: one signed RLEv2 DATA stream (a date is days since 1970).
+pub(crate) struct Integers {
     data: IntRleV2,
     kind: TypeKind,
 }
 
-impl IntegerWriter {
-    pub(crate) fn new(id: u32, settings: &Settings, kind: TypeKind) -> Self {
-        let common = Common::new(id, settings, integer_stats());
+impl Integers {
+    pub(crate) fn column(id: u32, settings: &Settings, kind: TypeKind) -> Leaf<Self> {
+        let stats = if kind == TypeKind::Date {
+            StatsKind::Date { range: None }
+        } else {
+            integer_stats()
+        };
+        let common = Common::new(id, settings, stats);
         let data = IntRleV2::new(common.stream(), true);
-        Self { common, data, kind }
+        Leaf::new(common, Self { data, kind })
     }
 }
 
@@ -173,10 +156,9 @@ fn integer(common: &mut Common, data: &mut IntRleV2, v: i64) -> Result<(), OrcEr
     data.write(v)
 }
 
-impl ColumnWriter for IntegerWriter {
-    fn write(&mut self, array: &dyn Array) -> Result<(), OrcError> {
+impl Values for Integers {
+    fn write(&mut self, common: &mut Common, array: &dyn Array) -> Result<(), OrcError> {
         let data = &mut self.data;
-        let common = &mut self.common;
         match self.kind {
             TypeKind::Short => each::<Int16Type>(common, array, "Int16", |c, v| {
                 integer(c, data, i64::from(v))
@@ -184,97 +166,43 @@ impl ColumnWriter for IntegerWriter {
             TypeKind::Int => each::<Int32Type>(common, array, "Int32", |c, v| {
                 integer(c, data, i64::from(v))
             }),
+            TypeKind::Date => each::<Date32Type>(common, array, "Date32", |c, v| {
+                c.group.date(v);
+                if let Some(b) = c.bloom() {
+                    b.add_long(i64::from(v));
+                }
+                data.write(i64::from(v))
+            }),
             _ => each::<Int64Type>(common, array, "Int64", |c, v| integer(c, data, v)),
         }
     }
 
-    fn start_group(&mut self) {
-        let mut positions = Vec::new();
-        self.data.position(&mut positions);
-        self.common.start_group(positions);
-    }
-
-    fn end_group(&mut self) -> Result<(), OrcError> {
-        self.common.end_group();
-        Ok(())
+    fn position(&self, out: &mut Vec<u64>) {
+        self.data.position(out);
     }
 
     fn estimated_size(&self) -> usize {
-        self.common.estimated_size() + self.data.estimated_size()
+        self.data.estimated_size()
     }
 
-    fn flush(&mut self, parts: &mut StripeParts) -> Result<(), OrcError> {
-        self.common.flush(parts, Encoding::DirectV2, None)?;
-        parts.data_stream(Kind::Data, self.common.id, self.data.finish()?);
+    fn encoding(&self) -> Encoding {
+        Encoding::DirectV2
+    }
+
+    fn flush(&mut self, id: u32, parts: &mut StripeParts) -> Result<(), OrcError> {
+        parts.data_stream(Kind::Data, id, self.data.finish()?);
         Ok(())
-    }
-
-    fn file_stats(&self, out: &mut Vec<orc_rust::proto::ColumnStatistics>) {
-        out.push(self.common.file_stats());
-    }
-}
-
-/// Days since 1970-01-01 as a signed RLEv2 stream.
-pub(crate) struct DateWriter {
-    common: Common,
-    data: IntRleV2,
-}
-
-impl DateWriter {
-    pub(crate) fn new(id: u32, settings: &Settings) -> Self {
-        let common = Common::new(id, settings, StatsKind::Date { range: None });
-        let data = IntRleV2::new(common.stream(), true);
-        Self { common, data }
-    }
-}
-
-impl ColumnWriter for DateWriter {
-    fn write(&mut self, array: &dyn Array) -> Result<(), OrcError> {
-        let data = &mut self.data;
-        each::<Date32Type>(&mut self.common, array, "Date32", |c, v| {
-            c.group.date(v);
-            if let Some(b) = c.bloom() {
-                b.add_long(i64::from(v));
-            }
-            data.write(i64::from(v))
-        })
-    }
-
-    fn start_group(&mut self) {
-        let mut positions = Vec::new();
-        self.data.position(&mut positions);
-        self.common.start_group(positions);
-    }
-
-    fn end_group(&mut self) -> Result<(), OrcError> {
-        self.common.end_group();
-        Ok(())
-    }
-
-    fn estimated_size(&self) -> usize {
-        self.common.estimated_size() + self.data.estimated_size()
-    }
-
-    fn flush(&mut self, parts: &mut StripeParts) -> Result<(), OrcError> {
-        self.common.flush(parts, Encoding::DirectV2, None)?;
-        parts.data_stream(Kind::Data, self.common.id, self.data.finish()?);
-        Ok(())
-    }
-
-    fn file_stats(&self, out: &mut Vec<orc_rust::proto::ColumnStatistics>) {
-        out.push(self.common.file_stats());
     }
 }
 
 /// float and double: IEEE 754 little-endian, no encoding.
-pub(crate) struct FloatWriter {
-    common: Common,
+pub(crate) struct Floats {
     data: OutStream,
     kind: TypeKind,
 }
 
-impl FloatWriter {
-    pub(crate) fn new(id: u32, settings: &Settings, kind: TypeKind) -> Self {
+impl Floats {
+    pub(crate) fn column(id: u32, settings: &Settings, kind: TypeKind) -> Leaf<Self> {
         let common = Common::new(
             id,
             settings,
@@ -285,7 +213,7 @@ impl FloatWriter {
             },
         );
         let data = common.stream();
-        Self { common, data, kind }
+        Leaf::new(common, Self { data, kind })
     }
 }
 
@@ -296,59 +224,50 @@ fn double(common: &mut Common, v: f64) {
     }
 }
 
-impl ColumnWriter for FloatWriter {
-    fn write(&mut self, array: &dyn Array) -> Result<(), OrcError> {
+impl Values for Floats {
+    fn write(&mut self, common: &mut Common, array: &dyn Array) -> Result<(), OrcError> {
         let data = &mut self.data;
         if self.kind == TypeKind::Float {
-            each::<Float32Type>(&mut self.common, array, "Float32", |c, v| {
+            each::<Float32Type>(common, array, "Float32", |c, v| {
                 double(c, f64::from(v));
                 data.write(&v.to_le_bytes())
             })
         } else {
-            each::<Float64Type>(&mut self.common, array, "Float64", |c, v| {
+            each::<Float64Type>(common, array, "Float64", |c, v| {
                 double(c, v);
                 data.write(&v.to_le_bytes())
             })
         }
     }
 
-    fn start_group(&mut self) {
-        let mut positions = Vec::new();
-        self.data.position(&mut positions);
-        self.common.start_group(positions);
-    }
-
-    fn end_group(&mut self) -> Result<(), OrcError> {
-        self.common.end_group();
-        Ok(())
+    fn position(&self, out: &mut Vec<u64>) {
+        self.data.position(out);
     }
 
     fn estimated_size(&self) -> usize {
-        self.common.estimated_size() + self.data.estimated_size()
+        self.data.estimated_size()
     }
 
-    fn flush(&mut self, parts: &mut StripeParts) -> Result<(), OrcError> {
-        self.common.flush(parts, Encoding::Direct, None)?;
-        parts.data_stream(Kind::Data, self.common.id, self.data.finish()?);
+    fn encoding(&self) -> Encoding {
+        Encoding::Direct
+    }
+
+    fn flush(&mut self, id: u32, parts: &mut StripeParts) -> Result<(), OrcError> {
+        parts.data_stream(Kind::Data, id, self.data.finish()?);
         Ok(())
-    }
-
-    fn file_stats(&self, out: &mut Vec<orc_rust::proto::ColumnStatistics>) {
-        out.push(self.common.file_stats());
     }
 }
 
 /// decimal(p,s), 64- and 128-bit alike in ORC v1: the unscaled value as a zigzag base-128
 /// varint in DATA, the scale in a signed RLEv2 SECONDARY stream.
-pub(crate) struct DecimalWriter {
-    common: Common,
+pub(crate) struct Decimals {
     data: OutStream,
     scales: IntRleV2,
     scale: u32,
 }
 
-impl DecimalWriter {
-    pub(crate) fn new(id: u32, settings: &Settings, scale: u32) -> Self {
+impl Decimals {
+    pub(crate) fn column(id: u32, settings: &Settings, scale: u32) -> Leaf<Self> {
         let common = Common::new(
             id,
             settings,
@@ -360,22 +279,24 @@ impl DecimalWriter {
         );
         let data = common.stream();
         let scales = IntRleV2::new(common.stream(), true);
-        Self {
+        Leaf::new(
             common,
-            data,
-            scales,
-            scale,
-        }
+            Self {
+                data,
+                scales,
+                scale,
+            },
+        )
     }
 }
 
-impl ColumnWriter for DecimalWriter {
-    fn write(&mut self, array: &dyn Array) -> Result<(), OrcError> {
+impl Values for Decimals {
+    fn write(&mut self, common: &mut Common, array: &dyn Array) -> Result<(), OrcError> {
         match array.data_type() {
             DataType::Decimal128(_, s) if i64::from(*s) == i64::from(self.scale) => {}
             other => {
                 return Err(mismatch(
-                    self.common.id,
+                    common.id,
                     "Decimal128 of the column's scale",
                     other,
                 ))
@@ -383,7 +304,7 @@ impl ColumnWriter for DecimalWriter {
         }
         let (data, scales, scale) = (&mut self.data, &mut self.scales, self.scale);
         let mut bytes = Vec::with_capacity(19);
-        each::<Decimal128Type>(&mut self.common, array, "Decimal128", |c, v| {
+        each::<Decimal128Type>(common, array, "Decimal128", |c, v| {
             c.group.decimal(v);
             if let Some(b) = c.bloom() {
                 b.add_bytes(decimal_string(v, scale).as_bytes());
@@ -396,31 +317,23 @@ impl ColumnWriter for DecimalWriter {
         })
     }
 
-    fn start_group(&mut self) {
-        let mut positions = Vec::new();
-        self.data.position(&mut positions);
-        self.scales.position(&mut positions);
-        self.common.start_group(positions);
-    }
-
-    fn end_group(&mut self) -> Result<(), OrcError> {
-        self.common.end_group();
-        Ok(())
+    fn position(&self, out: &mut Vec<u64>) {
+        self.data.position(out);
+        self.scales.position(out);
     }
 
     fn estimated_size(&self) -> usize {
-        self.common.estimated_size() + self.data.estimated_size() + self.scales.estimated_size()
+        self.data.estimated_size() + self.scales.estimated_size()
     }
 
-    fn flush(&mut self, parts: &mut StripeParts) -> Result<(), OrcError> {
-        self.common.flush(parts, Encoding::DirectV2, None)?;
-        parts.data_stream(Kind::Data, self.common.id, self.data.finish()?);
-        parts.data_stream(Kind::Secondary, self.common.id, self.scales.finish()?);
+    fn encoding(&self) -> Encoding {
+        Encoding::DirectV2
+    }
+
+    fn flush(&mut self, id: u32, parts: &mut StripeParts) -> Result<(), OrcError> {
+        parts.data_stream(Kind::Data, id, self.data.finish()?);
+        parts.data_stream(Kind::Secondary, id, self.scales.finish()?);
         Ok(())
-    }
-
-    fn file_stats(&self, out: &mut Vec<orc_rust::proto::ColumnStatistics>) {
-        out.push(self.common.file_stats());
     }
 }
 
@@ -440,32 +353,28 @@ const ORC_EPOCH: i64 = 1_420_070_400;
 
 /// timestamp and timestamp with local time zone: seconds from the ORC epoch in DATA (signed),
 /// nanoseconds with their trailing zeros folded into the low three bits in SECONDARY.
-pub(crate) struct TimestampWriter {
-    common: Common,
+pub(crate) struct Timestamps {
     seconds: IntRleV2,
     nanos: IntRleV2,
 }
 
-impl TimestampWriter {
-    pub(crate) fn new(id: u32, settings: &Settings) -> Self {
+impl Timestamps {
+    pub(crate) fn column(id: u32, settings: &Settings) -> Leaf<Self> {
         let common = Common::new(id, settings, StatsKind::Timestamp { range: None });
         let seconds = IntRleV2::new(common.stream(), true);
         let nanos = IntRleV2::new(common.stream(), false);
-        Self {
-            common,
-            seconds,
-            nanos,
-        }
+        Leaf::new(common, Self { seconds, nanos })
     }
 
     /// Writes every value of a timestamp array of unit `T` (`per_second` units a second).
     fn write_unit<T: ArrowPrimitiveType<Native = i64>>(
         &mut self,
+        common: &mut Common,
         array: &dyn Array,
         per_second: i64,
     ) -> Result<(), OrcError> {
         let (seconds, nanos) = (&mut self.seconds, &mut self.nanos);
-        each::<T>(&mut self.common, array, "Timestamp", |c, v| {
+        each::<T>(common, array, "Timestamp", |c, v| {
             let second = v.div_euclid(per_second);
             let nano = v.rem_euclid(per_second) * (1_000_000_000 / per_second);
             timestamp(c, seconds, nanos, second, nano)
@@ -527,50 +436,42 @@ fn encode_nanos(nanos: i64) -> i64 {
     (n << 3) | zeros
 }
 
-impl ColumnWriter for TimestampWriter {
-    fn write(&mut self, array: &dyn Array) -> Result<(), OrcError> {
+impl Values for Timestamps {
+    fn write(&mut self, common: &mut Common, array: &dyn Array) -> Result<(), OrcError> {
         match array.data_type() {
             DataType::Timestamp(TimeUnit::Second, _) => {
-                self.write_unit::<TimestampSecondType>(array, 1)
+                self.write_unit::<TimestampSecondType>(common, array, 1)
             }
             DataType::Timestamp(TimeUnit::Millisecond, _) => {
-                self.write_unit::<TimestampMillisecondType>(array, 1_000)
+                self.write_unit::<TimestampMillisecondType>(common, array, 1_000)
             }
             DataType::Timestamp(TimeUnit::Microsecond, _) => {
-                self.write_unit::<TimestampMicrosecondType>(array, 1_000_000)
+                self.write_unit::<TimestampMicrosecondType>(common, array, 1_000_000)
             }
             DataType::Timestamp(TimeUnit::Nanosecond, _) => {
-                self.write_unit::<TimestampNanosecondType>(array, 1_000_000_000)
+                self.write_unit::<TimestampNanosecondType>(common, array, 1_000_000_000)
             }
-            other => Err(mismatch(self.common.id, "Timestamp", other)),
+            other => Err(mismatch(common.id, "Timestamp", other)),
         }
     }
 
-    fn start_group(&mut self) {
-        let mut positions = Vec::new();
-        self.seconds.position(&mut positions);
-        self.nanos.position(&mut positions);
-        self.common.start_group(positions);
-    }
-
-    fn end_group(&mut self) -> Result<(), OrcError> {
-        self.common.end_group();
-        Ok(())
+    fn position(&self, out: &mut Vec<u64>) {
+        self.seconds.position(out);
+        self.nanos.position(out);
     }
 
     fn estimated_size(&self) -> usize {
-        self.common.estimated_size() + self.seconds.estimated_size() + self.nanos.estimated_size()
+        self.seconds.estimated_size() + self.nanos.estimated_size()
     }
 
-    fn flush(&mut self, parts: &mut StripeParts) -> Result<(), OrcError> {
-        self.common.flush(parts, Encoding::DirectV2, None)?;
-        parts.data_stream(Kind::Data, self.common.id, self.seconds.finish()?);
-        parts.data_stream(Kind::Secondary, self.common.id, self.nanos.finish()?);
+    fn encoding(&self) -> Encoding {
+        Encoding::DirectV2
+    }
+
+    fn flush(&mut self, id: u32, parts: &mut StripeParts) -> Result<(), OrcError> {
+        parts.data_stream(Kind::Data, id, self.seconds.finish()?);
+        parts.data_stream(Kind::Secondary, id, self.nanos.finish()?);
         Ok(())
-    }
-
-    fn file_stats(&self, out: &mut Vec<orc_rust::proto::ColumnStatistics>) {
-        out.push(self.common.file_stats());
     }
 }
 

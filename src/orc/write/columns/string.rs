@@ -16,7 +16,7 @@ use super::super::out_stream::OutStream;
 use super::super::rle_v2::IntRleV2;
 use super::super::statistics::Kind as StatsKind;
 use super::super::Settings;
-use super::{mismatch, ColumnWriter, Common, StripeParts};
+use super::{mismatch, ColumnWriter, Common, Leaf, StripeParts, Values};
 
 /// Calls `f` with the bytes of each non-null value of a Utf8/LargeUtf8 (or, for binary,
 /// Binary/LargeBinary) array, writing PRESENT as it goes.
@@ -306,23 +306,21 @@ impl ColumnWriter for StringWriter {
     }
 }
 
-pub(crate) struct BinaryWriter {
-    common: Common,
-    direct: Direct,
-}
+/// A binary column: always direct.
+pub(crate) struct Binaries(Direct);
 
-impl BinaryWriter {
-    pub(crate) fn new(id: u32, settings: &Settings) -> Self {
+impl Binaries {
+    pub(crate) fn column(id: u32, settings: &Settings) -> Leaf<Self> {
         let common = Common::new(id, settings, StatsKind::Binary { total: Some(0) });
         let direct = Direct::new(&common);
-        Self { common, direct }
+        Leaf::new(common, Self(direct))
     }
 }
 
-impl ColumnWriter for BinaryWriter {
-    fn write(&mut self, array: &dyn Array) -> Result<(), OrcError> {
-        let direct = &mut self.direct;
-        each_bytes(&mut self.common, array, false, |c, v| {
+impl Values for Binaries {
+    fn write(&mut self, common: &mut Common, array: &dyn Array) -> Result<(), OrcError> {
+        let direct = &mut self.0;
+        each_bytes(common, array, false, |c, v| {
             c.group.binary(v);
             if let Some(b) = c.bloom() {
                 b.add_bytes(v);
@@ -331,26 +329,19 @@ impl ColumnWriter for BinaryWriter {
         })
     }
 
-    fn start_group(&mut self) {
-        let positions = self.direct.position();
-        self.common.start_group(positions);
-    }
-
-    fn end_group(&mut self) -> Result<(), OrcError> {
-        self.common.end_group();
-        Ok(())
+    fn position(&self, out: &mut Vec<u64>) {
+        out.extend(self.0.position());
     }
 
     fn estimated_size(&self) -> usize {
-        self.common.estimated_size() + self.direct.estimated_size()
+        self.0.estimated_size()
     }
 
-    fn flush(&mut self, parts: &mut StripeParts) -> Result<(), OrcError> {
-        self.common.flush(parts, Encoding::DirectV2, None)?;
-        self.direct.flush(self.common.id, parts)
+    fn encoding(&self) -> Encoding {
+        Encoding::DirectV2
     }
 
-    fn file_stats(&self, out: &mut Vec<proto::ColumnStatistics>) {
-        out.push(self.common.file_stats());
+    fn flush(&mut self, id: u32, parts: &mut StripeParts) -> Result<(), OrcError> {
+        self.0.flush(id, parts)
     }
 }
