@@ -2,6 +2,29 @@
 //! and its own data streams, gathers statistics per row group, stripe and file, and records
 //! the row index positions of every stream at the start of each row group.
 
+/// The stream half of a `Values` or `Shape` impl: positions, size, encoding and flush of the
+/// listed encoder fields, in the order the spec lists their positions.
+macro_rules! streams {
+    ($encoding:expr; $($kind:ident => $field:tt),*) => {
+        fn position(&self, _out: &mut Vec<u64>) {
+            $(self.$field.position(_out);)*
+        }
+
+        fn estimated_size(&self) -> usize {
+            0 $(+ self.$field.estimated_size())*
+        }
+
+        fn encoding(&self) -> orc_rust::proto::column_encoding::Kind {
+            $encoding
+        }
+
+        fn flush(&mut self, _id: u32, _parts: &mut StripeParts) -> Result<(), OrcError> {
+            $(_parts.data_stream(orc_rust::proto::stream::Kind::$kind, _id, self.$field.finish()?);)*
+            Ok(())
+        }
+    };
+}
+
 mod nested;
 mod primitive;
 mod string;

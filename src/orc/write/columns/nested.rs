@@ -5,7 +5,7 @@ use std::ops::Range;
 
 use arrow::array::{Array, ArrayRef, AsArray, UInt32Array};
 use arrow::datatypes::DataType;
-use orc_rust::proto::{self, column_encoding::Kind as Encoding, stream::Kind};
+use orc_rust::proto::{self, column_encoding::Kind as Encoding};
 
 use super::super::super::error::OrcError;
 use super::super::byte_rle::ByteRle;
@@ -138,19 +138,7 @@ impl Shape for Struct {
         Ok(())
     }
 
-    fn position(&self, _: &mut Vec<u64>) {}
-
-    fn estimated_size(&self) -> usize {
-        0
-    }
-
-    fn encoding(&self) -> Encoding {
-        Encoding::Direct
-    }
-
-    fn flush(&mut self, _: u32, _: &mut StripeParts) -> Result<(), OrcError> {
-        Ok(())
-    }
+    streams!(Encoding::Direct; );
 }
 
 /// Lists and maps: a LENGTH stream of element counts, then the elements as child columns
@@ -247,22 +235,7 @@ impl Shape for Repeated {
         Err(mismatch(common.id, "List", array.data_type()))
     }
 
-    fn position(&self, out: &mut Vec<u64>) {
-        self.lengths.position(out);
-    }
-
-    fn estimated_size(&self) -> usize {
-        self.lengths.estimated_size()
-    }
-
-    fn encoding(&self) -> Encoding {
-        Encoding::DirectV2
-    }
-
-    fn flush(&mut self, id: u32, parts: &mut StripeParts) -> Result<(), OrcError> {
-        parts.data_stream(Kind::Length, id, self.lengths.finish()?);
-        Ok(())
-    }
+    streams!(Encoding::DirectV2; Length => lengths);
 }
 
 /// A union: its tags (the variant of each non-null row) in a byte-RLE DATA stream, and each
@@ -337,20 +310,5 @@ impl Shape for Union {
         Ok(())
     }
 
-    fn position(&self, out: &mut Vec<u64>) {
-        self.tags.position(out);
-    }
-
-    fn estimated_size(&self) -> usize {
-        self.tags.estimated_size()
-    }
-
-    fn encoding(&self) -> Encoding {
-        Encoding::Direct
-    }
-
-    fn flush(&mut self, id: u32, parts: &mut StripeParts) -> Result<(), OrcError> {
-        parts.data_stream(Kind::Data, id, self.tags.finish()?);
-        Ok(())
-    }
+    streams!(Encoding::Direct; Data => tags);
 }

@@ -7,7 +7,7 @@ use arrow::datatypes::{
     Int64Type, Int8Type, TimeUnit, TimestampMicrosecondType, TimestampMillisecondType,
     TimestampNanosecondType, TimestampSecondType,
 };
-use orc_rust::proto::{column_encoding::Kind as Encoding, r#type::Kind as TypeKind, stream::Kind};
+use orc_rust::proto::{column_encoding::Kind as Encoding, r#type::Kind as TypeKind};
 
 use super::super::super::error::OrcError;
 use super::super::byte_rle::{BoolRle, ByteRle};
@@ -71,22 +71,7 @@ impl Values for Booleans {
         Ok(())
     }
 
-    fn position(&self, out: &mut Vec<u64>) {
-        self.0.position(out);
-    }
-
-    fn estimated_size(&self) -> usize {
-        self.0.estimated_size()
-    }
-
-    fn encoding(&self) -> Encoding {
-        Encoding::Direct
-    }
-
-    fn flush(&mut self, id: u32, parts: &mut StripeParts) -> Result<(), OrcError> {
-        parts.data_stream(Kind::Data, id, self.0.finish()?);
-        Ok(())
-    }
+    streams!(Encoding::Direct; Data => 0);
 }
 
 /// A tinyint column: byte RLE.
@@ -111,22 +96,7 @@ impl Values for Bytes {
         })
     }
 
-    fn position(&self, out: &mut Vec<u64>) {
-        self.0.position(out);
-    }
-
-    fn estimated_size(&self) -> usize {
-        self.0.estimated_size()
-    }
-
-    fn encoding(&self) -> Encoding {
-        Encoding::Direct
-    }
-
-    fn flush(&mut self, id: u32, parts: &mut StripeParts) -> Result<(), OrcError> {
-        parts.data_stream(Kind::Data, id, self.0.finish()?);
-        Ok(())
-    }
+    streams!(Encoding::Direct; Data => 0);
 }
 
 /// smallint, int, bigint and date: one signed RLEv2 DATA stream (a date is days since 1970).
@@ -177,22 +147,7 @@ impl Values for Integers {
         }
     }
 
-    fn position(&self, out: &mut Vec<u64>) {
-        self.data.position(out);
-    }
-
-    fn estimated_size(&self) -> usize {
-        self.data.estimated_size()
-    }
-
-    fn encoding(&self) -> Encoding {
-        Encoding::DirectV2
-    }
-
-    fn flush(&mut self, id: u32, parts: &mut StripeParts) -> Result<(), OrcError> {
-        parts.data_stream(Kind::Data, id, self.data.finish()?);
-        Ok(())
-    }
+    streams!(Encoding::DirectV2; Data => data);
 }
 
 /// float and double: IEEE 754 little-endian, no encoding.
@@ -240,22 +195,7 @@ impl Values for Floats {
         }
     }
 
-    fn position(&self, out: &mut Vec<u64>) {
-        self.data.position(out);
-    }
-
-    fn estimated_size(&self) -> usize {
-        self.data.estimated_size()
-    }
-
-    fn encoding(&self) -> Encoding {
-        Encoding::Direct
-    }
-
-    fn flush(&mut self, id: u32, parts: &mut StripeParts) -> Result<(), OrcError> {
-        parts.data_stream(Kind::Data, id, self.data.finish()?);
-        Ok(())
-    }
+    streams!(Encoding::Direct; Data => data);
 }
 
 /// decimal(p,s), 64- and 128-bit alike in ORC v1: the unscaled value as a zigzag base-128
@@ -317,24 +257,7 @@ impl Values for Decimals {
         })
     }
 
-    fn position(&self, out: &mut Vec<u64>) {
-        self.data.position(out);
-        self.scales.position(out);
-    }
-
-    fn estimated_size(&self) -> usize {
-        self.data.estimated_size() + self.scales.estimated_size()
-    }
-
-    fn encoding(&self) -> Encoding {
-        Encoding::DirectV2
-    }
-
-    fn flush(&mut self, id: u32, parts: &mut StripeParts) -> Result<(), OrcError> {
-        parts.data_stream(Kind::Data, id, self.data.finish()?);
-        parts.data_stream(Kind::Secondary, id, self.scales.finish()?);
-        Ok(())
-    }
+    streams!(Encoding::DirectV2; Data => data, Secondary => scales);
 }
 
 fn write_varint_u128(mut v: u128, out: &mut Vec<u8>) {
@@ -455,24 +378,7 @@ impl Values for Timestamps {
         }
     }
 
-    fn position(&self, out: &mut Vec<u64>) {
-        self.seconds.position(out);
-        self.nanos.position(out);
-    }
-
-    fn estimated_size(&self) -> usize {
-        self.seconds.estimated_size() + self.nanos.estimated_size()
-    }
-
-    fn encoding(&self) -> Encoding {
-        Encoding::DirectV2
-    }
-
-    fn flush(&mut self, id: u32, parts: &mut StripeParts) -> Result<(), OrcError> {
-        parts.data_stream(Kind::Data, id, self.seconds.finish()?);
-        parts.data_stream(Kind::Secondary, id, self.nanos.finish()?);
-        Ok(())
-    }
+    streams!(Encoding::DirectV2; Data => seconds, Secondary => nanos);
 }
 
 #[cfg(test)]
