@@ -405,7 +405,7 @@ fn upper_bound(s: &str) -> Option<String> {
 
 /// A decimal as ORC statistics spell it: plain digits, trailing fractional zeros dropped (as
 /// Java's HiveDecimal prints it), e.g. 1234500 at scale 4 is `123.45`.
-pub(crate) fn decimal_string(unscaled: i128, scale: u32) -> String {
+fn decimal_string(unscaled: i128, scale: u32) -> String {
     let digits = unscaled.unsigned_abs().to_string();
     let sign = if unscaled < 0 { "-" } else { "" };
     let scale = scale as usize;

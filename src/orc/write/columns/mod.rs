@@ -159,10 +159,21 @@ pub(crate) struct Common {
 
 impl Common {
     fn new(id: u32, settings: &Settings, stats: StatsKind) -> Self {
+        // Bloom filters only where our hashing of the values is the one readers test with
+        // (bytes and 64-bit integers, as checked against orc-rust's reader); for booleans,
+        // decimals and timestamps the reference writers' value forms are not pinned down by
+        // the spec, and a filter that disagrees with readers would make them skip matching
+        // rows, so those columns get none (readers then simply do not prune by it).
+        let hashable = matches!(
+            stats,
+            StatsKind::Integer { .. }
+                | StatsKind::Date { .. }
+                | StatsKind::Double { .. }
+                | StatsKind::String { .. }
+                | StatsKind::Binary { .. }
+        );
         let stats = Stats::new(stats);
-        let bloom = settings
-            .bloom_columns
-            .contains(&id)
+        let bloom = (hashable && settings.bloom_columns.contains(&id))
             .then(|| (settings.new_bloom(), Vec::new()));
         Self {
             id,

@@ -13,7 +13,7 @@ use super::super::super::error::OrcError;
 use super::super::byte_rle::{BoolRle, ByteRle};
 use super::super::out_stream::OutStream;
 use super::super::rle_v2::{write_varint, IntRleV2};
-use super::super::statistics::{decimal_string, Kind as StatsKind};
+use super::super::statistics::Kind as StatsKind;
 use super::super::Settings;
 use super::{mismatch, Common, Leaf, StripeParts, Values};
 
@@ -62,9 +62,6 @@ impl Values for Booleans {
             if common.row(values.is_valid(i))? {
                 let v = values.value(i);
                 common.group.boolean(v);
-                if let Some(b) = common.bloom() {
-                    b.add_long(i64::from(v));
-                }
                 self.0.write(v)?;
             }
         }
@@ -246,9 +243,6 @@ impl Values for Decimals {
         let mut bytes = Vec::with_capacity(19);
         each::<Decimal128Type>(common, array, "Decimal128", |c, v| {
             c.group.decimal(v);
-            if let Some(b) = c.bloom() {
-                b.add_bytes(decimal_string(v, scale).as_bytes());
-            }
             bytes.clear();
             let zigzag = ((v << 1) ^ (v >> 127)) as u128;
             write_varint_u128(zigzag, &mut bytes);
@@ -323,9 +317,6 @@ fn timestamp(
         .ok_or_else(|| unrepresentable(common.id, seconds, nanos))?
         + nanos / 1_000_000;
     common.group.timestamp(millis, (nanos % 1_000_000) as i32);
-    if let Some(b) = common.bloom() {
-        b.add_long(millis);
-    }
     // Readers take a negative second with a fraction of at least a millisecond to be stored
     // truncated toward zero (the reference writers' layout, see ORC-763), so the second just
     // before 1970 cannot carry such a fraction: refused rather than misread.
