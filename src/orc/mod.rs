@@ -21,6 +21,7 @@ mod plan;
 mod stats;
 mod tail;
 mod verify;
+mod write;
 
 #[cfg(test)]
 mod testutil;
@@ -37,6 +38,7 @@ pub use plan::{
 pub use stats::{merge_column_statistics, merge_file_statistics};
 pub use tail::{read_tail, OrcTail, StripeInfo};
 pub use verify::{verify_output, verify_tail};
+pub use write::{OrcWriter, WriterOptions, WrittenFile};
 
 /// The ORC protobuf messages (PostScript, Footer, Metadata, statistics), re-exported so callers
 /// can inspect an [`OrcTail`] without depending on `orc-rust` themselves.

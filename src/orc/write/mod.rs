@@ -1,0 +1,58 @@
+//! A full-fidelity ORC v1 writer: decoded rows (arrow record batches) in, a file with the
+//! input's exact type tree, codec, compression block size, row index stride, statistics,
+//! bloom filters and user metadata out.
+//!
+//! The ORC v1 specification is the contract. Module map:
+//! - [`out_stream`]: one stream, chunk-compressed with the file's codec, and its positions;
+//! - [`byte_rle`]: byte run-length encoding and booleans on top of it;
+//! - [`rle_v2`]: integer RLE v2 with its four sub-encodings;
+//! - [`statistics`]: column statistics per row group, stripe and file;
+//! - [`bloom`]: BLOOM_FILTER_UTF8 filters per row group;
+//! - [`columns`]: one writer per ORC type (dictionary or direct strings among them);
+//! - [`writer`]: row groups, stripes, the file tail, and the writer id.
+
+mod bloom;
+mod byte_rle;
+mod columns;
+mod out_stream;
+mod rle_v2;
+mod statistics;
+mod writer;
+
+use prost::Message;
+
+use super::compress::{compress, Compression};
+use super::error::OrcError;
+
+pub use writer::{OrcWriter, WriterOptions, WrittenFile};
+
+/// What every column writer needs to know about the file, shared read-only.
+#[derive(Clone, Debug)]
+pub(crate) struct Settings {
+    pub(crate) compression: Compression,
+    pub(crate) block_size: u64,
+    pub(crate) row_index_stride: u32,
+    pub(crate) bloom_columns: Vec<u32>,
+    pub(crate) bloom_fpp: f64,
+    pub(crate) dictionary_key_threshold: f64,
+}
+
+impl Settings {
+    pub(crate) fn stream(&self) -> out_stream::OutStream {
+        out_stream::OutStream::new(self.compression, self.block_size)
+    }
+
+    /// A filter sized for one row group.
+    pub(crate) fn new_bloom(&self) -> bloom::Bloom {
+        bloom::Bloom::new(u64::from(self.row_index_stride.max(1)), self.bloom_fpp)
+    }
+
+    /// A protobuf message (index streams, stripe footer, tail sections) in the file's
+    /// chunked compression.
+    pub(crate) fn compress_message(&self, message: &impl Message) -> Result<Vec<u8>, OrcError> {
+        compress(self.compression, self.block_size, &message.encode_to_vec())
+    }
+}
+
+#[cfg(test)]
+mod tests;
