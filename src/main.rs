@@ -1,6 +1,7 @@
 //! The command line: flags in, an operation of the engine run, its report printed as text or
 //! JSON, and an exit code cron can act on. Nothing here knows how compaction works.
 
+mod cli_docs;
 mod options;
 mod render;
 mod settings;
@@ -45,7 +46,7 @@ Exit codes (for cron; a batch exits with the worst):
   4 busy, retry later          5 verification failed (nothing swapped; alert a human)";
 
 #[derive(Parser)]
-#[command(name = "hive-orc-compactor", version, about = ABOUT, long_about = LONG_ABOUT)]
+#[command(name = "hive-orc-compactor", version = cli_docs::VERSION, about = ABOUT, long_about = LONG_ABOUT)]
 struct Cli {
     #[command(flatten)]
     global: Global,
@@ -352,6 +353,8 @@ Examples:
   hive-orc-compactor iceberg revert --table sales.events"
     )]
     Iceberg(IcebergCommand),
+    #[command(flatten)]
+    Docs(cli_docs::Docs),
 }
 
 #[derive(Subcommand)]
@@ -697,6 +700,9 @@ fn main() -> ProcessExit {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
+    if let Command::Docs(docs) = &cli.command {
+        return cli_docs::run(docs, Cli::command());
+    }
     init_logging(&cli.global);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

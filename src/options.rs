@@ -151,6 +151,7 @@ impl Options {
                 partition: partition.clone(),
                 checksums: *checksums,
             },
+            Command::Docs(_) => unreachable!("main() prints docs before options are resolved"),
             Command::Iceberg(command) => {
                 CommandOptions::Iceberg(iceberg_options(cli, command, &settings)?)
             }
