@@ -279,7 +279,7 @@ mod tests {
             Box::new(|t| t.footer.row_index_stride = Some(5000)),
             Box::new(|t| t.footer.calendar = Some(2)),
             Box::new(|t| t.file_version = vec![0, 11]),
-            Box::new(|t| t.metadata.stripe_stats.clear()),
+            Box::new(|t| t.metadata = Default::default()),
             Box::new(|t| {
                 t.footer.types[1].attributes.push(proto::StringPair {
                     key: Some("k".into()),

@@ -188,13 +188,25 @@ fn build_tail(plan: &OutputPlan, tails: &[&OrcTail]) -> Result<Bytes, OrcError> 
         software_version: first.footer.software_version.clone(),
     };
     let metadata = if key.stripe_statistics {
-        proto::Metadata {
-            stripe_stats: plan
-                .stripes
-                .iter()
-                .map(|s| tails[s.input].metadata.stripe_stats[s.input_stripe].clone())
-                .collect(),
+        // Appended as they come, one input's statistics decoded at a time (the plan takes each
+        // input's stripes together), not every input's held decoded at once.
+        let mut stripe_stats = Vec::with_capacity(plan.stripes.len());
+        let mut current: Option<(usize, Vec<proto::StripeStatistics>)> = None;
+        for s in &plan.stripes {
+            if current.as_ref().map(|(input, _)| *input) != Some(s.input) {
+                current = Some((s.input, tails[s.input].stripe_statistics()?));
+            }
+            let (_, stats) = current.as_mut().expect("set just above");
+            // The merge key says every input has one entry per stripe; each stripe is taken once.
+            let entry = stats.get_mut(s.input_stripe).map(std::mem::take);
+            stripe_stats.push(entry.ok_or_else(|| {
+                OrcError::Plan(format!(
+                    "input {} has no statistics for its stripe {}",
+                    s.input, s.input_stripe
+                ))
+            })?);
         }
+        proto::Metadata { stripe_stats }
     } else {
         proto::Metadata::default()
     };
@@ -275,6 +287,43 @@ mod tests {
         (sink.data, merged, out)
     }
 
+    /// A file's Metadata section decoded straight from its bytes, as the merge held it for
+    /// every input before it kept the section stored.
+    fn metadata_section(file: &[u8], tail: &OrcTail) -> Vec<proto::StripeStatistics> {
+        let ps = &tail.postscript;
+        let ps_len = usize::from(file[file.len() - 1]);
+        let end = file.len() - 1 - ps_len - ps.footer_length.unwrap() as usize;
+        let start = end - ps.metadata_length.unwrap_or(0) as usize;
+        let plain = crate::orc::compress::decompress(
+            tail.compression,
+            tail.compression_block_size,
+            &file[start..end],
+            "Metadata",
+        )
+        .unwrap();
+        proto::Metadata::decode(plain.as_slice())
+            .unwrap()
+            .stripe_stats
+    }
+
+    /// Stripe statistics folded one input at a time are the inputs' entries in stripe order,
+    /// identical to those decoded whole from each input's Metadata section.
+    #[test]
+    fn output_stripe_statistics_are_the_inputs_in_order() {
+        for file in [ALL_TYPES_LZ4, MULTI_STRIPE_ZSTD] {
+            let input = block_on(read_tail(&MemFile::new(file.to_vec())))
+                .unwrap()
+                .unwrap();
+            let decoded = metadata_section(file, &input);
+            assert_eq!(decoded.len(), input.stripes.len());
+            assert_eq!(input.stripe_statistics().unwrap(), decoded);
+            let (bytes, _, _) = merge_copies(file, 3, 4096);
+            let output = block_on(read_tail(&MemFile::new(bytes))).unwrap().unwrap();
+            let expected: Vec<_> = (0..3).flat_map(|_| decoded.clone()).collect();
+            assert_eq!(output.stripe_statistics().unwrap(), expected);
+        }
+    }
+
     #[test]
     fn merged_output_reads_back_and_verifies() {
         for file in [ALL_TYPES_LZ4, MULTI_STRIPE_ZSTD] {
@@ -287,7 +336,7 @@ mod tests {
                 .unwrap();
             assert_eq!(tail.rows, 3 * input.rows);
             assert_eq!(tail.stripes.len(), 3 * input.stripes.len());
-            assert_eq!(tail.metadata.stripe_stats.len(), tail.stripes.len());
+            assert_eq!(tail.stripe_statistics().unwrap().len(), tail.stripes.len());
             assert_eq!(tail.compression, input.compression);
             assert_eq!(tail.writer_version, input.writer_version);
             assert_eq!(tail.software_version, input.software_version);

@@ -42,8 +42,8 @@ impl StripeInfo {
 pub struct OrcTail {
     pub postscript: proto::PostScript,
     pub footer: proto::Footer,
-    /// The per-stripe statistics; empty when the file has none.
-    pub metadata: proto::Metadata,
+    /// The per-stripe statistics, as stored; empty when the file has none.
+    pub metadata: StoredMetadata,
     pub file_length: u64,
     /// Bytes of Metadata + Footer + PostScript + the final length byte.
     pub tail_length: u64,
@@ -68,8 +68,37 @@ impl OrcTail {
     /// True when the Metadata holds exactly one entry per stripe, so the output's Metadata can
     /// be the inputs' entries concatenated.
     pub fn has_stripe_statistics(&self) -> bool {
-        self.metadata.stripe_stats.len() == self.stripes.len()
+        self.metadata.entries == self.stripes.len()
     }
+
+    /// The per-stripe statistics, decoded from the stored section (checked to parse when the
+    /// tail was read).
+    pub fn stripe_statistics(&self) -> Result<Vec<proto::StripeStatistics>, OrcError> {
+        if self.metadata.entries == 0 {
+            return Ok(Vec::new());
+        }
+        let metadata: proto::Metadata = decode_section(
+            self.compression,
+            self.compression_block_size,
+            &self.metadata.bytes,
+            "Metadata",
+        )?;
+        Ok(metadata.stripe_stats)
+    }
+}
+
+/// A file's Metadata section (per-stripe statistics) kept as its stored, compressed bytes.
+///
+/// Every input's tail is held from planning until its output is written, and only the write
+/// needs the stripe statistics. Decoded, they are protobuf structs per stripe and column, many
+/// times the section's stored size (most of a partition's memory with many small files); the
+/// write decodes one input's at a time instead ([`OrcTail::stripe_statistics`]).
+#[derive(Clone, Debug, Default)]
+pub struct StoredMetadata {
+    /// An owned copy, so the tail's read buffer is not kept alive by a slice of it.
+    bytes: Bytes,
+    /// How many stripe statistics the section holds.
+    entries: usize,
 }
 
 /// Reads and validates the tail of one file.
@@ -196,12 +225,18 @@ pub async fn read_tail<R: RangeRead>(reader: &R) -> Result<Option<OrcTail>, OrcE
         &footer_bytes,
         "Footer",
     )?;
-    let metadata = decode_section::<proto::Metadata>(
-        compression,
-        compression_block_size,
-        &metadata_bytes,
-        "Metadata",
-    )?;
+    // Decoded here only to check it parses and to count its entries; see StoredMetadata.
+    let metadata = StoredMetadata {
+        entries: decode_section::<proto::Metadata>(
+            compression,
+            compression_block_size,
+            &metadata_bytes,
+            "Metadata",
+        )?
+        .stripe_stats
+        .len(),
+        bytes: Bytes::copy_from_slice(&metadata_bytes),
+    };
 
     let content_end = file_length - tail_length;
     let stripes = validate_stripes(&footer, content_end)?;
