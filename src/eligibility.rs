@@ -33,6 +33,9 @@ pub enum Rule {
     NoSuchPartition,
     /// `rollback`: the partition is not in a run's directory, or the run's old files are gone.
     NotRollbackable,
+    /// `rollback`: something was written to the partition after the swap (files in the run's
+    /// directory no journal names, or changed parameters); swapping back would hide those rows.
+    RowsAfterSwap,
 }
 
 impl Rule {
@@ -53,6 +56,7 @@ impl Rule {
             Rule::PartitionSpec => "partition_spec",
             Rule::NoSuchPartition => "no_such_partition",
             Rule::NotRollbackable => "not_rollbackable",
+            Rule::RowsAfterSwap => "rows_after_swap",
         }
     }
 }

@@ -817,6 +817,8 @@ mod tests {
             from: Some("hdfs://nn/t/dt=1/.hive-orc-compactor/r1".into()),
             to: Some("hdfs://nn/t/dt=1".into()),
             missing: vec![],
+            written_after_swap: vec![],
+            changed_parameters: vec![],
             journal_rebuilt: true,
         };
         let (out, err) = printed(|o, e| rollback(o, e, &r, Format::Text));

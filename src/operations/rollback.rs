@@ -3,11 +3,14 @@
 //!
 //! Promises: it swaps back only when the partition still points at that run's directory and
 //! every input file the run's journal names is still in the previous location with the same
-//! length and modification time; otherwise it refuses and names what is missing or changed.
+//! length and modification time, and nothing was written to the partition after the swap (see
+//! `rows_after_swap`); otherwise it refuses and names what is missing, changed or added.
 //! The swap back is the same single `alter_partition` (with read-back) as compact's swap. The
 //! journal records it, so cleanup later removes that run's outputs instead of its inputs; the
 //! run's files stay until then. A journal lost to a kill right after the swap is rebuilt from the
 //! partition parameters first (`journal::rebuild`).
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::anyhow;
 use serde::Serialize;
@@ -35,6 +38,11 @@ pub struct RollbackReport {
     pub to: Option<String>,
     /// Input files the journal names that are gone or changed (the reason to refuse).
     pub missing: Vec<String>,
+    /// Files in the run's directory the journal does not name, or whose length changed: rows
+    /// written after the swap (the reason to refuse with `rows_after_swap`).
+    pub written_after_swap: Vec<String>,
+    /// Partition parameters that differ from what the swap set (also `rows_after_swap`).
+    pub changed_parameters: Vec<String>,
     /// The journal was lost (a kill after the swap) and rebuilt from the partition parameters.
     pub journal_rebuilt: bool,
 }
@@ -72,6 +80,8 @@ async fn rollback_partition(
         from: None,
         to: None,
         missing: vec![],
+        written_after_swap: vec![],
+        changed_parameters: vec![],
         journal_rebuilt: false,
     };
     let result = match plan(metastore, hdfs, table, spec, &mut report).await {
@@ -141,6 +151,7 @@ async fn plan(
             j.run_id, j.new_location
         )));
     }
+    rows_after_swap(hdfs, &location, &run, &partition.params, report).await?;
     for input in &j.inputs {
         let path = Location::parse(&input.path).map_err(|e| anyhow!("{e}"))?;
         match hdfs.status(&path).await.map_err(anyhow::Error::from)? {
@@ -169,6 +180,95 @@ async fn plan(
         )));
     }
     Ok(RollbackPlan { table, spec, run })
+}
+
+/// Set by the metastore on every alter, never by a writer: not a sign of rows added.
+const SET_BY_EVERY_ALTER: &[&str] = &["transient_lastDdlTime"];
+
+/// Refuses when anything was written to the partition after the swap: a file in the run's
+/// directory that is not one of the journal's outputs (by name and length: journals record no
+/// output modification times, so a same-length rewrite under an output's name goes unseen), or
+/// a partition parameter that is not what the swap left (an engine's INSERT updates numRows).
+/// Swapping back would hide those rows from every query.
+async fn rows_after_swap(
+    hdfs: &Hdfs,
+    location: &Location,
+    run: &CurrentRun,
+    params_now: &BTreeMap<String, String>,
+    report: &mut RollbackReport,
+) -> Result<(), Stop> {
+    let j = &run.journal;
+    let outputs: BTreeMap<&str, u64> = j
+        .outputs
+        .iter()
+        .map(|o| (o.path.rsplit('/').next().unwrap_or(&o.path), o.length))
+        .collect();
+    let listing = hdfs
+        .list(location)
+        .await
+        .map_err(anyhow::Error::from)?
+        .unwrap_or_default();
+    for f in &listing.files {
+        match outputs.get(f.name.as_str()) {
+            Some(&length) if length == f.length => {}
+            Some(_) => report
+                .written_after_swap
+                .push(format!("{}/{} (length changed)", location, f.name)),
+            None => report
+                .written_after_swap
+                .push(format!("{}/{}", location, f.name)),
+        }
+    }
+    report.written_after_swap.extend(
+        listing
+            .subdirs
+            .iter()
+            .map(|d| format!("{location}/{d}/ (a directory)")),
+    );
+    // A rebuilt journal took the parameters from the partition as found: nothing to compare.
+    if !run.rebuilt {
+        let keys: BTreeSet<&String> = params_now.keys().chain(j.parameters_after.keys()).collect();
+        report.changed_parameters = keys
+            .into_iter()
+            .filter(|k| !SET_BY_EVERY_ALTER.contains(&k.as_str()))
+            .filter(|k| params_now.get(*k) != j.parameters_after.get(*k))
+            .map(|k| {
+                format!(
+                    "{k}: {} at the swap, {} now",
+                    j.parameters_after.get(k).map_or("unset", String::as_str),
+                    params_now.get(k).map_or("unset", String::as_str)
+                )
+            })
+            .collect();
+    }
+    if report.written_after_swap.is_empty() && report.changed_parameters.is_empty() {
+        return Ok(());
+    }
+    let mut what = vec![];
+    if !report.written_after_swap.is_empty() {
+        what.push(format!(
+            "files run {} did not write (compared by name and length): {}",
+            j.run_id,
+            report.written_after_swap.join(", ")
+        ));
+    }
+    if !report.changed_parameters.is_empty() {
+        what.push(format!(
+            "parameters changed since the swap: {}",
+            report.changed_parameters.join("; ")
+        ));
+    }
+    Err(Stop::Refused(Refusal::new(
+        Rule::RowsAfterSwap,
+        format!(
+            "rows were written to the partition after run {}'s swap; swapping back would hide \
+             them from every query. Found {}. Compact the partition again instead, or move \
+             those rows into {} by hand and retry",
+            j.run_id,
+            what.join("; and "),
+            j.old_location
+        ),
+    )))
 }
 
 /// Writes a rebuilt journal, swaps back, and records the rollback in the journal.
