@@ -33,6 +33,8 @@ pub enum Rule {
     NoSuchPartition,
     /// `rollback`: the partition is not in a run's directory, or the run's old files are gone.
     NotRollbackable,
+    /// `compact`: the data files differ in owner, group or mode.
+    MixedPermissions,
 }
 
 impl Rule {
@@ -53,6 +55,7 @@ impl Rule {
             Rule::PartitionSpec => "partition_spec",
             Rule::NoSuchPartition => "no_such_partition",
             Rule::NotRollbackable => "not_rollbackable",
+            Rule::MixedPermissions => "mixed_permissions",
         }
     }
 }

@@ -29,8 +29,9 @@ pub(super) struct Run<'a> {
     hdfs: &'a Hdfs,
     plan: &'a PartitionPlan,
     options: &'a CompactOptions,
-    /// The partition's metastore lock, when one was taken.
-    lock: Option<&'a PartitionLock>,
+    /// The partition's metastore lock, when one was taken: the staging lock until the
+    /// re-check, EXCLUSIVE from then on.
+    lock: Option<&'a mut PartitionLock>,
     progress: &'a dyn Progress,
     id: String,
     staging: Location,
@@ -85,7 +86,7 @@ impl<'a> Run<'a> {
         hdfs: &'a Hdfs,
         plan: &'a PartitionPlan,
         options: &'a CompactOptions,
-        lock: Option<&'a PartitionLock>,
+        lock: Option<&'a mut PartitionLock>,
         progress: &'a dyn Progress,
     ) -> Self {
         let id = layout::new_run_id();
@@ -139,6 +140,7 @@ impl<'a> Run<'a> {
 
         // One swap at a time per process, from this re-check on (see `CompactOptions::swap_gate`).
         let _swap_turn = self.options.swap_gate.lock().await;
+        self.exclusive().await?;
         self.recheck().await?;
         failpoint!("compact::before-swap");
         self.checkpoint()?;
@@ -333,9 +335,21 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
+    /// Upgrades the staging lock, which let readers in during staging and verification, to
+    /// EXCLUSIVE for the re-check and the swap. A lost lock stops the run busy.
+    async fn exclusive(&mut self) -> Result<(), Stop> {
+        match self.lock.as_deref_mut() {
+            Some(lock) => lock
+                .upgrade(&self.options.cancel)
+                .await
+                .map_err(super::plan::lock_stop),
+            None => Ok(()),
+        }
+    }
+
     /// A lock the metastore timed out no longer keeps writers away: do not swap without it.
     fn check_lock(&self) -> Result<(), Stop> {
-        match self.lock.and_then(PartitionLock::lost) {
+        match self.lock.as_deref().and_then(PartitionLock::lost) {
             Some(why) => Err(Stop::Busy(format!(
                 "the metastore lock was lost during the run ({why}); retry later"
             ))),
@@ -406,6 +420,11 @@ impl<'a> Run<'a> {
                 self.swapped = false;
                 Err(Stop::Busy(busy))
             }
+            // Both directories stay: the metastore may point at either.
+            Err(RelocateError::Unconfirmed(why)) => Err(Stop::Failed(anyhow!(
+                "{busy}, but the swap back's outcome is unknown ({why}); both {new_location} and \
+                 {old_location} stay: check with `verify`, then `cleanup` settles the run"
+            ))),
             Err(e) => Err(Stop::Failed(anyhow!(
                 "{busy}, but swapping back failed: {e}; the partition points at {new_location} \
                  without the new files in {old_location}: point it back at {old_location} \
