@@ -91,7 +91,6 @@ pub(super) async fn plan(
         *lock = take_lock(metastore, table, &found.spec, options, report).await?;
     }
     let snapshot = take_snapshot(hdfs, &found.location).await?;
-    check_no_write_in_progress(&snapshot, std::time::SystemTime::now())?;
     check_one_access(&snapshot)?;
     report.files_before = snapshot.files.len();
     report.bytes_before = snapshot.bytes();
@@ -150,33 +149,6 @@ async fn resolve(
     })
 }
 
-/// A zero-length file younger than this is taken for a file being written (Hive, Spark and
-/// MapReduce create their output files empty and fill them on close), not for an empty one.
-/// Ten minutes outlasts a task's write of one file; selections apply `--min-age` (default 1h)
-/// to the whole partition before this, so the constant matters for typed specs.
-pub(super) const WRITE_IN_PROGRESS_AGE: std::time::Duration = std::time::Duration::from_secs(600);
-
-/// Busy when a zero-length file is young enough to be a write in progress: compacting without
-/// it would leave its rows, once written, behind in the old directory.
-fn check_no_write_in_progress(snapshot: &Snapshot, now: std::time::SystemTime) -> Result<(), Stop> {
-    let now_ms = now
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    let young = |f: &&DataFile| {
-        f.length == 0
-            && now_ms.saturating_sub(f.modification_time) < WRITE_IN_PROGRESS_AGE.as_millis() as u64
-    };
-    match snapshot.files.iter().find(young) {
-        Some(f) => Err(Stop::Busy(format!(
-            "{} is empty and younger than {} minutes: a writer is probably still writing it; \
-             retry once it is closed (or, if it is truly empty, once it is older)",
-            f.location,
-            WRITE_IN_PROGRESS_AGE.as_secs() / 60
-        ))),
-        None => Ok(()),
-    }
-}
-
 /// Refuses a partition whose data files differ in owner, group or permission bits: one output
 /// gets one access, so merging them (or copying them with the first file's access) would change
 /// who may read some rows. Zero-length files hold no rows and are left out.
@@ -207,8 +179,7 @@ fn check_one_access(snapshot: &Snapshot) -> Result<(), Stop> {
     }
 }
 
-/// The partition's staging lock (writers wait, readers do not), held until the journal is
-/// written; the run upgrades it to EXCLUSIVE for the re-check and the swap.
+/// The partition's metastore lock, held until the journal is written.
 async fn take_lock(
     metastore: &Metastore,
     table: &TableInfo,
@@ -221,7 +192,7 @@ async fn take_lock(
         table: &table.name,
         partition: &spec.name(),
     };
-    lock::acquire_staging(
+    lock::acquire(
         metastore,
         &target,
         &options.lock,

@@ -29,8 +29,7 @@ pub(super) struct Run<'a> {
     hdfs: &'a Hdfs,
     plan: &'a PartitionPlan,
     options: &'a CompactOptions,
-    /// The partition's metastore lock, when one was taken: the staging lock until the
-    /// re-check, EXCLUSIVE from then on.
+    /// The partition's metastore lock, when one was taken.
     lock: Option<&'a mut PartitionLock>,
     progress: &'a dyn Progress,
     id: String,
@@ -140,7 +139,6 @@ impl<'a> Run<'a> {
 
         // One swap at a time per process, from this re-check on (see `CompactOptions::swap_gate`).
         let _swap_turn = self.options.swap_gate.lock().await;
-        self.exclusive().await?;
         self.recheck().await?;
         failpoint!("compact::before-swap");
         self.checkpoint()?;
@@ -333,18 +331,6 @@ impl<'a> Run<'a> {
             )));
         }
         Ok(())
-    }
-
-    /// Upgrades the staging lock, which let readers in during staging and verification, to
-    /// EXCLUSIVE for the re-check and the swap. A lost lock stops the run busy.
-    async fn exclusive(&mut self) -> Result<(), Stop> {
-        match self.lock.as_deref_mut() {
-            Some(lock) => lock
-                .upgrade(&self.options.cancel)
-                .await
-                .map_err(super::plan::lock_stop),
-            None => Ok(()),
-        }
     }
 
     /// A lock the metastore timed out no longer keeps writers away: do not swap without it.
