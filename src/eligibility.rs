@@ -36,6 +36,8 @@ pub enum Rule {
     /// `rollback`: something was written to the partition after the swap (files in the run's
     /// directory no journal names, or changed parameters); swapping back would hide those rows.
     RowsAfterSwap,
+    /// `compact`: the data files differ in owner, group or mode.
+    MixedPermissions,
 }
 
 impl Rule {
@@ -57,6 +59,7 @@ impl Rule {
             Rule::NoSuchPartition => "no_such_partition",
             Rule::NotRollbackable => "not_rollbackable",
             Rule::RowsAfterSwap => "rows_after_swap",
+            Rule::MixedPermissions => "mixed_permissions",
         }
     }
 }

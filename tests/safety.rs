@@ -794,3 +794,60 @@ fn files_readable_by_different_people_are_never_merged_into_one() {
         _ => panic!("{}", describe(&out)),
     }
 }
+
+/// Two hosts compact one partition with no lock manager between them (`--no-lock`): the first
+/// pauses before its swap while the second runs whole; whichever swaps second finds the
+/// partition moved and stops busy, its copy removed, and every row stays readable.
+#[cfg(feature = "failpoints")]
+#[test]
+fn two_unlocked_runs_on_one_partition_swap_once() {
+    // Cleanup works on whole tables: none may run while the first run's copy is published.
+    let _turn = cleanup_turn();
+    let part = Part::of("managed_p3", "year=2024/month=02/day=29");
+    let first = spawn_compact(&part, "compact::before-swap=sleep(20000)", &["--no-lock"]);
+    // The first run has staged and verified once its run directory is published.
+    let work = format!("{}/.hive-orc-compactor", part.home);
+    let t0 = Instant::now();
+    while !has_published_run(&work) {
+        assert!(t0.elapsed() < Duration::from_secs(120), "never published");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let second = part.run("compact", &["--no-lock"]);
+    let first = first.wait_with_output().expect("the run ends");
+    let mut codes = [code(&first), code(&second)];
+    codes.sort();
+    assert_eq!(codes, [0, 4], "{}\n{}", describe(&first), describe(&second));
+    let loser = if code(&first) == 4 { &first } else { &second };
+    assert_eq!(json(loser)["status"], "busy", "{}", describe(loser));
+    assert_eq!(part.java_rows(), part.rows);
+}
+
+/// `compact --table T --partition P --json extra...` started in the background with
+/// `failpoints`.
+fn spawn_compact(part: &Part, failpoints: &str, extra: &[&str]) -> std::process::Child {
+    let table = part.qualified();
+    Command::new(env!("CARGO_BIN_EXE_hive-orc-compactor"))
+        .args([
+            "compact",
+            "--table",
+            &table,
+            "--partition",
+            &part.spec,
+            "--json",
+        ])
+        .args(extra)
+        .env_remove("HIVE_CONF_DIR")
+        .env("HMS_URI", env("HMS_URI"))
+        .env("FAILPOINTS", failpoints)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary starts")
+}
+
+/// Whether a run directory (not a staging one) shows in the work directory `work`.
+fn has_published_run(work: &str) -> bool {
+    rt().block_on(hdfs().list(&loc(work)))
+        .expect("listing")
+        .is_some_and(|l| l.subdirs.iter().any(|d| !d.ends_with(".staging")))
+}

@@ -121,7 +121,7 @@ async fn compact(
                 seconds = started.elapsed().as_secs_f64(),
                 "planned"
             );
-            run::Run::new(metastore, hdfs, &plan, options, lock.as_ref(), progress)
+            run::Run::new(metastore, hdfs, &plan, options, lock.as_mut(), progress)
                 .execute(&mut report)
                 .await
         }

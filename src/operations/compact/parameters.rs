@@ -16,6 +16,11 @@ pub(super) fn new_parameters(
 ) -> BTreeMap<String, String> {
     let mut p = before.clone();
     let old_files = before.get("numFiles").cloned();
+    // A wrong row count means the other row statistics described other rows too.
+    if before.get("numRows") != Some(&rows.to_string()) {
+        p.remove("rawDataSize");
+        p.remove("COLUMN_STATS_ACCURATE");
+    }
     p.insert("numFiles".into(), files.to_string());
     p.insert("totalSize".into(), bytes.to_string());
     p.insert("numRows".into(), rows.to_string());
@@ -67,6 +72,24 @@ mod tests {
         assert_eq!(
             after["COLUMN_STATS_ACCURATE"],
             before["COLUMN_STATS_ACCURATE"]
+        );
+    }
+
+    #[test]
+    fn a_wrong_row_count_takes_every_row_statistic_with_it() {
+        let before = params(&[
+            ("numRows", "104857"),
+            ("rawDataSize", "25604602"),
+            ("COLUMN_STATS_ACCURATE", "{\"BASIC_STATS\":\"true\"}"),
+        ]);
+        let after = new_parameters(&before, "x", 2, 1, 104850, "r");
+        assert_eq!(after["numRows"], "104850");
+        assert!(!after.contains_key("rawDataSize"));
+        assert!(!after.contains_key("COLUMN_STATS_ACCURATE"));
+        let unknown = new_parameters(&params(&[("rawDataSize", "9")]), "x", 2, 1, 5, "r");
+        assert!(
+            !unknown.contains_key("rawDataSize"),
+            "no count to vouch for it"
         );
     }
 

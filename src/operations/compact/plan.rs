@@ -91,6 +91,7 @@ pub(super) async fn plan(
         *lock = take_lock(metastore, table, &found.spec, options, report).await?;
     }
     let snapshot = take_snapshot(hdfs, &found.location).await?;
+    check_one_access(&snapshot)?;
     report.files_before = snapshot.files.len();
     report.bytes_before = snapshot.bytes();
     report.rows = snapshot.rows();
@@ -148,6 +149,36 @@ async fn resolve(
     })
 }
 
+/// Refuses a partition whose data files differ in owner, group or permission bits: one output
+/// gets one access, so merging them (or copying them with the first file's access) would change
+/// who may read some rows. Zero-length files hold no rows and are left out.
+fn check_one_access(snapshot: &Snapshot) -> Result<(), Stop> {
+    let access = |f: &DataFile| (f.owner.clone(), f.group.clone(), f.permission);
+    let mut with_rows = snapshot.files.iter().filter(|f| f.length > 0);
+    let Some(first) = with_rows.next() else {
+        return Ok(());
+    };
+    match with_rows.find(|f| access(f) != access(first)) {
+        Some(other) => Err(Stop::Refused(Refusal::new(
+            Rule::MixedPermissions,
+            format!(
+                "{} ({}:{} {:o}) and {} ({}:{} {:o}) may be read by different people; merging \
+                 them would change who can read their rows: give the files one owner, group and \
+                 mode (hdfs dfs -chown/-chmod) if that is intended, or leave the partition as is",
+                first.location,
+                first.owner,
+                first.group,
+                first.permission,
+                other.location,
+                other.owner,
+                other.group,
+                other.permission
+            ),
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// The partition's metastore lock, held until the journal is written.
 async fn take_lock(
     metastore: &Metastore,
@@ -169,11 +200,16 @@ async fn take_lock(
         &mut report.outcome.warnings,
     )
     .await
-    .map_err(|e| match e {
+    .map_err(lock_stop)
+}
+
+/// What a lock error means for the run: someone else (or a lost lock) is busy.
+pub(super) fn lock_stop(e: LockError) -> Stop {
+    match e {
         LockError::Busy { .. } | LockError::Lost(_) => Stop::Busy(e.to_string()),
         LockError::Interrupted => Stop::Interrupted,
         LockError::Unsupported(_) | LockError::Failed(_) => Stop::Failed(e.into()),
-    })
+    }
 }
 
 /// Steps 2 and 3: snapshot the files and read every tail.

@@ -30,7 +30,7 @@ pub(super) struct Run<'a> {
     plan: &'a PartitionPlan,
     options: &'a CompactOptions,
     /// The partition's metastore lock, when one was taken.
-    lock: Option<&'a PartitionLock>,
+    lock: Option<&'a mut PartitionLock>,
     progress: &'a dyn Progress,
     id: String,
     staging: Location,
@@ -85,7 +85,7 @@ impl<'a> Run<'a> {
         hdfs: &'a Hdfs,
         plan: &'a PartitionPlan,
         options: &'a CompactOptions,
-        lock: Option<&'a PartitionLock>,
+        lock: Option<&'a mut PartitionLock>,
         progress: &'a dyn Progress,
     ) -> Self {
         let id = layout::new_run_id();
@@ -335,7 +335,7 @@ impl<'a> Run<'a> {
 
     /// A lock the metastore timed out no longer keeps writers away: do not swap without it.
     fn check_lock(&self) -> Result<(), Stop> {
-        match self.lock.and_then(PartitionLock::lost) {
+        match self.lock.as_deref().and_then(PartitionLock::lost) {
             Some(why) => Err(Stop::Busy(format!(
                 "the metastore lock was lost during the run ({why}); retry later"
             ))),
@@ -406,6 +406,11 @@ impl<'a> Run<'a> {
                 self.swapped = false;
                 Err(Stop::Busy(busy))
             }
+            // Both directories stay: the metastore may point at either.
+            Err(RelocateError::Unconfirmed(why)) => Err(Stop::Failed(anyhow!(
+                "{busy}, but the swap back's outcome is unknown ({why}); both {new_location} and \
+                 {old_location} stay: check with `verify`, then `cleanup` settles the run"
+            ))),
             Err(e) => Err(Stop::Failed(anyhow!(
                 "{busy}, but swapping back failed: {e}; the partition points at {new_location} \
                  without the new files in {old_location}: point it back at {old_location} \
