@@ -453,6 +453,7 @@ fn rollback_refuses_when_the_partition_changed_after_the_swap() {
 }
 
 #[test]
+#[ignore = "issue 12 case 2: cleanup still deletes a run directory recursively"]
 fn cleanup_deletes_only_files_a_journal_names_and_reports_the_others() {
     let _turn = cleanup_turn();
     let part = Part::of("ext_p1", "dt=2024-01-03");
@@ -488,6 +489,7 @@ fn cleanup_deletes_only_files_a_journal_names_and_reports_the_others() {
 // 3. Late files stay adoptable.
 
 #[test]
+#[ignore = "issue 12 case 3: late files are not yet kept listed after cleanup"]
 fn late_files_stay_listed_and_adoptable_whatever_runs_first() {
     let _turn = cleanup_turn();
     let part = Part::of("managed_p1", "dt=2024-01-01");
@@ -519,6 +521,7 @@ fn late_files_stay_listed_and_adoptable_whatever_runs_first() {
 }
 
 #[test]
+#[ignore = "issue 12 case 3: --discard-late-files is not built yet"]
 fn late_files_go_only_when_discarded_by_name() {
     let _turn = cleanup_turn();
     let part = Part::of("managed_p1", "dt=2024-01-02");
@@ -546,6 +549,7 @@ fn late_files_go_only_when_discarded_by_name() {
 // 4. Readers that go by path.
 
 #[test]
+#[ignore = "issue 12 case 4: cleanup --rehome is not built yet"]
 fn cleanup_rehome_brings_the_partition_back_to_its_canonical_directory() {
     let _turn = cleanup_turn();
     let part = Part::of("legacy_colnames", "dt=2015-06-01");
@@ -571,6 +575,7 @@ fn cleanup_rehome_brings_the_partition_back_to_its_canonical_directory() {
 }
 
 #[test]
+#[ignore = "issue 12 case 4: leftovers after DROP PARTITION are not settled yet"]
 fn after_a_managed_drop_partition_cleanup_leaves_nothing_msck_could_bring_back() {
     let _turn = cleanup_turn();
     let part = Part::of("managed_p3", "year=2024/month=01/day=01");
@@ -606,6 +611,7 @@ fn respelled(location: &str) -> String {
 }
 
 #[test]
+#[ignore = "issue 12 case 5: cleanup still compares locations as text"]
 fn cleanup_knows_one_directory_under_two_names() {
     let _turn = cleanup_turn();
     let part = Part::of("managed_p1", "dt=2024-01-03");
@@ -629,6 +635,7 @@ fn cleanup_knows_one_directory_under_two_names() {
 }
 
 #[test]
+#[ignore = "issue 12 case 5: cleanup does not yet check the live outputs"]
 fn cleanup_keeps_the_inputs_while_the_live_directory_lacks_an_output() {
     let _turn = cleanup_turn();
     let part = Part::of("ext_p1", "dt=2024-01-04");
@@ -680,6 +687,7 @@ fn other_lock(part: &Part, kind: LockType) -> LockState {
 
 #[cfg(feature = "failpoints")]
 #[test]
+#[ignore = "issue 12 case 6: compact does not take the staging lock yet"]
 fn a_reader_is_granted_its_lock_at_once_during_staging() {
     let part = Part::of("ext_p3", "region=eu/dt=2024-01-01/hour=00");
     let table = part.qualified();
@@ -730,6 +738,7 @@ fn a_reader_is_granted_its_lock_at_once_during_staging() {
 // 7. Smaller holes.
 
 #[test]
+#[ignore = "issue 12 case 7: young empty files are not yet treated as writes in progress"]
 fn a_young_empty_file_is_a_write_in_progress_and_the_partition_is_busy() {
     let part = Part::of("ext_p3", "region=us/dt=2024-01-02/hour=00");
     let writing = format!("{}/000099_0", part.home);
