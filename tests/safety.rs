@@ -9,14 +9,14 @@
 pub mod common;
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use common::proxy::{self, Fault, Proxy};
-use common::{describe, env, json, rt, stderr, stdout, Fixtures, OwnDatabase};
-use hive_orc_compactor::hdfs::{Hdfs, Location};
+use common::hdfs::{copy, exists, hdfs, loc};
+use common::orc_tools::java_row_count;
+use common::{code, describe, env, json, rt, stdout, Fixtures, OwnDatabase};
 use hive_orc_compactor::lock;
 use hive_orc_compactor::metastore::{
     LockRequest, LockState, LockType, Metastore, MetastoreConfig, Partition,
@@ -30,22 +30,9 @@ const ALTER: &str = "alter_partition_with_environment_context";
 /// What the issue asks the proxy to refuse new connections for after the cut.
 const REFUSE_FOR: Duration = Duration::from_secs(20);
 
-fn hdfs() -> &'static Hdfs {
-    static HDFS: OnceLock<Hdfs> = OnceLock::new();
-    HDFS.get_or_init(Hdfs::new)
-}
-
 fn db() -> &'static Fixtures {
     static DB: OnceLock<OwnDatabase> = OnceLock::new();
     &common::own_database(&DB, "safety", "basic").fixtures
-}
-
-fn loc(s: &str) -> Location {
-    Location::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"))
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().unwrap_or(-1)
 }
 
 fn metastore_at(uri: &str) -> Metastore {
@@ -214,36 +201,6 @@ fn names(paths: &[String]) -> Vec<String> {
         .iter()
         .map(|p| p.rsplit('/').next().unwrap_or(p).to_string())
         .collect()
-}
-
-fn exists(path: &str) -> bool {
-    rt().block_on(hdfs().status(&loc(path)))
-        .expect("status")
-        .is_some()
-}
-
-fn java_row_count(files: &[String]) -> u64 {
-    if files.is_empty() {
-        return 0;
-    }
-    let out = Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/orc-tools"))
-        .arg("data")
-        .args(files)
-        .output()
-        .expect("scripts/orc-tools runs");
-    assert!(out.status.success(), "orc-tools data: {}", stderr(&out));
-    stdout(&out).lines().filter(|l| l.starts_with('{')).count() as u64
-}
-
-/// Copies `from` to a new file `to`: another engine's INSERT INTO.
-fn copy(from: &str, to: &str) {
-    rt().block_on(async {
-        let r = hdfs().open(&loc(from)).await.expect("open");
-        let bytes = r.read_range(0, r.file_length()).await.expect("read");
-        let mut w = hdfs().create(&loc(to), 0o644).await.expect("create");
-        w.write_bytes(bytes).await.expect("write");
-        w.close().await.expect("close");
-    })
 }
 
 /// Held by every test that runs `cleanup`: it covers whole tables, so one test's cleanup
