@@ -13,9 +13,9 @@ use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use common::proxy::{self, Fault, Proxy};
 use common::hdfs::{copy, exists, hdfs, loc};
 use common::orc_tools::java_row_count;
+use common::proxy::{self, Fault, Proxy};
 use common::{code, describe, env, json, rt, stdout, Fixtures, OwnDatabase};
 use hive_orc_compactor::lock;
 use hive_orc_compactor::metastore::{
