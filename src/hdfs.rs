@@ -123,6 +123,19 @@ pub struct Hdfs {
     clients: Mutex<HashMap<String, Client>>,
     /// `--hadoop-user`: the user to act as on clusters without Kerberos.
     user: Option<String>,
+    /// Which pairs of filesystem names (`scheme://authority`) were proven to be one namespace,
+    /// or two: a namespace does not change names while the tool runs.
+    namespaces: Mutex<HashMap<(String, String), bool>>,
+}
+
+/// Whether [`Hdfs::within`] may create a hidden marker file to tell two filesystem names apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Probe {
+    /// Yes: callers that go on to delete must know.
+    Allowed,
+    /// No (read-only commands, dry runs): where only a marker could tell, the answer is "within",
+    /// the answer under which nothing is deleted.
+    ReadOnly,
 }
 
 /// The Hadoop user of a simple-auth cluster: `explicit` (`--hadoop-user`), else
@@ -453,6 +466,75 @@ impl Hdfs {
             }
         }
         failed
+    }
+
+    /// Whether `a` is the directory `b` or lies below it, on the filesystem as it is, not as
+    /// spelled: `hdfs://nn1:8020/x`, `hdfs://ns1/x` and `hdfs://127.0.0.1:8020/x` may all be
+    /// one directory. HDFS has no directory aliases other than the filesystem's name (symlinks
+    /// are disabled in Hadoop 2 and later), so with equal paths only the names are in question.
+    /// The NameNode's inode id would settle it, but hdfs-native does not expose it, so (with
+    /// [`Probe::Allowed`]) a hidden empty marker is created in `a` through `a`'s name and looked
+    /// for through `b`'s, then removed; the answer is remembered per pair of names.
+    pub async fn within(&self, a: &Location, b: &Location, probe: Probe) -> Result<bool, FsError> {
+        let path_within =
+            a.path == b.path || b.path == "/" || a.path.starts_with(&format!("{}/", b.path));
+        if !path_within {
+            return Ok(false);
+        }
+        if a.fs == b.fs {
+            return Ok(true);
+        }
+        let key = if a.fs < b.fs {
+            (a.fs.clone(), b.fs.clone())
+        } else {
+            (b.fs.clone(), a.fs.clone())
+        };
+        if let Some(&same) = self
+            .namespaces
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
+            return Ok(same);
+        }
+        if probe == Probe::ReadOnly {
+            return Ok(true);
+        }
+        // A missing directory holds nothing to protect or to delete: no need to tell.
+        if self.status(a).await?.is_none() {
+            return Ok(true);
+        }
+        let marker = a.child(&format!(
+            ".hive-orc-compactor-probe-{}",
+            uuid::Uuid::new_v4().simple()
+        ));
+        self.create(&marker, 0o600)
+            .await?
+            .close()
+            .await
+            .map_err(Self::io("creating", &marker))?;
+        let seen = Location {
+            fs: b.fs.clone(),
+            path: marker.path.clone(),
+        };
+        let same = self.status(&seen).await;
+        self.delete(&marker, false).await?;
+        let same = same?.is_some();
+        self.namespaces
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, same);
+        Ok(same)
+    }
+
+    /// Whether `a` and `b` are one directory (see [`Hdfs::within`]).
+    pub async fn same_dir(
+        &self,
+        a: &Location,
+        b: &Location,
+        probe: Probe,
+    ) -> Result<bool, FsError> {
+        Ok(a.path == b.path && self.within(a, b, probe).await?)
     }
 
     /// The status of one path; `Ok(None)` when it does not exist.

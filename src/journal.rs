@@ -6,17 +6,19 @@
 //! name the run and its previous location: [`rebuild`] recovers the journal from them (see its
 //! rule for which files count as inputs).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{anyhow, Context};
 use serde::{Deserialize, Serialize};
 
-use crate::hdfs::{Hdfs, Location};
+use crate::hdfs::{Hdfs, Listing, Location, Probe};
 use crate::layout::{self, PARAM_PREVIOUS_LOCATION, PARAM_RUN_ID};
+use crate::partition_spec::PartitionSpec;
 use crate::snapshot::{DataFile, Snapshot};
+use crate::table::TableInfo;
 
 /// What a run did, so that rollback and cleanup know exactly which files a compaction replaced.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Journal {
     pub run_id: String,
     pub table: String,
@@ -42,7 +44,7 @@ pub struct Journal {
     pub cleaned_at: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JournalInput {
     pub path: String,
     pub length: u64,
@@ -50,7 +52,7 @@ pub struct JournalInput {
     pub rows: u64,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JournalOutput {
     pub path: String,
     pub length: u64,
@@ -99,7 +101,7 @@ pub async fn write(hdfs: &Hdfs, path: &Location, journal: &Journal) -> anyhow::R
 
 /// Replaces a journal atomically: the new text goes to a hidden sibling first, then one
 /// overwriting rename, so a kill leaves the old journal or the new one, never half of one.
-pub async fn replace(hdfs: &Hdfs, path: &Location, journal: &Journal) -> anyhow::Result<()> {
+async fn replace(hdfs: &Hdfs, path: &Location, journal: &Journal) -> anyhow::Result<()> {
     let name = path.path.rsplit('/').next().unwrap_or("journal");
     let tmp = Location {
         fs: path.fs.clone(),
@@ -112,6 +114,30 @@ pub async fn replace(hdfs: &Hdfs, path: &Location, journal: &Journal) -> anyhow:
     write(hdfs, &tmp, journal).await?;
     hdfs.replace(&tmp, path).await?;
     Ok(())
+}
+
+/// Replaces the journal at `path` with `journal` only while it still reads as `expected` (the
+/// copy the caller decided from), so that no `rolled_back_at`, cleaning or adoption another
+/// command recorded meanwhile is overwritten. HDFS has no compare-and-swap: the re-read and the
+/// rename are two calls, so commands that change journals also hold the partition's lock,
+/// which closes the gap between them for every command but a `--no-lock` one.
+pub async fn replace_if_unchanged(
+    hdfs: &Hdfs,
+    path: &Location,
+    expected: &Journal,
+    journal: &Journal,
+) -> anyhow::Result<()> {
+    match read(hdfs, path).await? {
+        Some(now) if now == *expected => replace(hdfs, path, journal).await,
+        Some(_) => Err(anyhow!(
+            "{path} changed while this command worked (another rollback or cleanup?); \
+             nothing recorded in it: run the command again"
+        )),
+        None => Err(anyhow!(
+            "{path} disappeared while this command worked; nothing recorded: check who removed \
+             it, then run the command again"
+        )),
+    }
 }
 
 /// Reads a journal; `Ok(None)` when there is none at `path`.
@@ -141,6 +167,72 @@ pub async fn list(hdfs: &Hdfs, home: &Location) -> anyhow::Result<Vec<Location>>
         .filter(|f| layout::journal_run_id(&f.name).is_some())
         .map(|f| work.child(&f.name))
         .collect())
+}
+
+/// Every journal of a partition's runs, in each of its homes ([`layout::homes`]), once each
+/// (a home spelled two ways lists the same journals twice), oldest run first.
+pub async fn of_partition(
+    hdfs: &Hdfs,
+    table: &TableInfo,
+    spec: &PartitionSpec,
+    current: &Location,
+) -> anyhow::Result<Vec<(Location, Journal)>> {
+    let mut seen = BTreeSet::new();
+    let mut out = vec![];
+    for home in layout::homes(table, spec, current) {
+        for path in list(hdfs, &home).await? {
+            if let Some(j) = read(hdfs, &path).await? {
+                if seen.insert(j.run_id.clone()) {
+                    out.push((path, j));
+                }
+            }
+        }
+    }
+    out.sort_by(|a, b| a.1.run_id.cmp(&b.1.run_id));
+    Ok(out)
+}
+
+/// The names of the visible files in a run's old location (`listing`) that its journal does not
+/// name as inputs: files written there after the swap, which no query reads.
+pub fn late_names<'a>(journal: &Journal, listing: &'a Listing) -> Vec<&'a str> {
+    let inputs: BTreeSet<&str> = journal.inputs.iter().map(|i| file_name(&i.path)).collect();
+    listing
+        .files
+        .iter()
+        .map(|f| f.name.as_str())
+        .filter(|name| !inputs.contains(name))
+        .collect()
+}
+
+/// The last component of a path or URL.
+pub fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// Every late file ([`late_names`]) of a partition's runs, as `inspect` and `verify` report
+/// them; read-only, so an old location spelled otherwise than the current one counts as the
+/// current one (see [`Hdfs::within`]) and its files are not called late.
+pub async fn late_files(
+    hdfs: &Hdfs,
+    table: &TableInfo,
+    spec: &PartitionSpec,
+    current: &Location,
+) -> anyhow::Result<Vec<String>> {
+    let mut late = BTreeSet::new();
+    for (_, j) in of_partition(hdfs, table, spec, current).await? {
+        let old = Location::parse(&j.old_location)?;
+        if j.rolled_back_at.is_some() || hdfs.same_dir(current, &old, Probe::ReadOnly).await? {
+            continue;
+        }
+        if let Some(listing) = hdfs.list(&old).await? {
+            late.extend(
+                late_names(&j, &listing)
+                    .iter()
+                    .map(|n| old.child(n).to_string()),
+            );
+        }
+    }
+    Ok(late.into_iter().collect())
 }
 
 /// The run a partition points at now, with its journal.

@@ -279,13 +279,18 @@ Examples:
 For every compaction journal older than --older-than: deletes exactly the input files the \
 journal names (from the old location, only when the partition no longer points there, and only \
 files with the journal's length and modification time), or for a rolled-back run its new \
-directory. Files in an old location no journal names were written after the swap (no query sees \
-them): they are reported and left, or with --adopt-late-files renamed into the partition's \
-current location (numFiles, totalSize and numRows then recomputed from the files' ORC tails; \
-rawDataSize and COLUMN_STATS_ACCURATE dropped). Also removes staging directories and \
-never-swapped run directories older than --staging-older-than, and rebuilds the journal of a run \
-killed between its swap and its journal. Never touches a partition's current files. Journals \
-are marked cleaned: a second cleanup does nothing.
+directory's outputs (only the files the journal names: anything else there is reported as \
+unknown_files and kept). Input files go only while the partition's directory holds every output \
+the journal names. Files in an old location no journal names were written after the swap (no \
+query sees them): every cleanup reports them (so do inspect and verify) until they are \
+settled, with --adopt-late-files (renamed into the partition's current location; numFiles, \
+totalSize and numRows then recomputed from the files' ORC tails; rawDataSize and \
+COLUMN_STATS_ACCURATE dropped) or --discard-late-files (removed). Also removes staging \
+directories and never-swapped run directories older than --staging-older-than, and rebuilds the \
+journal of a run killed between its swap and its journal. Each partition is locked (as compact \
+locks it while staging: readers go on), read again and planned again before anything is \
+removed. Never touches a partition's current files, however its location is spelled. Journals \
+are marked cleaned: a second cleanup removes nothing more.
 
 Exit codes: 0 done (or nothing to do); 1 something could not be removed (the rest was).
 
@@ -307,8 +312,12 @@ Examples:
         #[arg(long)]
         trash: bool,
         /// Rename files that arrived in an old location after the swap into the current one
-        #[arg(long)]
+        #[arg(long, conflicts_with = "discard_late_files")]
         adopt_late_files: bool,
+        /// Remove files that arrived in an old location after the swap (their rows are lost
+        /// for good; without --trash not even the trash keeps them)
+        #[arg(long)]
+        discard_late_files: bool,
         /// Show what would be removed; change nothing
         #[arg(long)]
         dry_run: bool,

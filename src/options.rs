@@ -131,6 +131,7 @@ impl Options {
                 staging_older_than,
                 trash,
                 adopt_late_files,
+                discard_late_files,
                 dry_run,
             } => CommandOptions::Cleanup {
                 tables: tables(scope)?,
@@ -139,7 +140,12 @@ impl Options {
                     staging_older_than: *staging_older_than,
                     trash: *trash,
                     adopt_late_files: *adopt_late_files,
+                    discard_late_files: *discard_late_files,
                     dry_run: *dry_run,
+                    lock: LockOptions {
+                        user: hdfs::hadoop_user(cli.global.hadoop_user.as_deref()),
+                        ..LockOptions::default()
+                    },
                 },
             },
             Command::Verify {

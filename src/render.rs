@@ -580,8 +580,9 @@ pub fn cleanup(out: &mut dyn Write, r: &CleanupReport, format: Format) -> anyhow
         for run in &p.runs {
             let action = match run.action {
                 RunAction::DeleteInputs => "replaced files",
-                RunAction::DeleteOutputs => "rolled back: its own directory",
-                RunAction::Kept => "younger than the retention: kept",
+                RunAction::DeleteOutputs => "rolled back: its own outputs",
+                RunAction::Kept => "kept",
+                RunAction::Settled => "cleaned before; files no journal names are left",
             };
             writeln!(out, "  run {}: {action}", run.run_id)?;
             // Hundreds of small files each: the first few name the directory, JSON has all.
@@ -600,8 +601,20 @@ pub fn cleanup(out: &mut dyn Write, r: &CleanupReport, format: Format) -> anyhow
                     "    late    {f} (written after the swap; queries do not see it)"
                 )?;
             }
+            for f in &run.missing_outputs {
+                writeln!(out, "    missing {f} (its inputs stay)")?;
+            }
+            for f in &run.unknown_files {
+                writeln!(
+                    out,
+                    "    unknown {f} (in the run directory, no journal names it; kept)"
+                )?;
+            }
             for f in &run.adopted {
                 writeln!(out, "    adopted {f}")?;
+            }
+            for f in &run.discarded {
+                writeln!(out, "    discarded {f}")?;
             }
         }
         for d in &p.dead_runs_removed {

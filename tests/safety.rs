@@ -415,7 +415,6 @@ fn rollback_refuses_when_the_partition_changed_after_the_swap() {
 }
 
 #[test]
-#[ignore = "issue 12 case 2: cleanup still deletes a run directory recursively"]
 fn cleanup_deletes_only_files_a_journal_names_and_reports_the_others() {
     let _turn = cleanup_turn();
     let part = Part::of("ext_p1", "dt=2024-01-03");
@@ -451,7 +450,6 @@ fn cleanup_deletes_only_files_a_journal_names_and_reports_the_others() {
 // 3. Late files stay adoptable.
 
 #[test]
-#[ignore = "issue 12 case 3: late files are not yet kept listed after cleanup"]
 fn late_files_stay_listed_and_adoptable_whatever_runs_first() {
     let _turn = cleanup_turn();
     let part = Part::of("managed_p1", "dt=2024-01-01");
@@ -483,7 +481,6 @@ fn late_files_stay_listed_and_adoptable_whatever_runs_first() {
 }
 
 #[test]
-#[ignore = "issue 12 case 3: --discard-late-files is not built yet"]
 fn late_files_go_only_when_discarded_by_name() {
     let _turn = cleanup_turn();
     let part = Part::of("managed_p1", "dt=2024-01-02");
@@ -573,7 +570,6 @@ fn respelled(location: &str) -> String {
 }
 
 #[test]
-#[ignore = "issue 12 case 5: cleanup still compares locations as text"]
 fn cleanup_knows_one_directory_under_two_names() {
     let _turn = cleanup_turn();
     let part = Part::of("managed_p1", "dt=2024-01-03");
@@ -597,7 +593,6 @@ fn cleanup_knows_one_directory_under_two_names() {
 }
 
 #[test]
-#[ignore = "issue 12 case 5: cleanup does not yet check the live outputs"]
 fn cleanup_keeps_the_inputs_while_the_live_directory_lacks_an_output() {
     let _turn = cleanup_turn();
     let part = Part::of("ext_p1", "dt=2024-01-04");

@@ -3,20 +3,30 @@
 //! Promises:
 //! - For each journal past the retention (`--older-than`), exactly the input files it names are
 //!   deleted (or moved to the trash), from the old location, and only when that location is no
-//!   longer the partition's current one and the file still has the journal's length and mtime.
-//!   For a rolled-back run (or one the partition no longer points at while it points at the old
-//!   files) its run directory is removed instead.
+//!   longer the partition's current directory, the directory the partition now reads (when it
+//!   is the run's) holds every output the journal names, and the file still has the journal's
+//!   length and mtime. For a rolled-back run (or one the partition no longer points at while it
+//!   points at the old files) exactly the outputs its journal names are removed from its run
+//!   directory; files there no journal names (`unknown_files`: someone wrote into the run
+//!   directory while the partition pointed at it) are never deleted, and reported until gone.
 //! - Files in an old location that no journal names arrived after the swap (no query sees them):
-//!   they are reported and left, or with `--adopt-late-files` renamed into the partition's
-//!   current location, whose `numFiles`/`totalSize`/`numRows` are then recomputed from the
-//!   files and their ORC tails (`rawDataSize` and `COLUMN_STATS_ACCURATE` dropped).
+//!   they are reported, by every cleanup (and by `inspect` and `verify`) until settled: with
+//!   `--adopt-late-files` renamed into the partition's current location, whose
+//!   `numFiles`/`totalSize`/`numRows` are then recomputed from the files and their ORC tails
+//!   (`rawDataSize` and `COLUMN_STATS_ACCURATE` dropped); with `--discard-late-files` removed.
 //! - Staging directories of dead runs, and published run directories that no partition points
 //!   at and no journal names (runs that died before their swap), are removed once older than
 //!   `--staging-older-than` (longer than any run).
 //! - A run killed after its swap but before its journal is recognised from the partition
 //!   parameters and its journal rebuilt (`journal::rebuild`) and written.
-//! - Never a file of a partition's current location. Journals are marked cleaned, so a second
-//!   cleanup finds nothing to do.
+//! - Acts on what is true now: before touching a partition it takes the partition's lock (the
+//!   staging lock `compact` holds: writers and other runs wait, readers do not), reads the
+//!   partition and its journals again and plans that partition anew; right before each run's
+//!   removals it reads the partition's location once more and stops if it moved. Directories
+//!   are compared as the NameNode sees them, not as spelled (`Hdfs::within`). Journals are
+//!   updated only if unchanged since read (`journal::replace_if_unchanged`).
+//! - Never a file of a partition's current directory. Journals are marked cleaned, so a second
+//!   cleanup removes nothing more (it still lists late and unknown files).
 //!
 //! [`plan`] decides without side effects (`--dry-run` prints it); [`execute`] does it; both
 //! give a [`CleanupReport`].
@@ -24,20 +34,22 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use anyhow::anyhow;
+use anyhow::{anyhow, Context};
 use serde::Serialize;
+use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::exit::ExitCode;
 use crate::fleet::{self, Partitions, Selection, Tables};
-use crate::hdfs::{Hdfs, Location};
-use crate::journal::{self, Journal, JournalOutput};
+use crate::hdfs::{Hdfs, Location, Probe};
+use crate::journal::{self, file_name, Journal, JournalOutput};
 use crate::layout::{self, PARAM_RUN_ID};
+use crate::lock::{self, LockOptions};
 use crate::metastore::Metastore;
 use crate::partition_spec::PartitionSpec;
 use crate::relocate::set_location;
 use crate::snapshot::Snapshot;
-use crate::table::TableInfo;
+use crate::table::{PartitionInfo, TableInfo};
 
 #[derive(Debug, Clone)]
 pub struct CleanupOptions {
@@ -47,7 +59,11 @@ pub struct CleanupOptions {
     pub staging_older_than: Duration,
     pub trash: bool,
     pub adopt_late_files: bool,
+    /// Remove late files instead of listing them (never together with `adopt_late_files`).
+    pub discard_late_files: bool,
     pub dry_run: bool,
+    /// The lock taken on each partition before acting on it.
+    pub lock: LockOptions,
 }
 
 /// What happens to one journal's run.
@@ -56,10 +72,14 @@ pub struct CleanupOptions {
 pub enum RunAction {
     /// The swap stands: the replaced files go.
     DeleteInputs,
-    /// The partition is back on the old files: the run's own directory goes.
+    /// The partition is back on the old files: the run's own outputs go.
     DeleteOutputs,
-    /// Younger than the retention: nothing yet.
+    /// Younger than the retention, or its outputs are not all where the partition reads:
+    /// nothing yet.
     Kept,
+    /// Cleaned by an earlier cleanup; files no journal names are still there (late files in
+    /// its old location, unknown files in its run directory) and stay listed until settled.
+    Settled,
 }
 
 #[derive(Debug, Serialize)]
@@ -70,16 +90,50 @@ pub struct RunCleanup {
     pub removed: Vec<String>,
     /// Files the journal names that are gone already, or changed (then left alone).
     pub left: Vec<String>,
+    /// Outputs the journal names that the partition's directory lacks: the inputs are then
+    /// the only copy of their rows and stay.
+    pub missing_outputs: Vec<String>,
     /// Files in the old location no journal names: written after the swap.
     pub late_files: Vec<String>,
     /// Late files renamed into the current location (`--adopt-late-files`).
     pub adopted: Vec<String>,
+    /// Late files removed (`--discard-late-files`).
+    pub discarded: Vec<String>,
+    /// Files in the run's directory its journal does not name: never removed by cleanup.
+    pub unknown_files: Vec<String>,
     #[serde(skip)]
     journal_path: Location,
+    /// The journal as read, to update it only if nobody changed it meanwhile.
+    #[serde(skip)]
+    journal_read: Journal,
     #[serde(skip)]
     journal: Journal,
     #[serde(skip)]
     old_location: Option<Location>,
+    /// The run's directory, removed (non-recursively) once its outputs are.
+    #[serde(skip)]
+    run_dir: Option<Location>,
+}
+
+impl RunCleanup {
+    fn new(journal_path: Location, journal: Journal, action: RunAction) -> Self {
+        RunCleanup {
+            run_id: journal.run_id.clone(),
+            action,
+            removed: vec![],
+            left: vec![],
+            missing_outputs: vec![],
+            late_files: vec![],
+            adopted: vec![],
+            discarded: vec![],
+            unknown_files: vec![],
+            journal_path,
+            journal_read: journal.clone(),
+            journal,
+            old_location: None,
+            run_dir: None,
+        }
+    }
 }
 
 /// One partition's cleanup.
@@ -107,6 +161,23 @@ pub struct PartitionCleanup {
 }
 
 impl PartitionCleanup {
+    fn new(table_info: TableInfo, spec: PartitionSpec, current: Location) -> Self {
+        PartitionCleanup {
+            table: table_info.qualified_name(),
+            partition: spec.name(),
+            location: current.to_string(),
+            journals_rebuilt: vec![],
+            runs: vec![],
+            dead_runs_removed: vec![],
+            errors: vec![],
+            trashed_to: vec![],
+            table_info,
+            spec,
+            current,
+            rebuilt: vec![],
+        }
+    }
+
     fn is_empty(&self) -> bool {
         self.journals_rebuilt.is_empty()
             && self.runs.is_empty()
@@ -140,6 +211,14 @@ fn now_millis() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
 
+/// The partition's current location, if it has one this tool can read.
+fn current_location(info: &PartitionInfo) -> Option<Location> {
+    info.storage
+        .location
+        .as_deref()
+        .and_then(|l| Location::parse(l).ok())
+}
+
 /// Decides what to remove, without side effects.
 pub async fn plan(
     metastore: &Metastore,
@@ -169,32 +248,14 @@ pub async fn plan(
         }
         for c in table.candidates {
             let Some(info) = c.partition else { continue };
-            let Some(current) = info
-                .storage
-                .location
-                .as_deref()
-                .and_then(|l| Location::parse(l).ok())
-            else {
+            let Some(current) = current_location(&info) else {
                 continue;
             };
             report.partitions_checked += 1;
             let spec = PartitionSpec::from_values(&table.table.partition_keys, &info.values);
-            let mut p = PartitionCleanup {
-                table: table.table.qualified_name(),
-                partition: spec.name(),
-                location: current.to_string(),
-                journals_rebuilt: vec![],
-                runs: vec![],
-                dead_runs_removed: vec![],
-                errors: vec![],
-                trashed_to: vec![],
-                table_info: (*table.table).clone(),
-                spec,
-                current,
-                rebuilt: vec![],
-            };
+            let mut p = PartitionCleanup::new((*table.table).clone(), spec, current);
             let span = tracing::info_span!("partition", table = %p.table, partition = %p.partition);
-            if let Err(e) = plan_partition(hdfs, &info.params, options, &mut p)
+            if let Err(e) = plan_partition(hdfs, &info.params, options, &mut p, Probe::ReadOnly)
                 .instrument(span)
                 .await
             {
@@ -214,6 +275,7 @@ async fn plan_partition(
     params: &BTreeMap<String, String>,
     options: &CleanupOptions,
     p: &mut PartitionCleanup,
+    probe: Probe,
 ) -> anyhow::Result<()> {
     let now = now_millis();
     let retention = options.older_than.as_millis() as i64;
@@ -239,6 +301,7 @@ async fn plan_partition(
         p.journals_rebuilt.push(run.journal.run_id.clone());
         p.rebuilt.push((run.path, run.journal));
     }
+    let mut journals = p.rebuilt.clone();
     for home in layout::homes(&p.table_info, &p.spec, &p.current) {
         let work = layout::work_dir(&home);
         let Some(listing) = hdfs.list(&work).await? else {
@@ -254,8 +317,8 @@ async fn plan_partition(
             let run_dir = work.child(dir);
             let staging = layout::is_staging(dir);
             if !staging && journal_names.contains(dir.as_str())
-                || p.current.is_within(&run_dir)
                 || params.get(PARAM_RUN_ID) == Some(dir)
+                || hdfs.within(&p.current, &run_dir, probe).await?
             {
                 continue;
             }
@@ -266,73 +329,117 @@ async fn plan_partition(
                 p.dead_runs_removed.push(run_dir.to_string());
             }
         }
-        let mut journals: Vec<(Location, Journal)> = p
-            .rebuilt
-            .iter()
-            .filter(|(path, _)| path.is_within(&work))
-            .cloned()
-            .collect();
         for name in &journal_names {
             let path = layout::journal_path(&home, name);
             if let Some(j) = journal::read(hdfs, &path).await? {
                 journals.push((path, j));
             }
         }
-        for (path, j) in journals {
-            if j.cleaned_at.is_some() {
-                continue;
+    }
+    // A home spelled two ways lists its journals twice.
+    let mut seen = BTreeSet::new();
+    journals.retain(|(_, j)| seen.insert(j.run_id.clone()));
+    for (path, j) in journals {
+        if let Some(run) = plan_run(hdfs, p, path, j, now - retention, probe).await? {
+            if !run.missing_outputs.is_empty() {
+                p.errors.push(format!(
+                    "run {}: the partition's directory {} lacks {} of the run's outputs ({}); \
+                     its replaced files stay, the only copy of those rows: restore the outputs \
+                     or roll back",
+                    run.run_id,
+                    p.current,
+                    run.missing_outputs.len(),
+                    run.missing_outputs.join(", ")
+                ));
             }
-            let run = plan_run(hdfs, p, path, j, now - retention).await?;
             p.runs.push(run);
         }
     }
     Ok(())
 }
 
+/// One journal's run; `None` when nothing about it is left to do or to report.
 async fn plan_run(
     hdfs: &Hdfs,
     p: &PartitionCleanup,
     journal_path: Location,
     j: Journal,
     cutoff: i64,
-) -> anyhow::Result<RunCleanup> {
-    let mut run = RunCleanup {
-        run_id: j.run_id.clone(),
-        action: RunAction::Kept,
-        removed: vec![],
-        left: vec![],
-        late_files: vec![],
-        adopted: vec![],
-        journal_path,
-        journal: j.clone(),
-        old_location: None,
-    };
-    if j.finished_millis().is_none_or(|t| t > cutoff) {
-        return Ok(run);
-    }
+    probe: Probe,
+) -> anyhow::Result<Option<RunCleanup>> {
     let old = Location::parse(&j.old_location)?;
     let new = Location::parse(&j.new_location)?;
-    if j.rolled_back_at.is_some() || (p.current == old && p.current != new) {
-        run.action = RunAction::DeleteOutputs;
-        if !p.current.is_within(&new) && hdfs.status(&new).await?.is_some() {
-            run.removed.push(new.to_string());
+    let on_old = hdfs.same_dir(&p.current, &old, probe).await?;
+    let on_new = hdfs.same_dir(&p.current, &new, probe).await?;
+    let rolled_back = j.rolled_back_at.is_some() || (on_old && !on_new);
+    let cleaned = j.cleaned_at.is_some();
+    let mut run = RunCleanup::new(journal_path, j, RunAction::Kept);
+    if cleaned {
+        run.action = RunAction::Settled;
+        if rolled_back {
+            run.unknown_files = unknown_files(hdfs, p, &new, &run.journal, probe).await?;
+        } else if !on_old {
+            run.late_files = late_files(hdfs, &old, &run.journal).await?;
+            run.old_location = Some(old);
         }
-        return Ok(run);
+        let unsettled = !run.unknown_files.is_empty() || !run.late_files.is_empty();
+        return Ok(unsettled.then_some(run));
     }
-    if p.current == old {
+    if run.journal.finished_millis().is_none_or(|t| t > cutoff) {
+        return Ok(Some(run));
+    }
+    if rolled_back {
+        run.action = RunAction::DeleteOutputs;
+        if hdfs.within(&p.current, &new, probe).await? {
+            run.left.push(format!("{new}: the partition reads it"));
+            return Ok(Some(run));
+        }
+        let named: BTreeSet<&str> = run
+            .journal
+            .outputs
+            .iter()
+            .map(|o| file_name(&o.path))
+            .collect();
+        if let Some(listing) = hdfs.list(&new).await? {
+            run.removed = listing
+                .files
+                .iter()
+                .filter(|f| named.contains(f.name.as_str()))
+                .map(|f| new.child(&f.name).to_string())
+                .collect();
+            run.unknown_files = unknown_in(&new, &listing, &named);
+            run.run_dir = Some(new);
+        }
+        return Ok(Some(run));
+    }
+    if on_old {
         // The partition points at the old files: they are live, not leftovers.
-        return Ok(run);
+        return Ok(Some(run));
+    }
+    let listing = hdfs.list(&old).await?.unwrap_or_default();
+    if on_new {
+        // The inputs are the only other copy of the outputs' rows: they go only while every
+        // output is where the partition reads.
+        let live = hdfs.list(&p.current).await?.unwrap_or_default();
+        run.missing_outputs = run
+            .journal
+            .outputs
+            .iter()
+            .filter(|o| {
+                !live
+                    .files
+                    .iter()
+                    .any(|f| f.name == file_name(&o.path) && f.length == o.length)
+            })
+            .map(|o| o.path.clone())
+            .collect();
+        if !run.missing_outputs.is_empty() {
+            return Ok(Some(run));
+        }
     }
     run.action = RunAction::DeleteInputs;
-    run.old_location = Some(old.clone());
-    let listing = hdfs.list(&old).await?.unwrap_or_default();
-    let named: BTreeSet<&str> = j
-        .inputs
-        .iter()
-        .map(|i| i.path.rsplit('/').next().unwrap_or(&i.path))
-        .collect();
-    for input in &j.inputs {
-        let name = input.path.rsplit('/').next().unwrap_or(&input.path);
+    for input in &run.journal.inputs {
+        let name = file_name(&input.path);
         match listing.files.iter().find(|f| f.name == name) {
             Some(f)
                 if f.length == input.length && f.modification_time == input.modification_time =>
@@ -345,16 +452,62 @@ async fn plan_run(
             None => run.left.push(format!("{} is gone already", input.path)),
         }
     }
-    run.late_files = listing
-        .files
+    run.late_files = journal::late_names(&run.journal, &listing)
         .iter()
-        .filter(|f| !named.contains(f.name.as_str()))
-        .map(|f| old.child(&f.name).to_string())
+        .map(|n| old.child(n).to_string())
         .collect();
-    Ok(run)
+    run.old_location = Some(old);
+    Ok(Some(run))
 }
 
-/// Does what the plan says. A failure is recorded on its partition and the rest goes on.
+/// The late files in a cleaned run's old location: every visible file its journal does not
+/// name as an input.
+async fn late_files(hdfs: &Hdfs, old: &Location, j: &Journal) -> anyhow::Result<Vec<String>> {
+    Ok(match hdfs.list(old).await? {
+        Some(listing) => journal::late_names(j, &listing)
+            .iter()
+            .map(|n| old.child(n).to_string())
+            .collect(),
+        None => vec![],
+    })
+}
+
+/// What is in a rolled-back run's directory that its journal does not name as an output.
+async fn unknown_files(
+    hdfs: &Hdfs,
+    p: &PartitionCleanup,
+    run_dir: &Location,
+    j: &Journal,
+    probe: Probe,
+) -> anyhow::Result<Vec<String>> {
+    if hdfs.within(&p.current, run_dir, probe).await? {
+        return Ok(vec![]);
+    }
+    let named: BTreeSet<&str> = j.outputs.iter().map(|o| file_name(&o.path)).collect();
+    Ok(match hdfs.list(run_dir).await? {
+        Some(listing) => unknown_in(run_dir, &listing, &named),
+        None => vec![],
+    })
+}
+
+fn unknown_in(
+    dir: &Location,
+    listing: &crate::hdfs::Listing,
+    named: &BTreeSet<&str>,
+) -> Vec<String> {
+    listing
+        .files
+        .iter()
+        .map(|f| &f.name)
+        .filter(|n| !named.contains(n.as_str()))
+        .chain(&listing.subdirs)
+        .map(|n| dir.child(n).to_string())
+        .collect()
+}
+
+/// Does what the plan says, partition by partition, each under its lock and planned again
+/// from what is true once the lock is held. A failure is recorded on its partition and the rest
+/// goes on.
 pub async fn execute(
     metastore: &Metastore,
     hdfs: &Hdfs,
@@ -362,7 +515,8 @@ pub async fn execute(
     options: &CleanupOptions,
 ) -> CleanupReport {
     for p in &mut report.partitions {
-        if let Err(e) = execute_partition(metastore, hdfs, p, options).await {
+        let span = tracing::info_span!("partition", table = %p.table, partition = %p.partition);
+        if let Err(e) = locked(metastore, hdfs, p, options).instrument(span).await {
             p.errors.push(format!("{e:#}"));
         }
     }
@@ -375,6 +529,80 @@ pub async fn execute(
         .map(|r| r.removed.len())
         .sum();
     report
+}
+
+/// Takes the partition's lock, plans it again, acts, and lets the lock go.
+async fn locked(
+    metastore: &Metastore,
+    hdfs: &Hdfs,
+    p: &mut PartitionCleanup,
+    options: &CleanupOptions,
+) -> anyhow::Result<()> {
+    let name = p.spec.name();
+    let target = lock::Target {
+        db: &p.table_info.db,
+        table: &p.table_info.name,
+        partition: &name,
+    };
+    let mut warnings = vec![];
+    let held = lock::acquire_staging(
+        metastore,
+        &target,
+        &options.lock,
+        &CancellationToken::new(),
+        &mut warnings,
+    )
+    .await
+    .with_context(|| {
+        format!(
+            "{} partition {}: nothing removed; run cleanup again later",
+            p.table, p.partition
+        )
+    })?;
+    for w in warnings {
+        tracing::warn!("{w}");
+    }
+    let result = replan_and_execute(metastore, hdfs, p, options).await;
+    if let Some(held) = held {
+        if let Err(e) = held.release().await {
+            tracing::warn!("releasing the metastore lock: {e}");
+        }
+    }
+    result
+}
+
+/// The partition as the metastore has it now: its parameters and location.
+async fn reread(
+    metastore: &Metastore,
+    table: &TableInfo,
+    spec: &PartitionSpec,
+) -> anyhow::Result<(BTreeMap<String, String>, Location)> {
+    let partition = metastore
+        .get_partition_by_values(&table.db, &table.name, &spec.values)
+        .await?;
+    let info = PartitionInfo::from(&partition);
+    let current = current_location(&info).ok_or_else(|| {
+        anyhow!(
+            "{} partition {} has no HDFS location now; nothing removed",
+            table.qualified_name(),
+            spec.name()
+        )
+    })?;
+    Ok((info.params, current))
+}
+
+async fn replan_and_execute(
+    metastore: &Metastore,
+    hdfs: &Hdfs,
+    p: &mut PartitionCleanup,
+    options: &CleanupOptions,
+) -> anyhow::Result<()> {
+    let (params, current) = reread(metastore, &p.table_info, &p.spec).await?;
+    let mut fresh = PartitionCleanup::new(p.table_info.clone(), p.spec.clone(), current);
+    plan_partition(hdfs, &params, options, &mut fresh, Probe::Allowed).await?;
+    let result = execute_partition(metastore, hdfs, &mut fresh, options).await;
+    *p = fresh;
+    result
 }
 
 /// Deletes `target` (recursively), or moves it to the trash, recording where it went.
@@ -414,22 +642,54 @@ async fn execute_partition(
         if run.action == RunAction::Kept {
             continue;
         }
-        if options.adopt_late_files && !run.late_files.is_empty() {
-            adopt(
-                metastore,
-                hdfs,
-                p.current.clone(),
-                &p.table_info,
-                &p.spec,
-                run,
-            )
-            .await?;
+        // Right before removing anything of this run: is the partition still where it was?
+        let (_, now) = reread(metastore, &p.table_info, &p.spec).await?;
+        if now != p.current {
+            return Err(anyhow!(
+                "{} partition {} moved to {now} while cleanup worked (it was at {}); nothing \
+                 more removed from it: run cleanup again",
+                p.table,
+                p.partition,
+                p.current
+            ));
+        }
+        if !run.late_files.is_empty() {
+            if options.adopt_late_files {
+                adopt(
+                    metastore,
+                    hdfs,
+                    p.current.clone(),
+                    &p.table_info,
+                    &p.spec,
+                    run,
+                )
+                .await?;
+            } else if options.discard_late_files {
+                for late in std::mem::take(&mut run.late_files) {
+                    remove(
+                        hdfs,
+                        &Location::parse(&late)?,
+                        options.trash,
+                        &mut p.trashed_to,
+                    )
+                    .await?;
+                    run.discarded.push(late);
+                }
+            }
         }
         for target in &run.removed {
             let target = Location::parse(target)?;
-            // The one rule above all: never a file of the partition's current location.
-            if p.current.is_within(&target)
-                || target.path.rsplit_once('/').map(|(d, _)| d) == Some(&p.current.path)
+            let dir = Location {
+                fs: target.fs.clone(),
+                path: target
+                    .path
+                    .rsplit_once('/')
+                    .map_or("/", |(d, _)| d)
+                    .to_string(),
+            };
+            // The one rule above all: never a file of the partition's current directory.
+            if hdfs.within(&p.current, &target, Probe::Allowed).await?
+                || hdfs.same_dir(&dir, &p.current, Probe::Allowed).await?
             {
                 return Err(anyhow!(
                     "refusing to remove {target}: the partition reads it"
@@ -437,19 +697,29 @@ async fn execute_partition(
             }
             remove(hdfs, &target, options.trash, &mut p.trashed_to).await?;
         }
-        // An old location that was one of our run directories is now empty: remove it too
-        // (a non-recursive delete, which fails rather than remove anything left in it).
-        if let Some(old) = &run.old_location {
-            if layout::is_in_work_dir(old)
-                && hdfs.list(old).await?.is_some_and(|l| {
-                    l.files.is_empty() && l.subdirs.is_empty() && l.hidden.is_empty()
-                })
+        // An emptied run directory goes too (a non-recursive delete, which fails rather than
+        // remove anything left in it): an old location that was one, or a rolled-back run's.
+        let emptied = run
+            .old_location
+            .iter()
+            .filter(|old| layout::is_in_work_dir(old))
+            .chain(&run.run_dir);
+        for dir in emptied {
+            if hdfs
+                .list(dir)
+                .await?
+                .is_some_and(|l| l.files.is_empty() && l.subdirs.is_empty() && l.hidden.is_empty())
             {
-                hdfs.delete(old, false).await?;
+                hdfs.delete(dir, false).await?;
             }
         }
-        run.journal.cleaned_at = Some(chrono::Utc::now().to_rfc3339());
-        journal::replace(hdfs, &run.journal_path, &run.journal).await?;
+        if run.action != RunAction::Settled {
+            run.journal.cleaned_at = Some(chrono::Utc::now().to_rfc3339());
+        }
+        if run.journal != run.journal_read {
+            journal::replace_if_unchanged(hdfs, &run.journal_path, &run.journal_read, &run.journal)
+                .await?;
+        }
     }
     Ok(())
 }

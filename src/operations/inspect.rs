@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 use crate::eligibility::{self, Refusal};
 use crate::hdfs::{Hdfs, Location};
+use crate::journal;
 use crate::metastore::Metastore;
 use crate::partition_spec::PartitionSpec;
 use crate::resolve::{self, TableName};
@@ -44,6 +45,9 @@ pub struct PartitionReport {
     pub statistics: BTreeMap<String, String>,
     pub eligible: bool,
     pub refusal: Option<Refusal>,
+    /// Files written to a location this partition's runs replaced, after the swap: no query
+    /// reads them (`cleanup` adopts or discards them).
+    pub late_files: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -159,6 +163,7 @@ async fn inspect_partition(
                 statistics: BTreeMap::new(),
                 eligible: false,
                 refusal: Some(refusal),
+                late_files: vec![],
             });
         }
         Err(resolve::ResolveError::Other(e)) => return Err(e),
@@ -171,6 +176,10 @@ async fn inspect_partition(
     let mut refusal = eligibility::check_partition(&storage).err();
     let (directory, dir_refusal) = directory(hdfs, &storage, refusal.is_none()).await?;
     refusal = refusal.or(dir_refusal);
+    let late_files = match storage.location.as_deref().map(Location::parse) {
+        Some(Ok(current)) => journal::late_files(hdfs, table, &spec, &current).await?,
+        _ => vec![],
+    };
     Ok(PartitionReport {
         name: spec.name(),
         values,
@@ -180,6 +189,7 @@ async fn inspect_partition(
         statistics: statistics(&params),
         eligible: refusal.is_none(),
         refusal,
+        late_files,
     })
 }
 

@@ -300,8 +300,9 @@ async fn execute(
         )),
         other => other.into(),
     })?;
+    let read = run.journal.clone();
     run.journal.rolled_back_at = Some(chrono::Utc::now().to_rfc3339());
-    if let Err(e) = journal::replace(hdfs, &run.path, &run.journal).await {
+    if let Err(e) = journal::replace_if_unchanged(hdfs, &run.path, &read, &run.journal).await {
         // The partition is rolled back; cleanup still sees that from the partition's location
         // and never deletes files it points at.
         report.outcome.warnings.push(format!(

@@ -41,6 +41,9 @@ pub struct VerifyReport {
     pub run_id: Option<String>,
     pub journal_rebuilt: bool,
     pub checksums_checked: usize,
+    /// Files written to a location this partition's runs replaced, after the swap: no query
+    /// reads them until `cleanup --adopt-late-files` (or `--discard-late-files` settles them).
+    pub late_files: Vec<String>,
     /// Each one a sentence naming the file or statistic; empty means verified.
     pub mismatches: Vec<String>,
     /// What could not be checked, and why.
@@ -105,9 +108,17 @@ async fn verify_partition(
         run_id: None,
         journal_rebuilt: false,
         checksums_checked: 0,
+        late_files: journal::late_files(hdfs, &info, &spec, &location).await?,
         mismatches: vec![],
         notes: vec![],
     };
+    if !report.late_files.is_empty() {
+        report.notes.push(format!(
+            "{} late file(s) in a replaced location, read by no query: adopt or discard them \
+             with cleanup",
+            report.late_files.len()
+        ));
+    }
     let snapshot = match Snapshot::take(hdfs, &location).await {
         Ok(s) => s,
         Err(e) if e.refusal().is_some() => {
