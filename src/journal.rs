@@ -42,6 +42,13 @@ pub struct Journal {
     /// When `cleanup` removed what this run left behind: a second cleanup skips it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cleaned_at: Option<String>,
+    /// When `cleanup --rehome` copied the outputs to the partition's canonical directory and
+    /// swapped the partition there: the run directory then goes after the retention.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rehomed_at: Option<String>,
+    /// When cleanup removed the outputs from a rehomed run's directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_dir_cleaned_at: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -78,10 +85,22 @@ impl JournalInput {
 impl Journal {
     /// When the swap happened, as far as the journal knows (milliseconds since the epoch).
     pub fn finished_millis(&self) -> Option<i64> {
-        chrono::DateTime::parse_from_rfc3339(&self.finished_at)
-            .ok()
-            .map(|t| t.timestamp_millis())
+        millis(&self.finished_at)
     }
+
+    /// When the partition left the run's directory for its canonical one (`cleanup --rehome`).
+    pub fn rehomed_millis(&self) -> Option<i64> {
+        self.rehomed_at.as_deref().and_then(millis)
+    }
+}
+
+fn millis(rfc3339: &str) -> Option<i64> {
+    chrono::DateTime::parse_from_rfc3339(rfc3339)
+        .ok()
+        .map(|t| t.timestamp_millis())
+}
+
+impl Journal {
 }
 
 /// Writes a new journal; fails if one exists.
@@ -377,6 +396,8 @@ pub async fn rebuild(
         rebuilt: Some(REBUILD_RULE.to_string()),
         rolled_back_at: None,
         cleaned_at: None,
+        rehomed_at: None,
+        run_dir_cleaned_at: None,
     })
 }
 

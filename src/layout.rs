@@ -75,7 +75,8 @@ pub fn is_in_work_dir(location: &Location) -> bool {
 }
 
 /// The partition's canonical directory, `<table location>/<k=v>/...`, when the table has one.
-fn canonical_home(table: &TableInfo, spec: &PartitionSpec) -> Option<Location> {
+/// `<table location>/<k=v>`: where Hive puts the partition, and where path readers look.
+pub fn canonical_home(table: &TableInfo, spec: &PartitionSpec) -> Option<Location> {
     table
         .storage
         .location

@@ -292,6 +292,11 @@ locks it while staging: readers go on), read again and planned again before anyt
 removed. Never touches a partition's current files, however its location is spelled. Journals \
 are marked cleaned: a second cleanup removes nothing more.
 
+With --rehome, a partition whose run's replaced files are gone is brought back to its canonical \
+<table>/<k=v> directory, where readers that go by path look: the run's outputs are copied in \
+under a hidden name, checked against the journal's checksums, made visible, and one alter \
+points the partition there. The run's directory goes with a later cleanup, after --older-than.
+
 Exit codes: 0 done (or nothing to do); 1 something could not be removed (the rest was).
 
 Examples:
@@ -318,6 +323,10 @@ Examples:
         /// for good; without --trash not even the trash keeps them)
         #[arg(long)]
         discard_late_files: bool,
+        /// Once a run's replaced files are removed, bring the partition back to its canonical
+        /// <table>/<k=v> directory (for readers that go by path: distcp, globs, MSCK)
+        #[arg(long)]
+        rehome: bool,
         /// Show what would be removed; change nothing
         #[arg(long)]
         dry_run: bool,

@@ -132,6 +132,7 @@ impl Options {
                 trash,
                 adopt_late_files,
                 discard_late_files,
+                rehome,
                 dry_run,
             } => CommandOptions::Cleanup {
                 tables: tables(scope)?,
@@ -141,6 +142,7 @@ impl Options {
                     trash: *trash,
                     adopt_late_files: *adopt_late_files,
                     discard_late_files: *discard_late_files,
+                    rehome: *rehome,
                     dry_run: *dry_run,
                     lock: LockOptions {
                         user: hdfs::hadoop_user(cli.global.hadoop_user.as_deref()),

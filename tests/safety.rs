@@ -508,7 +508,6 @@ fn late_files_go_only_when_discarded_by_name() {
 // 4. Readers that go by path.
 
 #[test]
-#[ignore = "issue 12 case 4: cleanup --rehome is not built yet"]
 fn cleanup_rehome_brings_the_partition_back_to_its_canonical_directory() {
     let _turn = cleanup_turn();
     let part = Part::of("legacy_colnames", "dt=2015-06-01");

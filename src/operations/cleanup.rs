@@ -43,11 +43,14 @@ use crate::exit::ExitCode;
 use crate::fleet::{self, Partitions, Selection, Tables};
 use crate::hdfs::{Hdfs, Location, Probe};
 use crate::journal::{self, file_name, Journal, JournalOutput};
-use crate::layout::{self, PARAM_RUN_ID};
+use crate::layout::{self, PARAM_PREVIOUS_LOCATION, PARAM_RUN_ID};
 use crate::lock::{self, LockOptions};
 use crate::metastore::Metastore;
 use crate::partition_spec::PartitionSpec;
-use crate::relocate::set_location;
+use crate::operations::compact::write::{copy_file, hash_file};
+use crate::operations::verify;
+use crate::orc::ReadAhead;
+use crate::relocate::{set_location, RelocateError};
 use crate::snapshot::Snapshot;
 use crate::table::{PartitionInfo, TableInfo};
 
@@ -61,6 +64,8 @@ pub struct CleanupOptions {
     pub adopt_late_files: bool,
     /// Remove late files instead of listing them (never together with `adopt_late_files`).
     pub discard_late_files: bool,
+    /// Bring partitions whose run's inputs are gone back to their canonical directory.
+    pub rehome: bool,
     pub dry_run: bool,
     /// The lock taken on each partition before acting on it.
     pub lock: LockOptions,
@@ -113,6 +118,9 @@ pub struct RunCleanup {
     /// The run's directory, removed (non-recursively) once its outputs are.
     #[serde(skip)]
     run_dir: Option<Location>,
+    /// The partition reads the run's directory.
+    #[serde(skip)]
+    partition_reads_it: bool,
 }
 
 impl RunCleanup {
@@ -132,6 +140,7 @@ impl RunCleanup {
             journal,
             old_location: None,
             run_dir: None,
+            partition_reads_it: false,
         }
     }
 }
@@ -150,6 +159,9 @@ pub struct PartitionCleanup {
     pub errors: Vec<String>,
     /// Where removed things went with `--trash`.
     pub trashed_to: Vec<String>,
+    /// `--rehome`: the canonical directory the partition was (or, in a dry run, would be)
+    /// brought back to.
+    pub rehomed_to: Option<String>,
     #[serde(skip)]
     table_info: TableInfo,
     #[serde(skip)]
@@ -171,6 +183,7 @@ impl PartitionCleanup {
             dead_runs_removed: vec![],
             errors: vec![],
             trashed_to: vec![],
+            rehomed_to: None,
             table_info,
             spec,
             current,
@@ -183,6 +196,7 @@ impl PartitionCleanup {
             && self.runs.is_empty()
             && self.dead_runs_removed.is_empty()
             && self.errors.is_empty()
+            && self.rehomed_to.is_none()
     }
 }
 
@@ -340,7 +354,8 @@ async fn plan_partition(
     let mut seen = BTreeSet::new();
     journals.retain(|(_, j)| seen.insert(j.run_id.clone()));
     for (path, j) in journals {
-        if let Some(run) = plan_run(hdfs, p, path, j, now - retention, probe).await? {
+        let cutoff = now - retention;
+        if let Some(run) = plan_run(hdfs, p, path, j, cutoff, options.rehome, probe).await? {
             if !run.missing_outputs.is_empty() {
                 p.errors.push(format!(
                     "run {}: the partition's directory {} lacks {} of the run's outputs ({}); \
@@ -355,40 +370,64 @@ async fn plan_partition(
             p.runs.push(run);
         }
     }
+    // `--rehome` once the run the partition reads has had its inputs removed (now or before).
+    let rehome_ready = p.runs.iter().any(|r| {
+        r.partition_reads_it
+            && matches!(r.action, RunAction::DeleteInputs | RunAction::Settled)
+            && r.journal.rehomed_at.is_none()
+    });
+    if options.rehome && rehome_ready {
+        p.rehomed_to = layout::canonical_home(&p.table_info, &p.spec).map(|h| h.to_string());
+    }
     Ok(())
 }
 
-/// One journal's run; `None` when nothing about it is left to do or to report.
+/// One journal's run; `None` when nothing about it is left to do or to report (with `rehome`,
+/// the run the partition reads is always kept: its directory is what would be rehomed).
 async fn plan_run(
     hdfs: &Hdfs,
     p: &PartitionCleanup,
     journal_path: Location,
     j: Journal,
     cutoff: i64,
+    rehome: bool,
     probe: Probe,
 ) -> anyhow::Result<Option<RunCleanup>> {
     let old = Location::parse(&j.old_location)?;
     let new = Location::parse(&j.new_location)?;
     let on_old = hdfs.same_dir(&p.current, &old, probe).await?;
     let on_new = hdfs.same_dir(&p.current, &new, probe).await?;
-    let rolled_back = j.rolled_back_at.is_some() || (on_old && !on_new);
-    let cleaned = j.cleaned_at.is_some();
+    // The partition left the run's directory: swapped back, or rehomed after its inputs went.
+    let rehomed = j.rehomed_at.is_some();
+    let left_run_dir = j.rolled_back_at.is_some() || rehomed || (on_old && !on_new);
+    // What this cleanup would remove is gone already.
+    let done = if rehomed {
+        j.run_dir_cleaned_at.is_some()
+    } else {
+        j.cleaned_at.is_some()
+    };
+    let since = if rehomed {
+        j.rehomed_millis()
+    } else {
+        j.finished_millis()
+    };
     let mut run = RunCleanup::new(journal_path, j, RunAction::Kept);
-    if cleaned {
+    run.partition_reads_it = on_new;
+    if done {
         run.action = RunAction::Settled;
-        if rolled_back {
+        if left_run_dir {
             run.unknown_files = unknown_files(hdfs, p, &new, &run.journal, probe).await?;
         } else if !on_old {
             run.late_files = late_files(hdfs, &old, &run.journal).await?;
             run.old_location = Some(old);
         }
         let unsettled = !run.unknown_files.is_empty() || !run.late_files.is_empty();
-        return Ok(unsettled.then_some(run));
+        return Ok((unsettled || (rehome && on_new)).then_some(run));
     }
-    if run.journal.finished_millis().is_none_or(|t| t > cutoff) {
+    if since.is_none_or(|t| t > cutoff) {
         return Ok(Some(run));
     }
-    if rolled_back {
+    if left_run_dir {
         run.action = RunAction::DeleteOutputs;
         if hdfs.within(&p.current, &new, probe).await? {
             run.left.push(format!("{new}: the partition reads it"));
@@ -713,14 +752,149 @@ async fn execute_partition(
                 hdfs.delete(dir, false).await?;
             }
         }
-        if run.action != RunAction::Settled {
-            run.journal.cleaned_at = Some(chrono::Utc::now().to_rfc3339());
+        let now = Some(chrono::Utc::now().to_rfc3339());
+        match run.action {
+            RunAction::Settled | RunAction::Kept => {}
+            _ if run.journal.rehomed_at.is_some() => run.journal.run_dir_cleaned_at = now,
+            _ => run.journal.cleaned_at = now,
         }
         if run.journal != run.journal_read {
             journal::replace_if_unchanged(hdfs, &run.journal_path, &run.journal_read, &run.journal)
                 .await?;
+            run.journal_read = run.journal.clone();
         }
     }
+    if let Some(home) = &p.rehomed_to {
+        let home = Location::parse(home)?;
+        rehome(metastore, hdfs, p, &home).await?;
+    }
+    Ok(())
+}
+
+/// `--rehome`: brings a partition whose run's inputs are gone back to its canonical directory,
+/// where readers that go by path (distcp, globs, `spark.read.orc(dir)`, MSCK) look. The run's
+/// outputs are copied in under a hidden directory, checked against the journal (lengths, rows,
+/// every stripe's checksum) and against the bytes read, renamed in, and then one alter points
+/// the partition there; metastore readers see the run's directory until that alter and the same
+/// files after it. The run's directory goes with a later cleanup, after the retention.
+async fn rehome(
+    metastore: &Metastore,
+    hdfs: &Hdfs,
+    p: &mut PartitionCleanup,
+    home: &Location,
+) -> anyhow::Result<()> {
+    let what = format!("{} partition {}: not rehomed", p.table, p.partition);
+    let Some(run) = p.runs.iter_mut().find(|r| r.partition_reads_it) else {
+        return Ok(());
+    };
+    if run.journal.cleaned_at.is_none() || run.journal.rehomed_at.is_some() {
+        p.rehomed_to = None;
+        return Ok(());
+    }
+    if let Some(listing) = hdfs.list(home).await? {
+        let visible: Vec<&str> = listing
+            .files
+            .iter()
+            .map(|f| f.name.as_str())
+            .chain(listing.subdirs.iter().map(String::as_str))
+            .collect();
+        if !visible.is_empty() {
+            return Err(anyhow!(
+                "{what}: {home} still holds {} (late files? settle them with \
+                 --adopt-late-files or --discard-late-files first)",
+                visible.join(", ")
+            ));
+        }
+    }
+    let records: BTreeMap<&str, &JournalOutput> = run
+        .journal
+        .outputs
+        .iter()
+        .map(|o| (file_name(&o.path), o))
+        .collect();
+    let outputs = Snapshot::take(hdfs, &p.current)
+        .await
+        .with_context(|| format!("{what}: reading {}", p.current))?;
+    if let Some(stranger) = outputs
+        .files
+        .iter()
+        .find(|f| !records.contains_key(f.name.as_str()))
+    {
+        return Err(anyhow!(
+            "{what}: {} is not one of run {}'s outputs; check the partition with verify",
+            stranger.location,
+            run.run_id
+        ));
+    }
+    let staging = layout::work_dir(home).child(&format!("{}.rehome", run.run_id));
+    hdfs.mkdirs(&staging, 0o755).await?;
+    let read_ahead = ReadAhead::default();
+    let mut sent = BTreeMap::new();
+    for f in &outputs.files {
+        let hash = copy_file(hdfs, f, &staging.child(&f.name), f.permission, &read_ahead)
+            .await
+            .map_err(|e| anyhow!("{what}: {e}"))?;
+        sent.insert(f.name.clone(), hash);
+    }
+    let copies = Snapshot::take(hdfs, &staging)
+        .await
+        .with_context(|| format!("{what}: reading {staging}"))?;
+    for c in &copies.files {
+        let (_, mut wrong) = verify::check_output(hdfs, c, records[c.name.as_str()], true).await?;
+        let (_, hash) = hash_file(hdfs, &c.location, c.length, &read_ahead)
+            .await
+            .map_err(|e| anyhow!("{what}: {e}"))?;
+        if sent.get(&c.name) != Some(&hash) {
+            wrong.push(format!("{} differs from the bytes read", c.name));
+        }
+        if !wrong.is_empty() {
+            return Err(anyhow!(
+                "{what}: the copy in {staging} is not the run's output: {}; the copies stay \
+                 hidden there (cleanup removes them)",
+                wrong.join("; ")
+            ));
+        }
+    }
+    if copies.files.len() != outputs.files.len() {
+        return Err(anyhow!("{what}: {staging} lacks copies; it stays hidden there"));
+    }
+    let mut shown = vec![];
+    let swapped = async {
+        for c in &copies.files {
+            let to = home.child(&c.name);
+            hdfs.rename(&c.location, &to).await?;
+            shown.push((to, c.location.clone()));
+        }
+        set_location(metastore, &p.table_info, &p.spec, &p.current, &home.to_string(), |before| {
+            let mut after = before.clone();
+            after.remove(PARAM_RUN_ID);
+            after.remove(PARAM_PREVIOUS_LOCATION);
+            after
+        })
+        .await?;
+        anyhow::Ok(())
+    }
+    .await;
+    if let Err(e) = swapped {
+        if matches!(e.downcast_ref(), Some(RelocateError::Unconfirmed(_))) {
+            return Err(anyhow!(
+                "{what} for sure: {e:#}; the copies stay in {home}: check with verify where the \
+                 partition points"
+            ));
+        }
+        // The partition still reads the run's directory: hide the copies again.
+        for (shown, hidden) in shown {
+            hdfs.rename(&shown, &hidden).await?;
+        }
+        return Err(anyhow!("{what}: {e:#}; the partition is as it was"));
+    }
+    hdfs.delete(&staging, false).await?;
+    run.journal.rehomed_at = Some(chrono::Utc::now().to_rfc3339());
+    journal::replace_if_unchanged(hdfs, &run.journal_path, &run.journal_read, &run.journal)
+        .await?;
+    run.journal_read = run.journal.clone();
+    p.current = home.clone();
+    p.location = home.to_string();
     Ok(())
 }
 

@@ -17,7 +17,7 @@ use xxhash_rust::xxh3::Xxh3;
 
 use crate::exit::ExitCode;
 use crate::hdfs::{Hdfs, Location};
-use crate::journal::{self, Journal};
+use crate::journal::{self, Journal, JournalOutput};
 use crate::metastore::Metastore;
 use crate::resolve::{self, ResolveError, TableName};
 use crate::snapshot::{DataFile, Snapshot};
@@ -200,56 +200,74 @@ async fn against_journal(
             ));
             continue;
         };
-        if file.length != output.length {
-            report.mismatches.push(format!(
-                "{file_name} is {} bytes, the journal says {}",
-                file.length, output.length
-            ));
-            continue;
-        }
-        if file.rows() != output.rows {
-            report.mismatches.push(format!(
-                "{file_name} holds {} rows by its footer, the journal says {}",
-                file.rows(),
-                output.rows
-            ));
-        }
-        if !checksums || output.stripe_checksums.is_empty() {
-            continue;
-        }
-        let reader = hdfs.open(&file.location).await?;
-        // A carried file keeps its input's name and has one checksum, of the whole file.
-        let carried = output.inputs.len() == 1 && output.inputs[0] == *file_name;
-        let ranges: Vec<(u64, u64)> = match (&file.tail, carried) {
-            (_, true) => vec![(0, file.length)],
-            (Some(tail), false) => tail
-                .stripes
-                .iter()
-                .map(|s| (s.offset, s.length()))
-                .collect(),
-            (None, false) => vec![],
-        };
-        if ranges.len() != output.stripe_checksums.len() {
-            report.mismatches.push(format!(
-                "{file_name} has {} stripes, the journal has checksums of {}",
-                ranges.len(),
-                output.stripe_checksums.len()
-            ));
-            continue;
-        }
-        for (i, ((offset, length), expected)) in
-            ranges.iter().zip(&output.stripe_checksums).enumerate()
-        {
-            let found = xxh3_of(&reader, *offset, *length, &file.location).await?;
-            report.checksums_checked += 1;
-            if found != *expected {
-                report.mismatches.push(format!(
-                    "{file_name} stripe {i}: checksum {found:016x}, the journal says {expected:016x}"
-                ));
-            }
-        }
+        let (checked, mismatches) = check_output(hdfs, file, output, checksums).await?;
+        report.checksums_checked += checked;
+        report.mismatches.extend(mismatches);
     }
     Ok(())
+}
+
+/// Checks one file against the journal's record of an output: length, rows by its footer, and
+/// with `checksums` the XXH3 of every stripe (of the whole file for a carried one). Returns how
+/// many checksums were compared and the mismatches, each a sentence naming the file.
+pub async fn check_output(
+    hdfs: &Hdfs,
+    file: &DataFile,
+    output: &JournalOutput,
+    checksums: bool,
+) -> anyhow::Result<(usize, Vec<String>)> {
+    let file_name = &file.name;
+    let mut mismatches = vec![];
+    if file.length != output.length {
+        mismatches.push(format!(
+            "{file_name} is {} bytes, the journal says {}",
+            file.length, output.length
+        ));
+        return Ok((0, mismatches));
+    }
+    if file.rows() != output.rows {
+        mismatches.push(format!(
+            "{file_name} holds {} rows by its footer, the journal says {}",
+            file.rows(),
+            output.rows
+        ));
+    }
+    if !checksums || output.stripe_checksums.is_empty() {
+        return Ok((0, mismatches));
+    }
+    let reader = hdfs.open(&file.location).await?;
+    // A carried file keeps its input's name and has one checksum, of the whole file.
+    let carried = output.inputs.len() == 1 && output.inputs[0] == journal::file_name(&output.path);
+    let ranges: Vec<(u64, u64)> = match (&file.tail, carried) {
+        (_, true) => vec![(0, file.length)],
+        (Some(tail), false) => tail
+            .stripes
+            .iter()
+            .map(|s| (s.offset, s.length()))
+            .collect(),
+        (None, false) => vec![],
+    };
+    if ranges.len() != output.stripe_checksums.len() {
+        mismatches.push(format!(
+            "{file_name} has {} stripes, the journal has checksums of {}",
+            ranges.len(),
+            output.stripe_checksums.len()
+        ));
+        return Ok((0, mismatches));
+    }
+    let mut checked = 0;
+    for (i, ((offset, length), expected)) in
+        ranges.iter().zip(&output.stripe_checksums).enumerate()
+    {
+        let found = xxh3_of(&reader, *offset, *length, &file.location).await?;
+        checked += 1;
+        if found != *expected {
+            mismatches.push(format!(
+                "{file_name} stripe {i}: checksum {found:016x}, the journal says {expected:016x}"
+            ));
+        }
+    }
+    Ok((checked, mismatches))
 }
 
 /// XXH3-64 of `length` bytes at `offset`, read in bounded chunks.

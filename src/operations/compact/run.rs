@@ -466,6 +466,8 @@ impl<'a> Run<'a> {
             rebuilt: None,
             rolled_back_at: None,
             cleaned_at: None,
+            rehomed_at: None,
+            run_dir_cleaned_at: None,
         };
         let path = layout::journal_path(&plan.home, &self.id);
         if let Err(e) = journal::write(self.hdfs, &path, &journal).await {

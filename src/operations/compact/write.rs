@@ -79,7 +79,7 @@ async fn stripe_copy(
 
 /// Copies a file byte for byte, with the same read-ahead and in-process check as the stripe
 /// copy, returning the XXH3 of the bytes handed to the writer.
-pub(super) async fn copy_file(
+pub(crate) async fn copy_file(
     hdfs: &Hdfs,
     source: &DataFile,
     target: &Location,
@@ -100,7 +100,7 @@ pub(super) async fn copy_file(
 }
 
 /// Length and XXH3 of a file as HDFS returns it now (`expected` is the length it should have).
-pub(super) async fn hash_file(
+pub(crate) async fn hash_file(
     hdfs: &Hdfs,
     file: &Location,
     expected: u64,
