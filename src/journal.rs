@@ -100,8 +100,7 @@ fn millis(rfc3339: &str) -> Option<i64> {
         .map(|t| t.timestamp_millis())
 }
 
-impl Journal {
-}
+impl Journal {}
 
 /// Writes a new journal; fails if one exists.
 pub async fn write(hdfs: &Hdfs, path: &Location, journal: &Journal) -> anyhow::Result<()> {
@@ -414,5 +413,33 @@ mod tests {
         let j: Journal = serde_json::from_str(text).unwrap();
         assert!(j.rolled_back_at.is_none() && j.cleaned_at.is_none() && j.rebuilt.is_none());
         assert_eq!(j.finished_millis(), Some(1_796_027_400_000));
+    }
+
+    fn file(name: &str) -> crate::hdfs::Entry {
+        crate::hdfs::Entry {
+            name: name.into(),
+            length: 1,
+            modification_time: 0,
+            owner: "o".into(),
+            group: "g".into(),
+            permission: 0o644,
+        }
+    }
+
+    #[test]
+    fn late_files_are_the_visible_files_no_input_names() {
+        let text = r#"{"run_id":"r","table":"d.t","partition":"dt=1","partition_values":["1"],
+            "old_location":"hdfs://nn/a","new_location":"hdfs://nn/a/.hive-orc-compactor/r",
+            "inputs":[{"path":"hdfs://nn/a/000000_0","length":1,"modification_time":0,"rows":1}],
+            "outputs":[],"dropped_empty":[],"parameters_before":{},
+            "parameters_after":{},"finished_at":"2026-11-30T08:30:00+00:00"}"#;
+        let j: Journal = serde_json::from_str(text).unwrap();
+        let listing = Listing {
+            files: vec![file("000000_0"), file("late.orc")],
+            hidden: vec![".hive-orc-compactor".into()],
+            subdirs: vec![],
+        };
+        assert_eq!(late_names(&j, &listing), vec!["late.orc"]);
+        assert!(j.rehomed_millis().is_none());
     }
 }

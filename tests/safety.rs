@@ -533,7 +533,6 @@ fn cleanup_rehome_brings_the_partition_back_to_its_canonical_directory() {
 }
 
 #[test]
-#[ignore = "issue 12 case 4: leftovers after DROP PARTITION are not settled yet"]
 fn after_a_managed_drop_partition_cleanup_leaves_nothing_msck_could_bring_back() {
     let _turn = cleanup_turn();
     let part = Part::of("managed_p3", "year=2024/month=01/day=01");

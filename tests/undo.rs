@@ -224,7 +224,10 @@ fn a_kill_after_the_swap_before_the_journal_is_recovered() {
     let run = &again["partitions"][0]["runs"][0];
     assert_eq!(run["action"], "settled", "{again}");
     assert_eq!(run["removed"], serde_json::json!([]), "{again}");
-    assert!(run["late_files"].to_string().contains("late-2.orc"), "{again}");
+    assert!(
+        run["late_files"].to_string().contains("late-2.orc"),
+        "{again}"
+    );
 
     // rollback rebuilds it too, and swaps back.
     let part = part_of("ext_p3", "region=eu/dt=2024-01-02/hour=00");

@@ -45,11 +45,11 @@ use crate::hdfs::{Hdfs, Location, Probe};
 use crate::journal::{self, file_name, Journal, JournalOutput};
 use crate::layout::{self, PARAM_PREVIOUS_LOCATION, PARAM_RUN_ID};
 use crate::lock::{self, LockOptions};
-use crate::metastore::Metastore;
-use crate::partition_spec::PartitionSpec;
+use crate::metastore::{Metastore, MetastoreError};
 use crate::operations::compact::write::{copy_file, hash_file};
 use crate::operations::verify;
 use crate::orc::ReadAhead;
+use crate::partition_spec::PartitionSpec;
 use crate::relocate::{set_location, RelocateError};
 use crate::snapshot::Snapshot;
 use crate::table::{PartitionInfo, TableInfo};
@@ -162,6 +162,9 @@ pub struct PartitionCleanup {
     /// `--rehome`: the canonical directory the partition was (or, in a dry run, would be)
     /// brought back to.
     pub rehomed_to: Option<String>,
+    /// The metastore no longer has the partition (a managed table's `DROP PARTITION`): what
+    /// the tool left in its canonical directory is settled.
+    pub dropped: bool,
     #[serde(skip)]
     table_info: TableInfo,
     #[serde(skip)]
@@ -184,6 +187,7 @@ impl PartitionCleanup {
             errors: vec![],
             trashed_to: vec![],
             rehomed_to: None,
+            dropped: false,
             table_info,
             spec,
             current,
@@ -259,6 +263,24 @@ pub async fn plan(
         }
         if let Some(e) = table.error {
             return Err(anyhow!("{}: {e}", table.table.qualified_name()));
+        }
+        let existing: BTreeSet<String> = table.candidates.iter().map(|c| c.name.clone()).collect();
+        if table.table.table_type.eq_ignore_ascii_case("MANAGED_TABLE") {
+            for spec in dropped_homes(hdfs, &table.table, &existing).await? {
+                let Some(home) = layout::canonical_home(&table.table, &spec) else {
+                    continue;
+                };
+                report.partitions_checked += 1;
+                let mut p = PartitionCleanup::new((*table.table).clone(), spec, home);
+                p.dropped = true;
+                if let Err(e) = plan_dropped(hdfs, options, &mut p).await {
+                    p.errors.push(format!("{e:#}"));
+                }
+                if !p.is_empty() {
+                    report.errors += p.errors.len();
+                    report.partitions.push(p);
+                }
+            }
         }
         for c in table.candidates {
             let Some(info) = c.partition else { continue };
@@ -378,6 +400,119 @@ async fn plan_partition(
     });
     if options.rehome && rehome_ready {
         p.rehomed_to = layout::canonical_home(&p.table_info, &p.spec).map(|h| h.to_string());
+    }
+    Ok(())
+}
+
+/// Partitions of a managed table that the metastore no longer has but whose canonical
+/// directory holds this tool's work directory: dropped after a compaction. The metastore's
+/// `DROP PARTITION` deleted the directory the partition pointed at (a run's), not the files the
+/// run replaced in `<table>/<k=v>`, which `MSCK REPAIR TABLE` would bring back as a partition of
+/// stale rows. One listing per partition directory of the table.
+async fn dropped_homes(
+    hdfs: &Hdfs,
+    table: &TableInfo,
+    existing: &BTreeSet<String>,
+) -> anyhow::Result<Vec<PartitionSpec>> {
+    let Some(root) = table
+        .storage
+        .location
+        .as_deref()
+        .and_then(|l| Location::parse(l).ok())
+    else {
+        return Ok(vec![]);
+    };
+    let keys = &table.partition_keys;
+    let mut level = vec![(root, String::new())];
+    for key in keys {
+        let mut next = vec![];
+        for (dir, name) in level {
+            let Some(listing) = hdfs.list(&dir).await? else {
+                continue;
+            };
+            for sub in listing.subdirs {
+                if sub.starts_with(&format!("{key}=")) {
+                    let name = if name.is_empty() {
+                        sub.clone()
+                    } else {
+                        format!("{name}/{sub}")
+                    };
+                    next.push((dir.child(&sub), name));
+                }
+            }
+        }
+        level = next;
+    }
+    let mut dropped = vec![];
+    for (dir, name) in level {
+        if existing.contains(&name) {
+            continue;
+        }
+        let has_work_dir = hdfs
+            .list(&dir)
+            .await?
+            .is_some_and(|l| l.hidden.iter().any(|h| h == layout::WORK_DIR));
+        if let (true, Ok(spec)) = (has_work_dir, PartitionSpec::parse(&name, keys)) {
+            dropped.push(spec);
+        }
+    }
+    Ok(dropped)
+}
+
+/// What to settle in a dropped partition's canonical directory (`p.current`): each journal's
+/// inputs there, and its outputs in run directories the drop did not delete, once past the
+/// retention. Files no journal names are reported, never removed (late files go with
+/// `--discard-late-files`).
+async fn plan_dropped(
+    hdfs: &Hdfs,
+    options: &CleanupOptions,
+    p: &mut PartitionCleanup,
+) -> anyhow::Result<()> {
+    let cutoff = now_millis() - options.older_than.as_millis() as i64;
+    let home = p.current.clone();
+    let listing = hdfs.list(&home).await?.unwrap_or_default();
+    for path in journal::list(hdfs, &home).await? {
+        let Some(j) = journal::read(hdfs, &path).await? else {
+            continue;
+        };
+        let mut run = RunCleanup::new(path, j, RunAction::Kept);
+        if run.journal.finished_millis().is_some_and(|t| t <= cutoff) {
+            run.action = RunAction::DeleteInputs;
+            for input in &run.journal.inputs {
+                let name = file_name(&input.path);
+                if listing.files.iter().any(|f| {
+                    f.name == name
+                        && f.length == input.length
+                        && f.modification_time == input.modification_time
+                }) {
+                    run.removed.push(home.child(name).to_string());
+                }
+            }
+            let new = Location::parse(&run.journal.new_location)?;
+            let named: BTreeSet<&str> = run
+                .journal
+                .outputs
+                .iter()
+                .map(|o| file_name(&o.path))
+                .collect();
+            if let Some(outputs) = hdfs.list(&new).await? {
+                run.removed.extend(
+                    outputs
+                        .files
+                        .iter()
+                        .filter(|f| named.contains(f.name.as_str()))
+                        .map(|f| new.child(&f.name).to_string()),
+                );
+                run.unknown_files = unknown_in(&new, &outputs, &named);
+                run.run_dir = Some(new);
+            }
+        }
+        run.late_files = journal::late_names(&run.journal, &listing)
+            .iter()
+            .map(|n| home.child(n).to_string())
+            .collect();
+        run.old_location = Some(home.clone());
+        p.runs.push(run);
     }
     Ok(())
 }
@@ -636,12 +771,99 @@ async fn replan_and_execute(
     p: &mut PartitionCleanup,
     options: &CleanupOptions,
 ) -> anyhow::Result<()> {
+    if p.dropped {
+        // Still dropped now that the lock is held? An ADD PARTITION since may read the files.
+        if still_there(metastore, p).await? {
+            return Err(anyhow!(
+                "{} partition {} exists again; its directory {} is left as it is: run cleanup \
+                 again",
+                p.table,
+                p.partition,
+                p.current
+            ));
+        }
+        let mut fresh =
+            PartitionCleanup::new(p.table_info.clone(), p.spec.clone(), p.current.clone());
+        fresh.dropped = true;
+        plan_dropped(hdfs, options, &mut fresh).await?;
+        let result = settle_dropped(hdfs, &mut fresh, options).await;
+        *p = fresh;
+        return result;
+    }
     let (params, current) = reread(metastore, &p.table_info, &p.spec).await?;
     let mut fresh = PartitionCleanup::new(p.table_info.clone(), p.spec.clone(), current);
     plan_partition(hdfs, &params, options, &mut fresh, Probe::Allowed).await?;
     let result = execute_partition(metastore, hdfs, &mut fresh, options).await;
     *p = fresh;
     result
+}
+
+/// Whether the metastore has the partition (again).
+async fn still_there(metastore: &Metastore, p: &PartitionCleanup) -> anyhow::Result<bool> {
+    match metastore
+        .get_partition_by_values(&p.table_info.db, &p.table_info.name, &p.spec.values)
+        .await
+    {
+        Ok(_) => Ok(true),
+        Err(MetastoreError::NotFound { .. }) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Removes what [`plan_dropped`] found, then the journals of runs with nothing left to report,
+/// and the emptied run, work and canonical directories (non-recursively: anything unknown stays).
+async fn settle_dropped(
+    hdfs: &Hdfs,
+    p: &mut PartitionCleanup,
+    options: &CleanupOptions,
+) -> anyhow::Result<()> {
+    for run in &mut p.runs {
+        if run.action == RunAction::Kept {
+            continue;
+        }
+        if options.discard_late_files {
+            for late in std::mem::take(&mut run.late_files) {
+                remove(
+                    hdfs,
+                    &Location::parse(&late)?,
+                    options.trash,
+                    &mut p.trashed_to,
+                )
+                .await?;
+                run.discarded.push(late);
+            }
+        }
+        for target in &run.removed {
+            remove(
+                hdfs,
+                &Location::parse(target)?,
+                options.trash,
+                &mut p.trashed_to,
+            )
+            .await?;
+        }
+        if let Some(dir) = &run.run_dir {
+            remove_if_empty(hdfs, dir).await?;
+        }
+        if run.late_files.is_empty() && run.unknown_files.is_empty() {
+            hdfs.delete(&run.journal_path, false).await?;
+        }
+    }
+    remove_if_empty(hdfs, &layout::work_dir(&p.current)).await?;
+    remove_if_empty(hdfs, &p.current).await?;
+    Ok(())
+}
+
+/// Removes a directory only if it holds nothing at all.
+async fn remove_if_empty(hdfs: &Hdfs, dir: &Location) -> anyhow::Result<()> {
+    if hdfs
+        .list(dir)
+        .await?
+        .is_some_and(|l| l.files.is_empty() && l.subdirs.is_empty() && l.hidden.is_empty())
+    {
+        hdfs.delete(dir, false).await?;
+    }
+    Ok(())
 }
 
 /// Deletes `target` (recursively), or moves it to the trash, recording where it went.
@@ -744,13 +966,7 @@ async fn execute_partition(
             .filter(|old| layout::is_in_work_dir(old))
             .chain(&run.run_dir);
         for dir in emptied {
-            if hdfs
-                .list(dir)
-                .await?
-                .is_some_and(|l| l.files.is_empty() && l.subdirs.is_empty() && l.hidden.is_empty())
-            {
-                hdfs.delete(dir, false).await?;
-            }
+            remove_if_empty(hdfs, dir).await?;
         }
         let now = Some(chrono::Utc::now().to_rfc3339());
         match run.action {
@@ -856,7 +1072,9 @@ async fn rehome(
         }
     }
     if copies.files.len() != outputs.files.len() {
-        return Err(anyhow!("{what}: {staging} lacks copies; it stays hidden there"));
+        return Err(anyhow!(
+            "{what}: {staging} lacks copies; it stays hidden there"
+        ));
     }
     let mut shown = vec![];
     let swapped = async {
@@ -865,12 +1083,19 @@ async fn rehome(
             hdfs.rename(&c.location, &to).await?;
             shown.push((to, c.location.clone()));
         }
-        set_location(metastore, &p.table_info, &p.spec, &p.current, &home.to_string(), |before| {
-            let mut after = before.clone();
-            after.remove(PARAM_RUN_ID);
-            after.remove(PARAM_PREVIOUS_LOCATION);
-            after
-        })
+        set_location(
+            metastore,
+            &p.table_info,
+            &p.spec,
+            &p.current,
+            &home.to_string(),
+            |before| {
+                let mut after = before.clone();
+                after.remove(PARAM_RUN_ID);
+                after.remove(PARAM_PREVIOUS_LOCATION);
+                after
+            },
+        )
         .await?;
         anyhow::Ok(())
     }
@@ -890,8 +1115,7 @@ async fn rehome(
     }
     hdfs.delete(&staging, false).await?;
     run.journal.rehomed_at = Some(chrono::Utc::now().to_rfc3339());
-    journal::replace_if_unchanged(hdfs, &run.journal_path, &run.journal_read, &run.journal)
-        .await?;
+    journal::replace_if_unchanged(hdfs, &run.journal_path, &run.journal_read, &run.journal).await?;
     run.journal_read = run.journal.clone();
     p.current = home.clone();
     p.location = home.to_string();

@@ -256,8 +256,7 @@ pub async fn check_output(
         return Ok((0, mismatches));
     }
     let mut checked = 0;
-    for (i, ((offset, length), expected)) in
-        ranges.iter().zip(&output.stripe_checksums).enumerate()
+    for (i, ((offset, length), expected)) in ranges.iter().zip(&output.stripe_checksums).enumerate()
     {
         let found = xxh3_of(&reader, *offset, *length, &file.location).await?;
         checked += 1;
