@@ -634,6 +634,25 @@ impl Sink for FileWriter {
 mod tests {
     use super::*;
 
+    /// The answers that need no NameNode: different paths, one spelling, and a read-only
+    /// caller's two spellings (counted as one directory, the answer that deletes nothing).
+    #[tokio::test]
+    async fn within_answers_from_the_paths_where_it_can() {
+        let hdfs = Hdfs::new();
+        let l = |s: &str| Location::parse(s).unwrap();
+        let home = l("hdfs://nn1:8020/w/t/dt=1");
+        let run = l("hdfs://nn1:8020/w/t/dt=1/.hive-orc-compactor/r");
+        let other = l("hdfs://ns1/w/t/dt=1");
+        assert!(hdfs.within(&run, &home, Probe::ReadOnly).await.unwrap());
+        assert!(!hdfs.within(&home, &run, Probe::Allowed).await.unwrap());
+        assert!(!hdfs.same_dir(&run, &home, Probe::Allowed).await.unwrap());
+        assert!(!hdfs
+            .within(&l("hdfs://nn1:8020/w/t/dt=10"), &home, Probe::Allowed)
+            .await
+            .unwrap());
+        assert!(hdfs.same_dir(&other, &home, Probe::ReadOnly).await.unwrap());
+    }
+
     #[test]
     fn parses_locations_without_decoding() {
         let l = Location::parse("hdfs://nn:8020/warehouse/t/k=a%2Fb/c=é x").unwrap();
