@@ -4,8 +4,9 @@
 //! write one). It compares the files in the partition's current location with the metastore's
 //! basic statistics (`numFiles`, `totalSize`, and `numRows` against the ORC footers) and, when
 //! the partition is in a run directory of this tool, with that run's journal (file names,
-//! lengths, row counts; with `--checksums` the XXH3 of every stripe, or of every carried file,
-//! read back from HDFS). Every mismatch is named; any mismatch is exit 5.
+//! lengths, row counts; with `--checksums` the XXH3 of every copied stripe, or of every carried
+//! file, read back from HDFS, and for a re-encoded output the digest of every column's values,
+//! decoded again). Every mismatch is named; any mismatch is exit 5.
 
 use std::collections::BTreeMap;
 
@@ -17,8 +18,9 @@ use xxhash_rust::xxh3::Xxh3;
 
 use crate::exit::ExitCode;
 use crate::hdfs::{Hdfs, Location};
-use crate::journal::{self, Journal};
+use crate::journal::{self, Journal, JournalOutput};
 use crate::metastore::Metastore;
+use crate::orc::{digest_file, Digests, OrcError};
 use crate::resolve::{self, ResolveError, TableName};
 use crate::snapshot::{DataFile, Snapshot};
 
@@ -203,7 +205,14 @@ async fn against_journal(
                 output.rows
             ));
         }
-        if !checksums || output.stripe_checksums.is_empty() {
+        if !checksums {
+            continue;
+        }
+        if !output.column_digests.is_empty() {
+            check_digests(hdfs, file, output, report).await?;
+            continue;
+        }
+        if output.stripe_checksums.is_empty() {
             continue;
         }
         let reader = hdfs.open(&file.location).await?;
@@ -237,6 +246,40 @@ async fn against_journal(
                 ));
             }
         }
+    }
+    Ok(())
+}
+
+/// Decodes a re-encoded output and compares its rows and column digests with the journal's.
+async fn check_digests(
+    hdfs: &Hdfs,
+    file: &DataFile,
+    output: &JournalOutput,
+    report: &mut VerifyReport,
+) -> anyhow::Result<()> {
+    let Some(tail) = &file.tail else {
+        report.mismatches.push(format!(
+            "{} is empty, the journal says {} rows",
+            file.name, output.rows
+        ));
+        return Ok(());
+    };
+    let reader = hdfs.open(&file.location).await?;
+    let expected = Digests {
+        rows: output.rows,
+        columns: output.column_digests.clone(),
+    };
+    match digest_file(reader, tail).await {
+        Ok(found) => {
+            report.checksums_checked += found.columns.len();
+            if let Err(e) = expected.check(&found) {
+                report.mismatches.push(format!("{}: {e}", file.name));
+            }
+        }
+        Err(OrcError::Io(e)) => return Err(anyhow!("reading {}: {e}", file.location)),
+        Err(e) => report
+            .mismatches
+            .push(format!("{}: its values cannot be decoded: {e}", file.name)),
     }
     Ok(())
 }

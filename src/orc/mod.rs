@@ -13,11 +13,14 @@
 
 mod compress;
 mod copy;
+mod decode;
+mod digest;
 mod error;
 mod io;
 mod key;
 mod merge;
 mod plan;
+mod reencode;
 mod stats;
 mod tail;
 mod verify;
@@ -28,6 +31,7 @@ mod testutil;
 
 pub use compress::Compression;
 pub use copy::{copy_pieces, Discard, Piece, ReadAhead};
+pub use digest::{ColumnDigest, Digester, Digests};
 pub use error::{OrcError, VerifyFailure};
 pub use io::{RangeRead, Sink};
 pub use key::{group_tails, merge_key, Grouping, MergeGroup, MergeKey, Unmergeable};
@@ -35,6 +39,7 @@ pub use merge::{write_merged, MergedOutput, StripeChecksum};
 pub use plan::{
     plan_group, GroupPlan, LeftAlone, OutputPlan, PlanOptions, PlannedStripe, DEFAULT_TARGET_SIZE,
 };
+pub use reencode::{digest_file, reencode, ReencodedOutput};
 pub use stats::{merge_column_statistics, merge_file_statistics};
 pub use tail::{read_tail, OrcTail, StripeInfo};
 pub use verify::{verify_output, verify_tail};
