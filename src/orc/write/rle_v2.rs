@@ -416,7 +416,11 @@ mod tests {
         let out = encoded(&[0, 0, 4], false);
         assert_ne!(out[0] >> 6, 3, "not delta: {out:02x?}");
         assert_eq!(encoded(&[0, 0, 0], false)[0] >> 6, 0, "a short repeat");
-        assert_eq!(encoded(&[3, 4, 4, 9], false)[0] >> 6, 3, "delta still when it is safe");
+        assert_eq!(
+            encoded(&[3, 4, 4, 9], false)[0] >> 6,
+            3,
+            "delta still when it is safe"
+        );
     }
 
     #[test]
