@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::hdfs::{Hdfs, Listing, Location, Probe};
 use crate::layout::{self, PARAM_PREVIOUS_LOCATION, PARAM_RUN_ID};
+use crate::orc::ColumnDigest;
 use crate::partition_spec::PartitionSpec;
 use crate::snapshot::{DataFile, Snapshot};
 use crate::table::TableInfo;
@@ -66,8 +67,13 @@ pub struct JournalOutput {
     pub rows: u64,
     /// Names of the input files (in the old location) this output was made from.
     pub inputs: Vec<String>,
-    /// XXH3-64 of each stripe (for a carried file: of the whole file).
+    /// XXH3-64 of each copied stripe (for a carried file: of the whole file); empty for a
+    /// re-encoded output, whose bytes are new.
     pub stripe_checksums: Vec<u64>,
+    /// For a re-encoded output: the digest of each top-level column's values, in row order,
+    /// as decoded from its inputs and proven equal in the output before the swap.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub column_digests: Vec<ColumnDigest>,
 }
 
 impl JournalInput {
@@ -386,6 +392,7 @@ pub async fn rebuild(
                 rows: f.rows(),
                 inputs: vec![],
                 stripe_checksums: vec![],
+                column_digests: vec![],
             })
             .collect(),
         dropped_empty: vec![],

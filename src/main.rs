@@ -20,7 +20,7 @@ use hive_orc_compactor::metastore::MetastorePool;
 use hive_orc_compactor::operations::analyze::{self, AnalyzeOptions};
 use hive_orc_compactor::operations::batch::{self, BatchOptions};
 use hive_orc_compactor::operations::cleanup::{self, CleanupOptions};
-use hive_orc_compactor::operations::compact::VerifyLevel;
+use hive_orc_compactor::operations::compact::{Stripes, VerifyLevel};
 use hive_orc_compactor::operations::{iceberg, inspect};
 use hive_orc_compactor::operations::{rollback, verify};
 use hive_orc_compactor::resolve::TableName;
@@ -249,6 +249,19 @@ Examples:
         /// checksums of what was written and HDFS's own write checksums) [env: HOC_VERIFY]
         #[arg(long, value_name = "full|tail", value_parser = parse_verify, env = "HOC_VERIFY", hide_env = true)]
         verify: Option<VerifyLevel>,
+        /// How merged files get their stripes: copied byte for byte (copy), or the rows decoded
+        /// and re-encoded into stripes of --stripe-size (rewrite); auto (the default)
+        /// re-encodes a merge group whose mean input stripe is under --min-stripe-size and
+        /// copies the others [env: HOC_STRIPES]
+        #[arg(long, value_name = "auto|copy|rewrite", value_parser = parse_stripes, env = "HOC_STRIPES", hide_env = true)]
+        stripes: Option<Stripes>,
+        /// With --stripes auto: re-encode groups whose mean input stripe is smaller (default
+        /// 8MiB) [env: HOC_MIN_STRIPE_SIZE]
+        #[arg(long, value_name = "SIZE", value_parser = parse_bytes, env = "HOC_MIN_STRIPE_SIZE", hide_env = true)]
+        min_stripe_size: Option<u64>,
+        /// Stripe size of re-encoded files (default 64MiB) [env: HOC_STRIPE_SIZE]
+        #[arg(long, value_name = "SIZE", value_parser = parse_stripe_size, env = "HOC_STRIPE_SIZE", hide_env = true)]
+        stripe_size: Option<u64>,
     },
     /// Swap a compacted partition back to the files it had before
     #[command(long_about = "\
@@ -495,6 +508,18 @@ fn parse_target_size(s: &str) -> Result<u64, String> {
 
 fn parse_verify(s: &str) -> Result<VerifyLevel, String> {
     s.parse()
+}
+
+fn parse_stripes(s: &str) -> Result<Stripes, String> {
+    s.parse()
+}
+
+fn parse_stripe_size(s: &str) -> Result<u64, String> {
+    let size = parse_bytes(s)?;
+    if size < 64 * 1024 {
+        return Err(format!("'{s}' is too small a stripe: use at least 64KiB"));
+    }
+    Ok(size)
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {

@@ -15,7 +15,9 @@ use hive_orc_compactor::metastore::Metastore;
 use hive_orc_compactor::operations::analyze::AnalyzeOptions;
 use hive_orc_compactor::operations::batch::{BatchOptions, Budget, Thresholds};
 use hive_orc_compactor::operations::cleanup::CleanupOptions;
-use hive_orc_compactor::operations::compact::CompactOptions;
+use hive_orc_compactor::operations::compact::{
+    CompactOptions, DEFAULT_MIN_STRIPE_SIZE, DEFAULT_STRIPE_SIZE,
+};
 use hive_orc_compactor::operations::iceberg;
 use hive_orc_compactor::orc::DEFAULT_TARGET_SIZE;
 use hive_orc_compactor::resolve::TableName;
@@ -286,6 +288,9 @@ fn compact(cli: &Cli, matches: &ArgMatches, settings: &Settings) -> anyhow::Resu
         require_lock,
         lock_timeout,
         verify,
+        stripes,
+        min_stripe_size,
+        stripe_size,
     } = &cli.command
     else {
         unreachable!("called for compact only")
@@ -324,6 +329,20 @@ fn compact(cli: &Cli, matches: &ArgMatches, settings: &Settings) -> anyhow::Resu
             verify: match verify {
                 Some(level) => *level,
                 None => settings.verify()?.unwrap_or_default(),
+            },
+            stripes: match stripes {
+                Some(mode) => *mode,
+                None => settings.stripes()?.unwrap_or_default(),
+            },
+            min_stripe_size: match min_stripe_size {
+                Some(s) => *s,
+                None => settings
+                    .min_stripe_size()?
+                    .unwrap_or(DEFAULT_MIN_STRIPE_SIZE),
+            },
+            stripe_size: match stripe_size {
+                Some(s) => *s,
+                None => settings.stripe_size()?.unwrap_or(DEFAULT_STRIPE_SIZE),
             },
             lock: LockOptions {
                 mode: match (no_lock, require_lock) {

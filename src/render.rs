@@ -6,7 +6,7 @@ use bytesize::ByteSize;
 use hive_orc_compactor::eligibility::Refusal;
 use hive_orc_compactor::operations::analyze::{AnalyzeReport, PartitionAnalysis, Totals};
 use hive_orc_compactor::operations::batch::{self, BatchSummary};
-use hive_orc_compactor::operations::compact::{CompactReport, Progress, VerifyLevel};
+use hive_orc_compactor::operations::compact::{CompactReport, OutputWriter, Progress, VerifyLevel};
 use hive_orc_compactor::operations::outcome::{Outcome, Status};
 use std::collections::BTreeMap;
 
@@ -285,6 +285,7 @@ pub fn compact(
                 o.rows,
                 size(o.bytes)
             )?;
+            writeln!(out, "      {}: {}", o.made_by.as_str(), o.why)?;
         }
     }
     for c in &r.carried {
@@ -318,6 +319,17 @@ pub fn compact(
                 }
             };
             writeln!(out, "  verify    {} ({how})", level.as_str())?;
+            let rewritten = r.groups.iter().flat_map(|g| &g.outputs);
+            if rewritten
+                .clone()
+                .any(|o| o.made_by == OutputWriter::Rewrite)
+            {
+                writeln!(
+                    out,
+                    "            re-encoded files: decoded again from HDFS, every column's values \
+                     compared with the inputs' by digest"
+                )?;
+            }
         }
     }
     if let Some(reason) = &r.outcome.reason {
@@ -694,7 +706,9 @@ pub fn verify(
 mod tests {
     use super::*;
     use hive_orc_compactor::eligibility::Rule;
-    use hive_orc_compactor::operations::compact::{CarriedFile, GroupReport, OutputReport};
+    use hive_orc_compactor::operations::compact::{
+        CarriedFile, GroupReport, OutputReport, OutputWriter,
+    };
 
     /// What a renderer wrote to stdout and stderr.
     fn printed(
@@ -728,6 +742,8 @@ mod tests {
                 stripes: 2,
                 rows: 20,
                 bytes: 1024,
+                made_by: OutputWriter::StripeCopy,
+                why: "--stripes copy".into(),
             }],
         }];
         r.carried = vec![CarriedFile {
@@ -755,7 +771,8 @@ mod tests {
             lines[3],
             "    part-r-00000.orc <- 2 files (a.orc .. b.orc), 2 stripes, 20 rows, 1.0 KiB"
         );
-        assert_eq!(lines[4], "  unchanged c.orc (1.0 KiB): already large");
+        assert_eq!(lines[4], "      copy: --stripes copy");
+        assert_eq!(lines[5], "  unchanged c.orc (1.0 KiB): already large");
         assert!(out.contains("  location  hdfs://nn/t/dt=1/.hive-orc-compactor/r\n"));
         assert!(out.contains("  verify    full ("));
         assert!(err.is_empty(), "success mails nothing: {err}");

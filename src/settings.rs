@@ -11,13 +11,16 @@
 //! min_age = "1h"
 //! parallel = 4
 //! verify = "full"
+//! stripes = "auto"
+//! min_stripe_size = "8MiB"
+//! stripe_size = "64MiB"
 //! ```
 
 use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{anyhow, Context};
-use hive_orc_compactor::operations::compact::VerifyLevel;
+use hive_orc_compactor::operations::compact::{Stripes, VerifyLevel};
 use serde::Deserialize;
 
 /// The file's keys; unknown keys are an error, so a typo does not silently do nothing.
@@ -32,6 +35,9 @@ pub struct Settings {
     min_age: Option<String>,
     pub parallel: Option<usize>,
     verify: Option<String>,
+    stripes: Option<String>,
+    min_stripe_size: Option<String>,
+    stripe_size: Option<String>,
 }
 
 impl Settings {
@@ -57,13 +63,19 @@ impl Settings {
     }
 
     pub fn verify(&self) -> anyhow::Result<Option<VerifyLevel>> {
-        self.verify
-            .as_deref()
-            .map(|v| {
-                v.parse()
-                    .map_err(|e| anyhow!("verify in the config file: {e}"))
-            })
-            .transpose()
+        parsed("verify", &self.verify)
+    }
+
+    pub fn stripes(&self) -> anyhow::Result<Option<Stripes>> {
+        parsed("stripes", &self.stripes)
+    }
+
+    pub fn min_stripe_size(&self) -> anyhow::Result<Option<u64>> {
+        size("min_stripe_size", &self.min_stripe_size, crate::parse_bytes)
+    }
+
+    pub fn stripe_size(&self) -> anyhow::Result<Option<u64>> {
+        size("stripe_size", &self.stripe_size, crate::parse_stripe_size)
     }
 
     pub fn min_age(&self) -> anyhow::Result<Option<Duration>> {
@@ -74,6 +86,19 @@ impl Settings {
             })
             .transpose()
     }
+}
+
+fn parsed<T: std::str::FromStr<Err = String>>(
+    key: &str,
+    value: &Option<String>,
+) -> anyhow::Result<Option<T>> {
+    value
+        .as_deref()
+        .map(|v| {
+            v.parse()
+                .map_err(|e| anyhow!("{key} in the config file: {e}"))
+        })
+        .transpose()
 }
 
 fn size(
@@ -105,6 +130,17 @@ mod tests {
         assert_eq!(s.min_age().unwrap(), Some(Duration::from_secs(7200)));
         assert_eq!((s.parallel, s.min_files), (Some(3), None));
         assert_eq!(s.verify().unwrap(), Some(VerifyLevel::Tail));
+        std::fs::write(
+            &p,
+            "stripes = \"rewrite\"\nmin_stripe_size = \"4MiB\"\nstripe_size = \"32MiB\"\n",
+        )
+        .unwrap();
+        let s = Settings::load(Some(&p)).unwrap();
+        assert_eq!(s.stripes().unwrap(), Some(Stripes::Rewrite));
+        assert_eq!(s.min_stripe_size().unwrap(), Some(4 << 20));
+        assert_eq!(s.stripe_size().unwrap(), Some(32 << 20));
+        std::fs::write(&p, "stripes = \"some\"\n").unwrap();
+        assert!(Settings::load(Some(&p)).unwrap().stripes().is_err());
         std::fs::write(&p, "verify = \"some\"\n").unwrap();
         assert!(Settings::load(Some(&p)).unwrap().verify().is_err());
         std::fs::write(&p, "target-size = \"1GiB\"\n").unwrap();

@@ -1158,6 +1158,7 @@ async fn adopt(
             rows: file.rows(),
             inputs: vec![],
             stripe_checksums: vec![],
+            column_digests: vec![],
         });
     }
     let location = current.to_string();

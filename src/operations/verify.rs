@@ -4,8 +4,9 @@
 //! write one). It compares the files in the partition's current location with the metastore's
 //! basic statistics (`numFiles`, `totalSize`, and `numRows` against the ORC footers) and, when
 //! the partition is in a run directory of this tool, with that run's journal (file names,
-//! lengths, row counts; with `--checksums` the XXH3 of every stripe, or of every carried file,
-//! read back from HDFS). Every mismatch is named; any mismatch is exit 5.
+//! lengths, row counts; with `--checksums` the XXH3 of every copied stripe, or of every carried
+//! file, read back from HDFS, and for a re-encoded output the digest of every column's values,
+//! decoded again). Every mismatch is named; any mismatch is exit 5.
 
 use std::collections::BTreeMap;
 
@@ -19,6 +20,7 @@ use crate::exit::ExitCode;
 use crate::hdfs::{Hdfs, Location};
 use crate::journal::{self, Journal, JournalOutput};
 use crate::metastore::Metastore;
+use crate::orc::{digest_file, Digests, OrcError};
 use crate::resolve::{self, ResolveError, TableName};
 use crate::snapshot::{DataFile, Snapshot};
 
@@ -232,7 +234,15 @@ pub async fn check_output(
             output.rows
         ));
     }
-    if !checksums || output.stripe_checksums.is_empty() {
+    if !checksums {
+        return Ok((0, mismatches));
+    }
+    if !output.column_digests.is_empty() {
+        let (checked, wrong) = check_digests(hdfs, file, output).await?;
+        mismatches.extend(wrong);
+        return Ok((checked, mismatches));
+    }
+    if output.stripe_checksums.is_empty() {
         return Ok((0, mismatches));
     }
     let reader = hdfs.open(&file.location).await?;
@@ -267,6 +277,45 @@ pub async fn check_output(
         }
     }
     Ok((checked, mismatches))
+}
+
+/// Decodes a re-encoded output and compares its rows and column digests with the journal's:
+/// how many digests were compared, and the mismatches.
+async fn check_digests(
+    hdfs: &Hdfs,
+    file: &DataFile,
+    output: &JournalOutput,
+) -> anyhow::Result<(usize, Vec<String>)> {
+    let Some(tail) = &file.tail else {
+        return Ok((
+            0,
+            vec![format!(
+                "{} is empty, the journal says {} rows",
+                file.name, output.rows
+            )],
+        ));
+    };
+    let reader = hdfs.open(&file.location).await?;
+    let expected = Digests {
+        rows: output.rows,
+        columns: output.column_digests.clone(),
+    };
+    match digest_file(reader, tail).await {
+        Ok(found) => Ok((
+            found.columns.len(),
+            expected
+                .check(&found)
+                .err()
+                .map(|e| format!("{}: {e}", file.name))
+                .into_iter()
+                .collect(),
+        )),
+        Err(OrcError::Io(e)) => Err(anyhow!("reading {}: {e}", file.location)),
+        Err(e) => Ok((
+            0,
+            vec![format!("{}: its values cannot be decoded: {e}", file.name)],
+        )),
+    }
 }
 
 /// XXH3-64 of `length` bytes at `offset`, read in bounded chunks.

@@ -105,16 +105,16 @@ struct Chunk {
 
 /// A spawned task that is aborted when its handle is dropped: a copy that fails or is dropped
 /// leaves no reads or opens running behind it.
-struct Task<T>(JoinHandle<T>);
+pub(crate) struct Task<T>(JoinHandle<T>);
 
 impl<T: Send + 'static> Task<T> {
-    fn spawn(f: impl Future<Output = T> + Send + 'static) -> Self {
+    pub(crate) fn spawn(f: impl Future<Output = T> + Send + 'static) -> Self {
         Task(tokio::spawn(f))
     }
 }
 
 impl<T> Task<Result<T, OrcError>> {
-    async fn join(mut self) -> Result<T, OrcError> {
+    pub(crate) async fn join(mut self) -> Result<T, OrcError> {
         (&mut self.0)
             .await
             .map_err(|e| OrcError::Io(io::Error::other(format!("a read task ended: {e}"))))?

@@ -33,6 +33,10 @@ pub enum OrcError {
     /// A file is not the one planned any more (another length): a writer changed it.
     #[error("changed during the run: {0}")]
     Changed(String),
+    /// Values orc-rust cannot decode (or our writer cannot write back) exactly: the rows must
+    /// not be re-encoded; a stripe copy keeps them as they are.
+    #[error("cannot re-encode the rows: {0}")]
+    Decode(String),
     #[error("verification failed: {0}")]
     Verify(#[from] VerifyFailure),
 }
@@ -70,6 +74,16 @@ pub enum VerifyFailure {
     /// chunk, while copying).
     #[error("bytes handed to the writer differ from the bytes read: {0}")]
     Handoff(String),
+    /// A re-encoded output's values, read back, are not its inputs' values in their order.
+    #[error(
+        "column {column}: digest {found:016x} of the values read back, expected {expected:016x} \
+         (the inputs' values in order)"
+    )]
+    Digest {
+        column: String,
+        expected: u64,
+        found: u64,
+    },
 }
 
 pub(crate) fn corrupt(msg: impl Into<String>) -> OrcError {

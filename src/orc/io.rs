@@ -29,6 +29,14 @@ pub trait Sink: Send {
     fn write(&mut self, data: Bytes) -> impl Future<Output = io::Result<()>> + Send;
 }
 
+/// A sink lent to a writer that takes its sink by value, so the lender can still close it (or
+/// remove what was written) when the writer fails.
+impl<S: Sink> Sink for &mut S {
+    fn write(&mut self, data: Bytes) -> impl Future<Output = io::Result<()>> + Send {
+        (**self).write(data)
+    }
+}
+
 /// Reads `range` after checking it against the file length, and checks the reader returned
 /// exactly what was asked: a short read would otherwise turn into a silently shorter stripe.
 pub(crate) async fn read_checked<R: RangeRead>(

@@ -10,14 +10,21 @@
 //! output's tail and [`verify_output`] it (or only [`verify_tail`]). Every byte copy, and the
 //! re-read of verification, goes through [`copy_pieces`]: bounded chunks, reads and opens
 //! running a few ahead of the sink, each chunk checked at the sink against its hash on read.
+//!
+//! The other way to make an output, for tiny stripes: [`reencode`] decodes the inputs' rows
+//! (orc-rust) and writes them with [`OrcWriter`], digesting every column ([`Digester`]) on the
+//! way; [`digest_file`] decodes the output again, and the [`Digests`] must be equal.
 
 mod compress;
 mod copy;
+mod decode;
+mod digest;
 mod error;
 mod io;
 mod key;
 mod merge;
 mod plan;
+mod reencode;
 mod stats;
 mod tail;
 mod verify;
@@ -28,6 +35,7 @@ mod testutil;
 
 pub use compress::Compression;
 pub use copy::{copy_pieces, Discard, Piece, ReadAhead};
+pub use digest::{ColumnDigest, Digester, Digests};
 pub use error::{OrcError, VerifyFailure};
 pub use io::{RangeRead, Sink};
 pub use key::{group_tails, merge_key, Grouping, MergeGroup, MergeKey, Unmergeable};
@@ -35,6 +43,7 @@ pub use merge::{write_merged, MergedOutput, StripeChecksum};
 pub use plan::{
     plan_group, GroupPlan, LeftAlone, OutputPlan, PlanOptions, PlannedStripe, DEFAULT_TARGET_SIZE,
 };
+pub use reencode::{digest_file, reencode, ReencodedOutput};
 pub use stats::{merge_column_statistics, merge_file_statistics};
 pub use tail::{read_tail, OrcTail, StripeInfo};
 pub use verify::{verify_output, verify_tail};

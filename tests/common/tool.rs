@@ -21,9 +21,16 @@ pub fn run(args: &[&str]) -> Output {
 
 /// The binary, set to talk to the metastore at `hms_uri` only: for runs that need more than
 /// [`run_against`] (failpoints, a child to kill).
+///
+/// Compactions copy stripes unless a test passes `--stripes`: most tests check what only a
+/// stripe copy keeps (every stripe's checksum, the inputs' stripe counts), and the protocol
+/// they test is the same path whichever way outputs are made; tests/rewrite.rs passes
+/// `--stripes auto` or `rewrite`.
 pub fn command(hms_uri: &str) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_hive-orc-compactor"));
-    c.env_remove("HIVE_CONF_DIR").env("HMS_URI", hms_uri);
+    c.env_remove("HIVE_CONF_DIR")
+        .env("HMS_URI", hms_uri)
+        .env("HOC_STRIPES", "copy");
     c
 }
 

@@ -8,20 +8,23 @@
 //!    it leaves the partition's files, location and metadata as they were (at most a hidden
 //!    directory under `<home>/.hive-orc-compactor/` remains).
 //! 2. The swap is one `alter_partition`: readers see the old files or the new ones.
-//! 3. The new files hold exactly the old rows: stripes are copied byte for byte, and every
-//!    output is re-read from HDFS and checked (rows per file and per stripe, offsets, checksums
-//!    of every stripe's bytes) before it may be published; with `--verify tail`, only its tail
-//!    is re-read, the bytes being proven in process and by HDFS's own checksums (see
-//!    [`VerifyLevel`]).
+//! 3. The new files hold exactly the old rows, and every output is re-read from HDFS and checked
+//!    before it may be published. Copied stripes: rows per file and per stripe, offsets,
+//!    checksums of every stripe's bytes (with `--verify tail`, only the tail is re-read, the
+//!    bytes being proven in process and by HDFS's own checksums, see [`VerifyLevel`]).
+//!    Re-encoded rows: the output is decoded again and every column's order-sensitive digest
+//!    must equal the one taken while decoding its inputs, rows per file too (whatever
+//!    `--verify` says: new bytes have no checksum to compare).
 //! 4. After the swap the partition's basic statistics are true (`numFiles`, `totalSize`,
 //!    `numRows`); statistics we cannot vouch for are dropped, never guessed.
 //! 5. Old files stay where they were, so the swap can be rolled back until cleanup.
 //! 6. Running it twice is safe: the second run finds nothing to do.
 //!
 //! The parts: [`options`] (what a run is told), [`plan`] (what `--dry-run` prints, computed
-//! without side effects), [`run`] (the I/O), [`write`] (how output files are made: the seam a
-//! second writer plugs into), [`report`] (what `--json` prints), and the small rules the run
-//! applies ([`access`], [`parameters`]).
+//! without side effects, including per output whether its stripes are copied or its rows
+//! re-encoded, and why), [`run`] (the I/O), [`write`] (how output files are made: the seam
+//! where the stripe copy and the re-encode sit side by side), [`report`] (what `--json`
+//! prints), and the small rules the run applies ([`access`], [`parameters`]).
 
 use std::time::Instant;
 
@@ -50,9 +53,11 @@ pub mod report;
 mod run;
 pub mod write;
 
-pub use options::{CompactOptions, VerifyLevel};
+pub use options::{
+    CompactOptions, Stripes, VerifyLevel, DEFAULT_MIN_STRIPE_SIZE, DEFAULT_STRIPE_SIZE,
+};
 pub use report::{CarriedFile, CompactReport, GroupReport, OutputReport};
-pub use write::OutputWriter;
+pub use write::{OutputWriter, Way};
 
 /// Progress events, for the CLI's progress bar; the engine does not know how they are shown.
 pub trait Progress: Send + Sync {
@@ -112,6 +117,7 @@ async fn compact(
         Ok(Some(plan)) if options.dry_run => {
             report.outcome.status = Status::DryRun;
             report.verify = Some(options.verify);
+            report.stripes = Some(options.stripes);
             report.name_outputs("<run-id>");
             report.bytes_after = plan.bytes_to_write();
         }

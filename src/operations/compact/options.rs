@@ -1,12 +1,11 @@
-//! What a compaction run is told: sizes, verification level, lock, cancellation, and the writer
-//! that makes its outputs.
+//! What a compaction run is told: sizes, verification level, lock, cancellation, and how its
+//! outputs' stripes are made.
 
 use std::sync::Arc;
 
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use super::write::OutputWriter;
 use crate::lock::LockOptions;
 use crate::orc::{PlanOptions, ReadAhead};
 
@@ -29,9 +28,20 @@ pub struct CompactOptions {
     /// concurrent `alter_partition` calls on one table deadlock in the metastore's database
     /// (seen on Derby: minutes of internal retries), and a swap is quick anyway.
     pub swap_gate: Arc<tokio::sync::Mutex<()>>,
-    /// What turns a planned output's inputs into the output file.
-    pub writer: OutputWriter,
+    /// Whether outputs copy their inputs' stripes or re-encode the rows (see [`Stripes`]).
+    pub stripes: Stripes,
+    /// With [`Stripes::Auto`], a merge group whose mean input stripe is smaller than this is
+    /// re-encoded.
+    pub min_stripe_size: u64,
+    /// Re-encoded outputs close a stripe once it is this large (encoded).
+    pub stripe_size: u64,
 }
+
+/// `--min-stripe-size`'s default: stripes this small are read stripe by stripe by Hive, Spark
+/// and Impala (a footer read and stream reads each); only Trino coalesces stripes under 8 MB.
+pub const DEFAULT_MIN_STRIPE_SIZE: u64 = 8 << 20;
+/// `--stripe-size`'s default, the reference writers' own (`orc.stripe.size`).
+pub const DEFAULT_STRIPE_SIZE: u64 = 64 << 20;
 
 impl Default for CompactOptions {
     fn default() -> Self {
@@ -45,7 +55,9 @@ impl Default for CompactOptions {
             cancel: CancellationToken::new(),
             lock: LockOptions::default(),
             swap_gate: Arc::default(),
-            writer: OutputWriter::default(),
+            stripes: Stripes::default(),
+            min_stripe_size: DEFAULT_MIN_STRIPE_SIZE,
+            stripe_size: DEFAULT_STRIPE_SIZE,
         }
     }
 }
@@ -85,6 +97,46 @@ impl std::str::FromStr for VerifyLevel {
             "full" => Ok(VerifyLevel::Full),
             "tail" => Ok(VerifyLevel::Tail),
             _ => Err(format!("'{s}' is not a verification level (full or tail)")),
+        }
+    }
+}
+
+/// How merged outputs get their stripes (`--stripes`). The choice is made per merge group when
+/// planning and carried by the plan; every other step of the protocol is the same either way.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Stripes {
+    /// Re-encode a group whose mean input stripe is under `min_stripe_size`, copy the others;
+    /// a group whose values cannot be re-encoded exactly is copied, with the reason.
+    #[default]
+    Auto,
+    /// Copy every group's stripes byte for byte.
+    Copy,
+    /// Re-encode every group; values that cannot be re-encoded exactly fail the partition.
+    Rewrite,
+}
+
+impl Stripes {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stripes::Auto => "auto",
+            Stripes::Copy => "copy",
+            Stripes::Rewrite => "rewrite",
+        }
+    }
+}
+
+impl std::str::FromStr for Stripes {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(Stripes::Auto),
+            "copy" => Ok(Stripes::Copy),
+            "rewrite" => Ok(Stripes::Rewrite),
+            _ => Err(format!(
+                "'{s}' is not a stripe mode (auto, copy or rewrite)"
+            )),
         }
     }
 }

@@ -6,6 +6,7 @@ use anyhow::anyhow;
 
 use super::options::CompactOptions;
 use super::report::{CarriedFile, CompactReport, GroupReport, OutputReport};
+use super::write::{choose, OutputWriter, Way};
 use crate::eligibility::{self, Refusal, Rule};
 use crate::hdfs::{Hdfs, Location};
 use crate::layout;
@@ -27,8 +28,7 @@ pub(super) struct PartitionPlan {
     /// The partition's own directory, where the run keeps its things (see [`layout`]).
     pub home: Location,
     pub snapshot: Snapshot,
-    /// Indices into `with_tail` for each output's inputs.
-    pub outputs: Vec<OutputPlan>,
+    pub outputs: Vec<PlannedOutput>,
     /// Indices into `snapshot.files` of the files carried unchanged, and why.
     pub carried: Vec<(usize, String)>,
     /// Indices into `snapshot.files` of the zero-length files.
@@ -37,10 +37,17 @@ pub(super) struct PartitionPlan {
     pub with_tail: Vec<usize>,
 }
 
+/// One output: its inputs and stripes (indices into `with_tail`), and the way it is made.
+pub(super) struct PlannedOutput {
+    pub plan: OutputPlan,
+    pub way: Way,
+}
+
 impl PartitionPlan {
     /// The input files of `output`, in output order.
-    pub fn inputs_of(&self, output: &OutputPlan) -> Vec<&DataFile> {
+    pub fn inputs_of(&self, output: &PlannedOutput) -> Vec<&DataFile> {
         output
+            .plan
             .inputs
             .iter()
             .map(|&f| &self.snapshot.files[self.with_tail[f]])
@@ -54,7 +61,10 @@ impl PartitionPlan {
 
     /// Bytes the run writes: every planned output and every carried file.
     pub fn bytes_to_write(&self) -> u64 {
-        self.outputs.iter().map(|o| o.content_length).sum::<u64>()
+        self.outputs
+            .iter()
+            .map(|o| o.plan.content_length)
+            .sum::<u64>()
             + self.carried_files().map(|f| f.length).sum::<u64>()
     }
 }
@@ -262,6 +272,12 @@ fn group_and_plan(
             carried.push((with_tail[left.file], left.reason.clone()));
         }
         let tail = tails[group.files[0]];
+        let merged = group_plan.outputs.iter().flat_map(|o| &o.stripes);
+        let way = choose(
+            options,
+            merged.clone().count(),
+            merged.map(|s| s.length).sum(),
+        );
         let mut g = GroupReport {
             schema: group.key.schema.clone(),
             compression: format!("{:?}", tail.compression).to_ascii_uppercase(),
@@ -282,11 +298,23 @@ fn group_and_plan(
                     .iter()
                     .map(|&f| files[with_tail[f]].name.clone())
                     .collect(),
-                stripes: output.stripes.len(),
+                stripes: match way.writer {
+                    OutputWriter::StripeCopy => output.stripes.len(),
+                    // Encoded sizes are not known before encoding: about one stripe per
+                    // --stripe-size of input.
+                    OutputWriter::Rewrite => {
+                        output.content_length.div_ceil(options.stripe_size).max(1) as usize
+                    }
+                },
                 rows: output.rows,
                 bytes: output.content_length,
+                made_by: way.writer,
+                why: way.why.clone(),
             });
-            outputs.push(output);
+            outputs.push(PlannedOutput {
+                plan: output,
+                way: way.clone(),
+            });
         }
         groups.push(g);
     }

@@ -2,7 +2,8 @@
 
 use serde::Serialize;
 
-use super::options::VerifyLevel;
+use super::options::{Stripes, VerifyLevel};
+use super::write::OutputWriter;
 use crate::eligibility::Rule;
 use crate::operations::outcome::{Outcome, Status};
 
@@ -22,10 +23,16 @@ pub struct GroupReport {
 pub struct OutputReport {
     pub name: String,
     pub inputs: Vec<String>,
+    /// Planned before the run (for a re-encode, an estimate: one per `--stripe-size` of
+    /// input); written after it.
     pub stripes: usize,
     pub rows: u64,
     /// Planned size before the run; the written size after it.
     pub bytes: u64,
+    /// How the output's stripes are (or were) made: "copy" or "rewrite".
+    pub made_by: OutputWriter,
+    /// Why: the policy's reason, or why a re-encode fell back to a copy.
+    pub why: String,
 }
 
 /// A file carried into the new location unchanged (byte copy), and why it is not merged.
@@ -56,6 +63,8 @@ pub struct CompactReport {
     pub run_id: Option<String>,
     /// The verification level the new files were (or, in a dry run, would be) checked with.
     pub verify: Option<VerifyLevel>,
+    /// The `--stripes` mode the outputs were planned with.
+    pub stripes: Option<Stripes>,
     pub seconds: f64,
 }
 
@@ -91,6 +100,7 @@ impl CompactReport {
             new_location: None,
             run_id: None,
             verify: None,
+            stripes: None,
             seconds: 0.0,
         }
     }

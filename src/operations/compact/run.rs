@@ -11,7 +11,7 @@ use super::options::{CompactOptions, VerifyLevel};
 use super::parameters::new_parameters;
 use super::plan::PartitionPlan;
 use super::report::CompactReport;
-use super::write::{copy_file, hash_file};
+use super::write::{copy_file, hash_file, OutputWriter, Staged as StagedOutput, Written};
 use super::Progress;
 use crate::hdfs::{Access, Hdfs, Location};
 use crate::journal::{self, Journal, JournalInput, JournalOutput};
@@ -19,7 +19,7 @@ use crate::layout::{self, output_name, PARAM_PREVIOUS_LOCATION};
 use crate::lock::PartitionLock;
 use crate::metastore::Metastore;
 use crate::operations::outcome::{Status, Stop};
-use crate::orc::{read_tail, verify_output, verify_tail, MergedOutput};
+use crate::orc::{digest_file, read_tail, verify_output, verify_tail, OrcError, VerifyFailure};
 use crate::relocate::{set_location, RelocateError};
 use crate::snapshot::DataFile;
 
@@ -50,7 +50,7 @@ struct Inherited {
 /// What step 4 wrote into the staging directory.
 struct Staged<'p> {
     /// Merged outputs, in plan order, with what the writer proved of each.
-    outputs: Vec<(Location, MergedOutput)>,
+    outputs: Vec<(Location, StagedOutput)>,
     /// Carried files: staged copy, source, XXH3 of the bytes handed to the writer.
     copies: Vec<(Location, &'p DataFile, u64)>,
 }
@@ -68,7 +68,10 @@ impl Staged<'_> {
 
     /// Bytes of the new files.
     fn bytes(&self) -> u64 {
-        self.outputs.iter().map(|(_, m)| m.length).sum::<u64>()
+        self.outputs
+            .iter()
+            .map(|(_, m)| m.written.length())
+            .sum::<u64>()
             + self.copies.iter().map(|(_, s, _)| s.length).sum::<u64>()
     }
 }
@@ -108,6 +111,7 @@ impl<'a> Run<'a> {
     pub async fn execute(mut self, report: &mut CompactReport) {
         report.run_id = Some(self.id.clone());
         report.verify = Some(self.options.verify);
+        report.stripes = Some(self.options.stripes);
         report.name_outputs(&self.id);
         if let Err(stop) = self.steps(report).await {
             if !self.swapped {
@@ -126,6 +130,18 @@ impl<'a> Run<'a> {
         self.checkpoint()?;
 
         let staged = self.stage(&inherited).await?;
+        // What was made, even if a later step stops the run: a fallback's reason matters then.
+        for (out, (_, made)) in report
+            .groups
+            .iter_mut()
+            .flat_map(|g| g.outputs.iter_mut())
+            .zip(&staged.outputs)
+        {
+            out.bytes = made.written.length();
+            out.stripes = made.written.stripes();
+            out.made_by = made.way.writer;
+            out.why = made.way.why.clone();
+        }
         failpoint!("compact::after-stage");
 
         let rows = self.verify(&staged).await?;
@@ -150,14 +166,6 @@ impl<'a> Run<'a> {
         report.files_after = new_files.len();
         report.bytes_after = staged.bytes();
         report.rows = rows;
-        for (out, (_, merged)) in report
-            .groups
-            .iter_mut()
-            .flat_map(|g| g.outputs.iter_mut())
-            .zip(&staged.outputs)
-        {
-            out.bytes = merged.length;
-        }
         tracing::debug!("swapped");
         failpoint!("compact::after-swap");
 
@@ -208,20 +216,18 @@ impl<'a> Run<'a> {
         let mut outputs = Vec::new();
         for (n, output) in plan.outputs.iter().enumerate() {
             let target = self.staging.child(&output_name(&self.id, n));
-            let merged = self
-                .options
-                .writer
-                .write(
-                    self.hdfs,
-                    &plan.inputs_of(output),
-                    output,
-                    &target,
-                    permission,
-                    &self.options.read_ahead,
-                )
-                .await?;
-            self.progress.written(output.content_length);
-            outputs.push((target, merged));
+            let made = OutputWriter::write(
+                self.hdfs,
+                &output.way,
+                &plan.inputs_of(output),
+                &output.plan,
+                &target,
+                permission,
+                self.options,
+            )
+            .await?;
+            self.progress.written(output.plan.content_length);
+            outputs.push((target, made));
             self.checkpoint()?;
         }
         let mut copies = Vec::new();
@@ -255,19 +261,35 @@ impl<'a> Run<'a> {
         let started = Instant::now();
         let (hdfs, options) = (self.hdfs, self.options);
         let mut rows = 0;
-        for ((target, merged), output) in staged.outputs.iter().zip(&self.plan.outputs) {
+        for ((target, made), output) in staged.outputs.iter().zip(&self.plan.outputs) {
             let reader = Arc::new(hdfs.open(target).await?);
             let tail = read_tail(&reader)
                 .await
                 .map_err(|e| Stop::Verification(format!("{target}: re-reading its tail: {e}")))?
                 .ok_or_else(|| Stop::Verification(format!("{target} is empty after writing")))?;
-            match options.verify {
-                VerifyLevel::Full => {
-                    verify_output(output, merged, &tail, &reader, &options.read_ahead).await
+            let failed = |e: OrcError| Stop::Verification(format!("{target}: {e}"));
+            match (&made.written, options.verify) {
+                (Written::Copied(merged), VerifyLevel::Full) => {
+                    verify_output(&output.plan, merged, &tail, &reader, &options.read_ahead)
+                        .await
+                        .map_err(failed)?
                 }
-                VerifyLevel::Tail => verify_tail(output, merged, &tail, &reader).await,
+                (Written::Copied(merged), VerifyLevel::Tail) => {
+                    verify_tail(&output.plan, merged, &tail, &reader)
+                        .await
+                        .map_err(failed)?
+                }
+                (Written::Reencoded(reencoded), _) => {
+                    check_reencoded(reencoded, &tail, output.plan.rows).map_err(failed)?;
+                    let found = digest_file(Arc::clone(&reader), &tail)
+                        .await
+                        .map_err(failed)?;
+                    reencoded
+                        .digests
+                        .check(&found)
+                        .map_err(|e| failed(e.into()))?;
+                }
             }
-            .map_err(|e| Stop::Verification(format!("{target}: {e}")))?;
             rows += tail.rows;
         }
         for (target, source, hash) in &staged.copies {
@@ -442,10 +464,19 @@ impl<'a> Run<'a> {
                 .zip(&plan.outputs)
                 .map(|((t, m), o)| JournalOutput {
                     path: published_path(t),
-                    length: m.length,
-                    rows: o.rows,
+                    length: m.written.length(),
+                    rows: o.plan.rows,
                     inputs: plan.inputs_of(o).iter().map(|f| f.name.clone()).collect(),
-                    stripe_checksums: m.stripe_checksums.iter().map(|c| c.xxh3).collect(),
+                    stripe_checksums: match &m.written {
+                        Written::Copied(merged) => {
+                            merged.stripe_checksums.iter().map(|c| c.xxh3).collect()
+                        }
+                        Written::Reencoded(_) => vec![],
+                    },
+                    column_digests: match &m.written {
+                        Written::Copied(_) => vec![],
+                        Written::Reencoded(r) => r.digests.columns.clone(),
+                    },
                 })
                 .chain(staged.copies.iter().map(|(t, s, h)| JournalOutput {
                     path: published_path(t),
@@ -453,6 +484,7 @@ impl<'a> Run<'a> {
                     rows: s.rows(),
                     inputs: vec![s.name.clone()],
                     stripe_checksums: vec![*h],
+                    column_digests: vec![],
                 }))
                 .collect(),
             dropped_empty: plan
@@ -495,4 +527,34 @@ impl<'a> Run<'a> {
             }
         }
     }
+}
+
+/// A re-encoded output's tail against what the writer reported and the plan's rows.
+fn check_reencoded(
+    written: &crate::orc::ReencodedOutput,
+    tail: &crate::orc::OrcTail,
+    planned_rows: u64,
+) -> Result<(), OrcError> {
+    if tail.file_length != written.length {
+        return Err(VerifyFailure::Length {
+            expected: written.length,
+            found: tail.file_length,
+        }
+        .into());
+    }
+    if tail.rows != planned_rows {
+        return Err(VerifyFailure::Rows {
+            expected: planned_rows,
+            found: tail.rows,
+        }
+        .into());
+    }
+    if tail.stripes.len() != written.stripes {
+        return Err(VerifyFailure::StripeCount {
+            expected: written.stripes,
+            found: tail.stripes.len(),
+        }
+        .into());
+    }
+    Ok(())
 }

@@ -1,47 +1,158 @@
 //! How a run makes its files: the seam between the protocol and the bytes. [`OutputWriter`]
-//! turns one planned output's inputs into the output file; [`copy_file`] carries a file over
-//! unchanged; [`hash_file`] re-reads one for verification. The run calls these and knows nothing
-//! of how the bytes are made, so another writer (one that re-encodes rows) slots in beside the
-//! stripe copy without touching the protocol.
+//! turns one planned output's inputs into the output file, the way the plan chose for it
+//! ([`Way`], from [`choose`]); [`copy_file`] carries a file over unchanged; [`hash_file`]
+//! re-reads one for verification. The run calls these and knows nothing of how the bytes are
+//! made: a stripe copy and a re-encode are two writers behind one call, and what each proves
+//! ([`Written`]) is checked by step 5 in the way that fits it.
 
 use std::sync::Arc;
 
 use anyhow::anyhow;
+use bytesize::ByteSize;
+use serde::Serialize;
 
+use super::options::{CompactOptions, Stripes};
 use crate::hdfs::{Hdfs, Location};
 use crate::operations::outcome::Stop;
 use crate::orc::{
     self, copy_pieces, Discard, MergedOutput, OrcError, OrcTail, OutputPlan, Piece, ReadAhead,
+    ReencodedOutput, WriterOptions,
 };
 use crate::snapshot::DataFile;
 
 /// What makes a merged output from its inputs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum OutputWriter {
     /// Stripes copied byte for byte behind one new tail: only files sharing schema,
     /// compression and writer can be merged (the plan's merge groups), and every stripe's
     /// checksum is kept for verification and the journal.
-    #[default]
+    #[serde(rename = "copy")]
     StripeCopy,
+    /// Rows decoded and written again by our ORC writer in stripes of `--stripe-size`, with
+    /// the first input's type tree, codec, block size, row index stride, bloom filter columns
+    /// and user metadata; every column's values are digested on the way, for verification and
+    /// the journal.
+    #[serde(rename = "rewrite")]
+    Rewrite,
+}
+
+impl OutputWriter {
+    /// As `--json` and the text report name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutputWriter::StripeCopy => "copy",
+            OutputWriter::Rewrite => "rewrite",
+        }
+    }
+}
+
+/// Which writer makes an output and why: the policy's decision, carried by the plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Way {
+    pub writer: OutputWriter,
+    pub why: String,
+}
+
+/// The way for a merge group whose planned inputs hold `stripes` stripes of `bytes` bytes.
+pub(super) fn choose(options: &CompactOptions, stripes: usize, bytes: u64) -> Way {
+    let (writer, why) = match options.stripes {
+        Stripes::Copy => (OutputWriter::StripeCopy, "--stripes copy".to_string()),
+        Stripes::Rewrite => (OutputWriter::Rewrite, "--stripes rewrite".to_string()),
+        Stripes::Auto => {
+            let mean = bytes / stripes.max(1) as u64;
+            let size = |b: u64| ByteSize(b).display().iec().to_string();
+            let (shown, min) = (size(mean), size(options.min_stripe_size));
+            if stripes > 0 && mean < options.min_stripe_size {
+                (
+                    OutputWriter::Rewrite,
+                    format!("mean input stripe {shown} is under --min-stripe-size {min}"),
+                )
+            } else {
+                (
+                    OutputWriter::StripeCopy,
+                    format!("mean input stripe {shown} is at least --min-stripe-size {min}"),
+                )
+            }
+        }
+    };
+    Way { writer, why }
+}
+
+/// What a writer made, with what step 5 checks it against.
+pub(super) enum Written {
+    Copied(MergedOutput),
+    Reencoded(ReencodedOutput),
+}
+
+impl Written {
+    pub fn length(&self) -> u64 {
+        match self {
+            Written::Copied(m) => m.length,
+            Written::Reencoded(r) => r.length,
+        }
+    }
+
+    pub fn stripes(&self) -> usize {
+        match self {
+            Written::Copied(m) => m.stripe_checksums.len(),
+            Written::Reencoded(r) => r.stripes,
+        }
+    }
+}
+
+/// One output as staged: what was written and, when the plan's way could not be followed, the
+/// way it was made instead.
+pub(super) struct Staged {
+    pub written: Written,
+    pub way: Way,
 }
 
 impl OutputWriter {
     /// Writes `target` (with `permission`) from `inputs`, the output's input files in output
-    /// order; `output.inputs` index the planner's tail list and are re-indexed here.
+    /// order; `output.inputs` index the planner's tail list and are re-indexed here. With
+    /// `--stripes auto`, inputs whose values cannot be re-encoded exactly are copied instead.
     pub(super) async fn write(
-        self,
         hdfs: &Hdfs,
+        way: &Way,
         inputs: &[&DataFile],
         output: &OutputPlan,
         target: &Location,
         permission: u16,
-        read_ahead: &ReadAhead,
-    ) -> Result<MergedOutput, Stop> {
-        match self {
-            OutputWriter::StripeCopy => {
-                stripe_copy(hdfs, inputs, output, target, permission, read_ahead).await
+        options: &CompactOptions,
+    ) -> Result<Staged, Stop> {
+        let read_ahead = &options.read_ahead;
+        let copy = || stripe_copy(hdfs, inputs, output, target, permission, read_ahead);
+        let written = match way.writer {
+            OutputWriter::StripeCopy => Written::Copied(copy().await?),
+            OutputWriter::Rewrite => {
+                match rewrite(hdfs, inputs, target, permission, options).await {
+                    Ok(r) => Written::Reencoded(r),
+                    Err(Rewrite::Values(e)) if options.stripes == Stripes::Auto => {
+                        tracing::warn!(%target, error = %e, "re-encoding failed: copying stripes");
+                        hdfs.delete(target, false).await?;
+                        let merged = copy().await?;
+                        return Ok(Staged {
+                            written: Written::Copied(merged),
+                            way: Way {
+                                writer: OutputWriter::StripeCopy,
+                                why: format!("cannot be re-encoded exactly ({e})"),
+                            },
+                        });
+                    }
+                    Err(Rewrite::Values(e)) => {
+                        return Err(Stop::Failed(anyhow!(
+                            "re-encoding {target}: {e}; compact with --stripes copy (or auto) \
+                             to copy these inputs' stripes instead"
+                        )))
+                    }
+                    Err(Rewrite::Stop(stop)) => return Err(stop),
+                }
             }
-        }
+        };
+        Ok(Staged {
+            written,
+            way: way.clone(),
+        })
     }
 }
 
@@ -55,10 +166,7 @@ async fn stripe_copy(
 ) -> Result<MergedOutput, Stop> {
     // The planner indexes inputs by their position in its tail list; give the writer its
     // inputs' tails in output order and the same indexing.
-    let tails: Vec<&OrcTail> = inputs
-        .iter()
-        .map(|f| f.tail.as_ref().expect("planned inputs have tails"))
-        .collect();
+    let tails = tails_of(inputs);
     let local_plan = OutputPlan {
         inputs: (0..output.inputs.len()).collect(),
         ..output.clone()
@@ -75,6 +183,58 @@ async fn stripe_copy(
     .map_err(|e| copy_stop(&format!("writing {target}"), e))?;
     close(writer, target).await?;
     Ok(merged)
+}
+
+/// Why a re-encode stopped: values it cannot carry exactly (a stripe copy can), or anything
+/// else (which stops the partition as a copy would).
+enum Rewrite {
+    Values(OrcError),
+    Stop(Stop),
+}
+
+impl From<Stop> for Rewrite {
+    fn from(stop: Stop) -> Self {
+        Rewrite::Stop(stop)
+    }
+}
+
+async fn rewrite(
+    hdfs: &Hdfs,
+    inputs: &[&DataFile],
+    target: &Location,
+    permission: u16,
+    options: &CompactOptions,
+) -> Result<ReencodedOutput, Rewrite> {
+    let tails = tails_of(inputs);
+    let mut writer_options = WriterOptions::from_tail(tails[0]);
+    writer_options.stripe_size = options.stripe_size;
+    let mut writer = hdfs.create(target, permission).await.map_err(Stop::from)?;
+    let result = orc::reencode(
+        &tails,
+        |i| inputs[i].open(hdfs),
+        &mut writer,
+        writer_options,
+        &options.read_ahead,
+    )
+    .await;
+    // Closed in every case: a failed file is removed by the caller or with the staging dir.
+    let closed = close(writer, target).await;
+    match result {
+        Ok(r) => closed.map(|()| r).map_err(Rewrite::Stop),
+        Err(e @ (OrcError::Decode(_) | OrcError::Unsupported(_))) => Err(Rewrite::Values(e)),
+        Err(e) => Err(Rewrite::Stop(copy_stop(
+            &format!("re-encoding into {target}"),
+            e,
+        ))),
+    }
+}
+
+/// The inputs' tails, in output order.
+fn tails_of<'a>(inputs: &[&'a DataFile]) -> Vec<&'a OrcTail> {
+    inputs
+        .iter()
+        .map(|f| f.tail.as_ref().expect("planned inputs have tails"))
+        .collect()
 }
 
 /// Copies a file byte for byte, with the same read-ahead and in-process check as the stripe
@@ -160,5 +320,39 @@ fn copy_stop(what: &str, e: OrcError) -> Stop {
         OrcError::Changed(_) => Stop::Busy(format!("{what}: {e}; a writer is active, retry later")),
         OrcError::Verify(_) => Stop::Verification(format!("{what}: {e}")),
         other => Stop::Failed(anyhow!("{what}: {other}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_rewrites_groups_of_small_stripes_and_copies_the_others() {
+        let options = CompactOptions::default();
+        let small = choose(&options, 1000, 4000 * 1024);
+        assert_eq!(small.writer, OutputWriter::Rewrite);
+        assert_eq!(
+            small.why,
+            "mean input stripe 4.0 KiB is under --min-stripe-size 8.0 MiB"
+        );
+        let large = choose(&options, 4, 40 << 20);
+        assert_eq!(large.writer, OutputWriter::StripeCopy);
+        assert!(large.why.contains("at least"), "{}", large.why);
+        let exactly = choose(&options, 1, 8 << 20);
+        assert_eq!(exactly.writer, OutputWriter::StripeCopy);
+
+        for (mode, writer) in [
+            (Stripes::Copy, OutputWriter::StripeCopy),
+            (Stripes::Rewrite, OutputWriter::Rewrite),
+        ] {
+            let forced = CompactOptions {
+                stripes: mode,
+                ..CompactOptions::default()
+            };
+            let way = choose(&forced, 1000, 4000 * 1024);
+            assert_eq!(way.writer, writer);
+            assert_eq!(way.why, format!("--stripes {}", mode.as_str()));
+        }
     }
 }

@@ -139,7 +139,8 @@ fn direct(encoded: &[u64], out: &mut Vec<u8>) {
 }
 
 /// Delta encoding for monotonic runs. Returns false (writing nothing) when the run is not
-/// monotonic or a delta does not fit 64 bits.
+/// monotonic, starts with a zero delta that the rest do not repeat, or a delta does not fit
+/// 64 bits.
 fn try_delta(values: &[i64], signed: bool, out: &mut Vec<u8>) -> bool {
     let deltas: Vec<i128> = values
         .windows(2)
@@ -149,7 +150,7 @@ fn try_delta(values: &[i64], signed: bool, out: &mut Vec<u8>) -> bool {
     if i64::try_from(first).is_err() {
         return false;
     }
-    // The base delta's sign is the sign of every delta (zero counts as positive).
+    // The base delta's sign is the sign of every delta.
     let monotonic = if first >= 0 {
         deltas.iter().all(|d| *d >= 0)
     } else {
@@ -169,6 +170,12 @@ fn try_delta(values: &[i64], signed: bool, out: &mut Vec<u8>) -> bool {
         return false;
     }
     let fixed = deltas.iter().all(|d| *d == first);
+    // A varying run needs a non-zero base delta: its sign is the direction of the remaining
+    // deltas, and readers disagree on zero (Java adds, orc-rust subtracts), so the Java writer
+    // never writes such a run and neither do we.
+    if first == 0 && !fixed {
+        return false;
+    }
     let width = if fixed {
         0
     } else {
@@ -400,6 +407,20 @@ mod tests {
     fn long_repeats_are_fixed_deltas() {
         // 100 sevens: delta, width code 0, length 100, base 7, base delta 0.
         assert_eq!(encoded(&[7; 100], false), [0xc0, 99, 7, 0]);
+    }
+
+    #[test]
+    fn no_varying_delta_run_starts_with_a_zero_delta() {
+        // Java would read 0, 0, 4 and orc-rust 0, 0, -4 from such a run (found re-encoding
+        // string lengths 5, 5, 5, 0, 0, 4 of a Hive table).
+        let out = encoded(&[0, 0, 4], false);
+        assert_ne!(out[0] >> 6, 3, "not delta: {out:02x?}");
+        assert_eq!(encoded(&[0, 0, 0], false)[0] >> 6, 0, "a short repeat");
+        assert_eq!(
+            encoded(&[3, 4, 4, 9], false)[0] >> 6,
+            3,
+            "delta still when it is safe"
+        );
     }
 
     #[test]

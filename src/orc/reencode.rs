@@ -1,0 +1,223 @@
+//! The re-encoding writer: inputs decoded row by row and written as one new file by
+//! [`OrcWriter`], in stripes of the size asked for, with an order-sensitive digest of every
+//! column taken on the way ([`reencode`]); and the read-back that proves the new file holds
+//! those values ([`digest_file`]).
+//!
+//! Memory: the decoders opened ahead hold at most a small first stripe each (`ReadAhead`'s
+//! `bytes_in_flight` shared among its `opens_in_flight`); the one being read holds one stripe
+//! and one decoded batch; the writer holds one output stripe.
+
+use std::collections::VecDeque;
+use std::future::Future;
+
+use arrow::record_batch::RecordBatch;
+
+use super::copy::{ReadAhead, Task};
+use super::decode::Decoder;
+use super::digest::{Digester, Digests};
+use super::error::OrcError;
+use super::io::{RangeRead, Sink};
+use super::tail::OrcTail;
+use super::write::{OrcWriter, WriterOptions};
+
+/// What a re-encoded file holds, as written.
+#[derive(Clone, Debug)]
+pub struct ReencodedOutput {
+    pub length: u64,
+    pub stripes: usize,
+    /// The inputs' rows and column digests, as decoded: what the file must read back as.
+    pub digests: Digests,
+}
+
+/// Decodes the files of `tails`, in order, and writes their rows to `sink` as one ORC file
+/// shaped by `options` (its bloom filter columns are those of the first input's first stripe).
+/// `open(i)` opens input `i` a few inputs ahead, in a task of its own (see [`ReadAhead`]).
+///
+/// Values orc-rust cannot decode, or the writer cannot write, are [`OrcError::Decode`] or
+/// [`OrcError::Unsupported`]; an input whose decoded rows are not its footer's count is
+/// [`OrcError::Decode`] too. The caller closes the sink (also after an error).
+pub async fn reencode<R, O, F, S>(
+    tails: &[&OrcTail],
+    open: O,
+    sink: &mut S,
+    mut options: WriterOptions,
+    read_ahead: &ReadAhead,
+) -> Result<ReencodedOutput, OrcError>
+where
+    R: RangeRead + Send + 'static,
+    O: Fn(usize) -> F,
+    F: Future<Output = Result<R, OrcError>> + Send + 'static,
+    S: Sink,
+{
+    let ahead = read_ahead.opens_in_flight.max(1);
+    let prefetch = read_ahead.bytes_in_flight / ahead as u64;
+    let mut pending: VecDeque<Task<Result<Decoder<R>, OrcError>>> = VecDeque::new();
+    let mut opened = 0;
+    let mut open_ahead = |pending: &mut VecDeque<_>| {
+        while pending.len() < ahead && opened < tails.len() {
+            let file = open(opened);
+            let tail = tails[opened].clone();
+            // The first input's first stripe is always read: its footer names the bloom
+            // filter columns.
+            let prefetch = if opened == 0 { u64::MAX } else { prefetch };
+            pending.push_back(Task::spawn(async move {
+                Decoder::open(file.await?, &tail, prefetch).await
+            }));
+            opened += 1;
+        }
+    };
+    let next = |pending: &mut VecDeque<Task<_>>| {
+        pending
+            .pop_front()
+            .ok_or_else(|| OrcError::Plan("an output without inputs".into()))
+    };
+
+    open_ahead(&mut pending);
+    let mut decoder = next(&mut pending)?.join().await?;
+    options.bloom_filter_columns = decoder.bloom_columns.clone().unwrap_or_default();
+    let mut writer = OrcWriter::new(sink, options).await?;
+    let mut digester = Digester::new(&decoder.schema());
+    for (i, tail) in tails.iter().enumerate() {
+        if i > 0 {
+            open_ahead(&mut pending);
+            decoder = next(&mut pending)?.join().await?;
+        }
+        let mut rows = 0;
+        while let Some(batch) = decoder.next().await? {
+            digester.update(&batch)?;
+            rows += batch.num_rows() as u64;
+            writer.write_batch(&as_written(batch)?).await?;
+        }
+        if rows != tail.rows {
+            return Err(OrcError::Decode(format!(
+                "input {i}: {rows} rows decoded, its footer says {}",
+                tail.rows
+            )));
+        }
+    }
+    let (written, _) = writer.finish().await?;
+    let digests = digester.finish();
+    if written.rows != digests.rows {
+        return Err(OrcError::Decode(format!(
+            "{} rows written, {} decoded",
+            written.rows, digests.rows
+        )));
+    }
+    Ok(ReencodedOutput {
+        length: written.length,
+        stripes: written.stripes,
+        digests,
+    })
+}
+
+/// Decodes the file `tail` belongs to and returns its rows and column digests.
+pub async fn digest_file<R>(reader: R, tail: &OrcTail) -> Result<Digests, OrcError>
+where
+    R: RangeRead + Send + 'static,
+{
+    let mut decoder = Decoder::open(reader, tail, 0).await?;
+    let mut digester = Digester::new(&decoder.schema());
+    while let Some(batch) = decoder.next().await? {
+        digester.update(&batch)?;
+    }
+    Ok(digester.finish())
+}
+
+/// The batch as the writer gets it. Test builds can have its rows reversed
+/// (`FAILPOINTS=compact::rewrite-reorder=return`): the same values in another order, which
+/// only the order-sensitive digests catch.
+fn as_written(batch: RecordBatch) -> Result<RecordBatch, OrcError> {
+    #[cfg(feature = "failpoints")]
+    fail::fail_point!("compact::rewrite-reorder", |_| reversed(&batch));
+    Ok(batch)
+}
+
+#[cfg(feature = "failpoints")]
+fn reversed(batch: &RecordBatch) -> Result<RecordBatch, OrcError> {
+    let n = batch.num_rows() as u32;
+    let indices = arrow::array::UInt32Array::from_iter_values((0..n).rev());
+    let columns = batch
+        .columns()
+        .iter()
+        .map(|c| arrow::compute::take(c.as_ref(), &indices, None))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| OrcError::Decode(e.to_string()))?;
+    RecordBatch::try_new(batch.schema(), columns).map_err(|e| OrcError::Decode(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::orc::tail::read_tail;
+    use crate::orc::testutil::{block_on, MemFile, VecSink, ALL_TYPES_LZ4, MULTI_STRIPE_ZSTD};
+
+    fn tail(bytes: &'static [u8]) -> OrcTail {
+        block_on(read_tail(&MemFile::new(bytes))).unwrap().unwrap()
+    }
+
+    /// Two copies of `input` re-encoded into one file: it reads back with the same digests,
+    /// and in fewer stripes than the inputs had.
+    fn reencode_twice(input: &'static [u8]) {
+        let t = tail(input);
+        let tails = [&t, &t];
+        let mut sink = VecSink::default();
+        let written = block_on(reencode(
+            &tails,
+            move |_| async move { Ok(MemFile::new(input)) },
+            &mut sink,
+            WriterOptions::from_tail(&t),
+            &ReadAhead::default(),
+        ))
+        .unwrap();
+        assert_eq!(written.length, sink.data.len() as u64);
+        assert_eq!(written.digests.rows, 2 * t.rows);
+        assert_eq!(written.stripes, 1, "one stripe of a few KiB");
+
+        let out = MemFile::new(sink.data);
+        let out_tail = block_on(read_tail(&out)).unwrap().unwrap();
+        assert_eq!(out_tail.rows, 2 * t.rows);
+        let found = block_on(digest_file(out, &out_tail)).unwrap();
+        written.digests.check(&found).unwrap();
+
+        // The digests are those of the inputs' values in order: one input digested twice.
+        let mut once = Digester::new(
+            &block_on(Decoder::open(MemFile::new(input), &t, 0))
+                .unwrap()
+                .schema(),
+        );
+        for _ in 0..2 {
+            let mut d = block_on(Decoder::open(MemFile::new(input), &t, 0)).unwrap();
+            while let Some(b) = block_on(d.next()).unwrap() {
+                once.update(&b).unwrap();
+            }
+        }
+        assert_eq!(once.finish(), written.digests);
+    }
+
+    #[test]
+    fn every_type_reads_back_with_the_inputs_digests() {
+        reencode_twice(ALL_TYPES_LZ4);
+    }
+
+    #[test]
+    fn many_stripes_become_one() {
+        assert!(tail(MULTI_STRIPE_ZSTD).stripes.len() > 1);
+        reencode_twice(MULTI_STRIPE_ZSTD);
+    }
+
+    #[test]
+    fn a_row_count_unlike_the_footer_is_a_decode_error() {
+        let mut t = tail(MULTI_STRIPE_ZSTD);
+        t.rows += 1;
+        let mut sink = VecSink::default();
+        let e = block_on(reencode(
+            &[&t],
+            |_| async { Ok(MemFile::new(MULTI_STRIPE_ZSTD)) },
+            &mut sink,
+            WriterOptions::from_tail(&t),
+            &ReadAhead::default(),
+        ))
+        .unwrap_err();
+        assert!(matches!(e, OrcError::Decode(_)), "{e}");
+    }
+}
