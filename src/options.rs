@@ -15,7 +15,7 @@ use hive_orc_compactor::metastore::Metastore;
 use hive_orc_compactor::operations::analyze::AnalyzeOptions;
 use hive_orc_compactor::operations::batch::{BatchOptions, Budget, Thresholds};
 use hive_orc_compactor::operations::cleanup::CleanupOptions;
-use hive_orc_compactor::operations::compact::CompactOptions;
+use hive_orc_compactor::operations::compact::{CompactOptions, WRITE_IN_PROGRESS_AGE};
 use hive_orc_compactor::operations::iceberg;
 use hive_orc_compactor::orc::DEFAULT_TARGET_SIZE;
 use hive_orc_compactor::resolve::TableName;
@@ -335,6 +335,7 @@ fn compact(cli: &Cli, matches: &ArgMatches, settings: &Settings) -> anyhow::Resu
                 user: hdfs::hadoop_user(cli.global.hadoop_user.as_deref()),
                 ..LockOptions::default()
             },
+            write_in_progress_age: min_age.unwrap_or(WRITE_IN_PROGRESS_AGE),
             ..CompactOptions::default()
         },
         thresholds: Thresholds {

@@ -50,7 +50,7 @@ pub mod report;
 mod run;
 pub mod write;
 
-pub use options::{CompactOptions, VerifyLevel};
+pub use options::{CompactOptions, VerifyLevel, WRITE_IN_PROGRESS_AGE};
 pub use report::{CarriedFile, CompactReport, GroupReport, OutputReport};
 pub use write::OutputWriter;
 

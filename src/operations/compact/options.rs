@@ -2,6 +2,7 @@
 //! that makes its outputs.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
@@ -31,7 +32,17 @@ pub struct CompactOptions {
     pub swap_gate: Arc<tokio::sync::Mutex<()>>,
     /// What turns a planned output's inputs into the output file.
     pub writer: OutputWriter,
+    /// A zero-length data file modified more recently than this is taken for a file being
+    /// written, and the partition is busy: `--min-age` where it applies, else
+    /// [`WRITE_IN_PROGRESS_AGE`].
+    pub write_in_progress_age: Duration,
 }
+
+/// How young a zero-length file must be to count as a write in progress when no `--min-age`
+/// applies (typed specs). Writers (Hive, Spark, MapReduce tasks) create their files empty and
+/// HDFS lists a file under construction as empty, with its creation time, until a block is
+/// complete; ten minutes outlasts the write of one small file, the kind compaction is for.
+pub const WRITE_IN_PROGRESS_AGE: Duration = Duration::from_secs(600);
 
 impl Default for CompactOptions {
     fn default() -> Self {
@@ -46,6 +57,7 @@ impl Default for CompactOptions {
             lock: LockOptions::default(),
             swap_gate: Arc::default(),
             writer: OutputWriter::default(),
+            write_in_progress_age: WRITE_IN_PROGRESS_AGE,
         }
     }
 }
