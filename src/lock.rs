@@ -1,11 +1,10 @@
-//! The metastore lock around a compaction: an EXCLUSIVE partition lock, taken before the
-//! snapshot and held until the swap and the journal are done, so Hive writers that use the lock
-//! manager (and other compactor runs) wait for us, and we for them.
-//!
-//! Or, so that readers need not wait through a whole run, two steps: a staging lock
-//! ([`acquire_staging`]) that keeps writers out and lets readers (SHARED_READ) in, and
-//! EXCLUSIVE ([`PartitionLock::upgrade`]) only around the re-check and the swap. The staging
-//! lock's type depends on the metastore's lock manager (TxnHandler's compatibility rules):
+//! Metastore locks as Hive's lock manager knows them. A compaction holds one from before the
+//! snapshot until the swap and the journal are done, so Hive writers that use the lock manager
+//! (and other compactor runs) wait for us, and we for them; in two steps, so that readers need
+//! not wait through a whole run: a staging lock ([`acquire_staging`]) that keeps writers out and
+//! lets readers (SHARED_READ) in, and EXCLUSIVE ([`PartitionLock::upgrade`]) only around the
+//! re-check and the swap ([`acquire`] takes EXCLUSIVE from the start). The staging lock's type
+//! depends on the metastore's lock manager (TxnHandler's compatibility rules):
 //! - HMS 4.x: EXCL_WRITE. It waits for every lock but SHARED_READ, and every lock but
 //!   SHARED_READ waits for it (SHARED_WRITE no longer excludes SHARED_WRITE there).
 //! - HMS 3.1: no EXCL_WRITE (its LockType has SHARED_READ, SHARED_WRITE, EXCLUSIVE only);
@@ -13,7 +12,7 @@
 //!   and EXCLUSIVE requests wait for it. HMS 3.1 cannot read EXCL_WRITE off the wire (it
 //!   drops the connection), after which SHARED_WRITE is asked for.
 //!
-//! The lock is what Hive's `DbTxnManager` takes for an `INSERT OVERWRITE` of a partition of a
+//! EXCLUSIVE is what Hive's `DbTxnManager` takes for an `INSERT OVERWRITE` of a partition of a
 //! non-transactional table: type EXCLUSIVE, level PARTITION, operation NO_TXN, not
 //! transactional, no transaction id. Such a lock lives as long as it is heartbeated: a process
 //! killed with the lock held leaves it until the metastore times it out (`hive.txn.timeout`,
@@ -341,18 +340,34 @@ impl PartitionLock {
         self.kind
     }
 
-    /// Turns a staging lock into EXCLUSIVE, for the re-check and the swap, without a moment in
-    /// which a writer could take the partition unseen: EXCLUSIVE is requested first (it queues
-    /// behind the staging lock, and every request made later queues behind it), then the
-    /// staging lock is released and EXCLUSIVE awaited (up to the options' `wait`). A writer
-    /// that was already waiting behind the staging lock may get in between; the re-check under
-    /// EXCLUSIVE sees its files. On error no lock is held any more: the run must not swap.
+    /// Turns a staging lock into EXCLUSIVE, for the re-check and the swap: releases the staging
+    /// lock, then asks for EXCLUSIVE (waiting up to the options' `wait` for anyone who got in
+    /// between). A writer may take the partition in that moment; the re-check under EXCLUSIVE
+    /// sees what it wrote and the run is busy, as for a writer that was already queued behind
+    /// the staging lock. Asking for EXCLUSIVE first would leave the request waiting behind our
+    /// own lock in every run, to be polled with `check_lock`; on Hive 4.0.1's embedded Derby a
+    /// `check_lock` beside another client's `lock` deadlocks in the metastore's database (its
+    /// `lock` keeps the enqueue uncommitted while it retries its check: ten rounds of a 60 s
+    /// Derby lock wait, and both calls time out). On error no lock is held any more: the run
+    /// must not swap.
     pub async fn upgrade(&mut self, cancel: &CancellationToken) -> Result<(), LockError> {
         if self.kind == LockType::EXCLUSIVE {
             return Ok(());
         }
         if let Some(why) = self.lost() {
             return Err(LockError::Lost(why));
+        }
+        self.heartbeat.abort();
+        self.released = true;
+        match self.metastore.unlock(self.id).await {
+            Ok(()) => {}
+            // The metastore timed it out: writers may have been in since.
+            Err(e @ MetastoreError::NotFound { .. }) => return Err(LockError::Lost(e.to_string())),
+            Err(e) => {
+                return Err(LockError::Failed(format!(
+                    "releasing the staging lock for EXCLUSIVE: {e}"
+                )))
+            }
         }
         let mut request = self.request.clone();
         for c in &mut request.component {
@@ -364,15 +379,6 @@ impl PartitionLock {
             .await
             .map_err(|e| LockError::Failed(e.to_string()))?;
         let exclusive = response.lockid;
-        self.heartbeat.abort();
-        if let Err(e) = self.metastore.unlock(self.id).await {
-            withdraw(&self.metastore, exclusive).await;
-            self.released = true;
-            return Err(LockError::Failed(format!(
-                "releasing the staging lock for EXCLUSIVE: {e}"
-            )));
-        }
-        self.released = true;
         if let Err(e) = wait_for(&self.metastore, response, self.options.wait, cancel).await {
             withdraw(&self.metastore, exclusive).await;
             return Err(e);

@@ -16,7 +16,7 @@ use hive_orc_compactor::operations::analyze::AnalyzeOptions;
 use hive_orc_compactor::operations::batch::{BatchOptions, Budget, Thresholds};
 use hive_orc_compactor::operations::cleanup::CleanupOptions;
 use hive_orc_compactor::operations::compact::{
-    CompactOptions, DEFAULT_MIN_STRIPE_SIZE, DEFAULT_STRIPE_SIZE,
+    CompactOptions, DEFAULT_MIN_STRIPE_SIZE, DEFAULT_STRIPE_SIZE, WRITE_IN_PROGRESS_AGE,
 };
 use hive_orc_compactor::operations::iceberg;
 use hive_orc_compactor::orc::DEFAULT_TARGET_SIZE;
@@ -354,6 +354,7 @@ fn compact(cli: &Cli, matches: &ArgMatches, settings: &Settings) -> anyhow::Resu
                 user: hdfs::hadoop_user(cli.global.hadoop_user.as_deref()),
                 ..LockOptions::default()
             },
+            write_in_progress_age: min_age.unwrap_or(WRITE_IN_PROGRESS_AGE),
             ..CompactOptions::default()
         },
         thresholds: Thresholds {

@@ -166,19 +166,26 @@ fn a_run_holding_the_lock_makes_a_second_busy_and_releases_it_when_done() {
             Ok(None) => unreachable!("required"),
         }
     }
-    // Until the first run's pause before the swap, its own work changes the directory.
-    let home = hive_orc_compactor::hdfs::Location::parse(
-        &db().fixtures.table(TABLE).partition(spec).location,
-    )
-    .unwrap()
-    .child(".hive-orc-compactor");
-    let published = || {
-        rt().block_on(common::hdfs::hdfs().list(&home))
-            .unwrap()
-            .is_some_and(|l| l.subdirs.iter().any(|d| !d.ends_with(".staging")))
+    // Until the first run's pause before the swap, its own work changes the directory; it
+    // holds EXCLUSIVE, which readers wait for, only from its re-check on, right before the
+    // pause. (Waiting for its published directory instead raced with the moment the staging
+    // lock is released for EXCLUSIVE: a second run could get in there, stage, and find itself
+    // busy only at its own upgrade, having touched the work directory.)
+    let f = &db().fixtures;
+    let readers_wait = || {
+        !other_client_is_granted(
+            &env("HMS_URI"),
+            &f.database,
+            TABLE,
+            spec,
+            LockType::SHARED_READ,
+        )
     };
-    while !published() {
-        assert!(t0.elapsed() < Duration::from_secs(6), "never published");
+    while !readers_wait() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "never took EXCLUSIVE"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     let before = state(spec);

@@ -642,7 +642,6 @@ fn other_lock(part: &Part, kind: LockType) -> LockState {
 
 #[cfg(feature = "failpoints")]
 #[test]
-#[ignore = "issue 12 case 6: compact does not take the staging lock yet"]
 fn a_reader_is_granted_its_lock_at_once_during_staging() {
     let part = Part::of("ext_p3", "region=eu/dt=2024-01-01/hour=00");
     let table = part.qualified();
@@ -693,7 +692,6 @@ fn a_reader_is_granted_its_lock_at_once_during_staging() {
 // 7. Smaller holes.
 
 #[test]
-#[ignore = "issue 12 case 7: young empty files are not yet treated as writes in progress"]
 fn a_young_empty_file_is_a_write_in_progress_and_the_partition_is_busy() {
     let part = Part::of("ext_p3", "region=us/dt=2024-01-02/hour=00");
     let writing = format!("{}/000099_0", part.home);

@@ -55,6 +55,7 @@ pub mod write;
 
 pub use options::{
     CompactOptions, Stripes, VerifyLevel, DEFAULT_MIN_STRIPE_SIZE, DEFAULT_STRIPE_SIZE,
+    WRITE_IN_PROGRESS_AGE,
 };
 pub use report::{CarriedFile, CompactReport, GroupReport, OutputReport};
 pub use write::{OutputWriter, Way};

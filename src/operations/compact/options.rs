@@ -2,6 +2,7 @@
 //! outputs' stripes are made.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
@@ -35,6 +36,10 @@ pub struct CompactOptions {
     pub min_stripe_size: u64,
     /// Re-encoded outputs close a stripe once it is this large (encoded).
     pub stripe_size: u64,
+    /// A zero-length data file modified more recently than this is taken for a file being
+    /// written, and the partition is busy: `--min-age` where it applies, else
+    /// [`WRITE_IN_PROGRESS_AGE`].
+    pub write_in_progress_age: Duration,
 }
 
 /// `--min-stripe-size`'s default: stripes this small are read stripe by stripe by Hive, Spark
@@ -42,6 +47,12 @@ pub struct CompactOptions {
 pub const DEFAULT_MIN_STRIPE_SIZE: u64 = 8 << 20;
 /// `--stripe-size`'s default, the reference writers' own (`orc.stripe.size`).
 pub const DEFAULT_STRIPE_SIZE: u64 = 64 << 20;
+
+/// How young a zero-length file must be to count as a write in progress when no `--min-age`
+/// applies (typed specs). Writers (Hive, Spark, MapReduce tasks) create their files empty and
+/// HDFS lists a file under construction as empty, with its creation time, until a block is
+/// complete; ten minutes outlasts the write of one small file, the kind compaction is for.
+pub const WRITE_IN_PROGRESS_AGE: Duration = Duration::from_secs(600);
 
 impl Default for CompactOptions {
     fn default() -> Self {
@@ -58,6 +69,7 @@ impl Default for CompactOptions {
             stripes: Stripes::default(),
             min_stripe_size: DEFAULT_MIN_STRIPE_SIZE,
             stripe_size: DEFAULT_STRIPE_SIZE,
+            write_in_progress_age: WRITE_IN_PROGRESS_AGE,
         }
     }
 }

@@ -2,6 +2,8 @@
 //! and their tails, group them by merge key and plan the outputs. No side effects but the lock:
 //! exactly what `--dry-run` prints.
 
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
 use anyhow::anyhow;
 
 use super::options::CompactOptions;
@@ -101,6 +103,7 @@ pub(super) async fn plan(
         *lock = take_lock(metastore, table, &found.spec, options, report).await?;
     }
     let snapshot = take_snapshot(hdfs, &found.location).await?;
+    check_no_write_in_progress(&snapshot, options.write_in_progress_age, SystemTime::now())?;
     check_one_access(&snapshot)?;
     report.files_before = snapshot.files.len();
     report.bytes_before = snapshot.bytes();
@@ -159,6 +162,37 @@ async fn resolve(
     })
 }
 
+/// Busy when a zero-length data file is younger than `age`: it is probably a file being
+/// written, and compacting without it would leave its rows, once written, in the old directory,
+/// where no query looks after the swap.
+fn check_no_write_in_progress(
+    snapshot: &Snapshot,
+    age: Duration,
+    now: SystemTime,
+) -> Result<(), Stop> {
+    let now_ms = now
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    let writing = |f: &&DataFile| is_write_in_progress(f.length, f.modification_time, age, now_ms);
+    match snapshot.files.iter().find(writing) {
+        Some(f) => Err(Stop::Busy(format!(
+            "{} is empty and was modified {}s ago, less than {}s: a writer is probably still \
+             writing it; retry once it is closed (a truly empty file is compacted once it is \
+             older; --min-age sets how old)",
+            f.location,
+            now_ms.saturating_sub(f.modification_time) / 1000,
+            age.as_secs()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Whether a file of `length` bytes last modified at `modified` (ms since the epoch) is taken
+/// for one being written at `now_ms`.
+fn is_write_in_progress(length: u64, modified: u64, age: Duration, now_ms: u64) -> bool {
+    length == 0 && u128::from(now_ms.saturating_sub(modified)) < age.as_millis()
+}
+
 /// Refuses a partition whose data files differ in owner, group or permission bits: one output
 /// gets one access, so merging them (or copying them with the first file's access) would change
 /// who may read some rows. Zero-length files hold no rows and are left out.
@@ -189,7 +223,8 @@ fn check_one_access(snapshot: &Snapshot) -> Result<(), Stop> {
     }
 }
 
-/// The partition's metastore lock, held until the journal is written.
+/// The partition's staging lock (writers wait for it, readers do not), held until the journal
+/// is written; the run upgrades it to EXCLUSIVE for the re-check and the swap.
 async fn take_lock(
     metastore: &Metastore,
     table: &TableInfo,
@@ -202,7 +237,7 @@ async fn take_lock(
         table: &table.name,
         partition: &spec.name(),
     };
-    lock::acquire(
+    lock::acquire_staging(
         metastore,
         &target,
         &options.lock,
@@ -358,5 +393,24 @@ fn writer_name(tail: &OrcTail) -> String {
     match &tail.software_version {
         Some(v) => format!("{who} {v}"),
         None => who.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_young_empty_files_are_writes_in_progress() {
+        let age = Duration::from_secs(600);
+        let now = 1_000_000_000;
+        assert!(is_write_in_progress(0, now, age, now));
+        assert!(is_write_in_progress(0, now - 599_999, age, now));
+        assert!(!is_write_in_progress(0, now - 600_000, age, now));
+        assert!(!is_write_in_progress(1, now, age, now), "not empty");
+        // A clock behind the NameNode's: the file counts as just written.
+        assert!(is_write_in_progress(0, now + 5_000, age, now));
+        // --min-age 0: nothing counts as being written.
+        assert!(!is_write_in_progress(0, now, Duration::ZERO, now));
     }
 }

@@ -29,7 +29,8 @@ pub(super) struct Run<'a> {
     hdfs: &'a Hdfs,
     plan: &'a PartitionPlan,
     options: &'a CompactOptions,
-    /// The partition's metastore lock, when one was taken.
+    /// The partition's metastore lock, when one was taken: the staging lock until the
+    /// re-check, EXCLUSIVE from then on.
     lock: Option<&'a mut PartitionLock>,
     progress: &'a dyn Progress,
     id: String,
@@ -153,6 +154,9 @@ impl<'a> Run<'a> {
         failpoint!("compact::after-publish");
         self.checkpoint()?;
 
+        // EXCLUSIVE before the swap gate: a writer that queued behind the staging lock gets in
+        // first and we wait for it, and only this partition's run should wait for that.
+        self.exclusive().await?;
         // One swap at a time per process, from this re-check on (see `CompactOptions::swap_gate`).
         let _swap_turn = self.options.swap_gate.lock().await;
         self.recheck().await?;
@@ -353,6 +357,18 @@ impl<'a> Run<'a> {
             )));
         }
         Ok(())
+    }
+
+    /// Upgrades the staging lock, which let readers in during staging and verification, to
+    /// EXCLUSIVE for the re-check and the swap. A lost lock stops the run busy.
+    async fn exclusive(&mut self) -> Result<(), Stop> {
+        match self.lock.as_deref_mut() {
+            Some(lock) => lock
+                .upgrade(&self.options.cancel)
+                .await
+                .map_err(super::plan::lock_stop),
+            None => Ok(()),
+        }
     }
 
     /// A lock the metastore timed out no longer keeps writers away: do not swap without it.
