@@ -74,6 +74,10 @@ pub struct JournalOutput {
     /// as decoded from its inputs and proven equal in the output before the swap.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub column_digests: Vec<ColumnDigest>,
+    /// Its modification time as HDFS listed it right after the swap (absent in journals of
+    /// older versions): a file of this name with another time was written over since.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modification_time: Option<u64>,
 }
 
 impl JournalInput {
@@ -393,6 +397,7 @@ pub async fn rebuild(
                 inputs: vec![],
                 stripe_checksums: vec![],
                 column_digests: vec![],
+                modification_time: Some(f.modification_time),
             })
             .collect(),
         dropped_empty: vec![],

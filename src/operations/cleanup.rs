@@ -1159,6 +1159,7 @@ async fn adopt(
             inputs: vec![],
             stripe_checksums: vec![],
             column_digests: vec![],
+            modification_time: Some(file.modification_time),
         });
     }
     let location = current.to_string();

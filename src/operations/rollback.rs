@@ -18,7 +18,7 @@ use tracing::Instrument;
 
 use crate::eligibility::{Refusal, Rule};
 use crate::hdfs::{Hdfs, Location};
-use crate::journal::{self, CurrentRun};
+use crate::journal::{self, CurrentRun, JournalOutput};
 use crate::metastore::Metastore;
 use crate::operations::outcome::{Outcome, Status, Stop};
 use crate::partition_spec::PartitionSpec;
@@ -198,10 +198,10 @@ async fn rows_after_swap(
     report: &mut RollbackReport,
 ) -> Result<(), Stop> {
     let j = &run.journal;
-    let outputs: BTreeMap<&str, u64> = j
+    let outputs: BTreeMap<&str, &JournalOutput> = j
         .outputs
         .iter()
-        .map(|o| (o.path.rsplit('/').next().unwrap_or(&o.path), o.length))
+        .map(|o| (journal::file_name(&o.path), o))
         .collect();
     let listing = hdfs
         .list(location)
@@ -210,10 +210,12 @@ async fn rows_after_swap(
         .unwrap_or_default();
     for f in &listing.files {
         match outputs.get(f.name.as_str()) {
-            Some(&length) if length == f.length => {}
+            Some(o)
+                if o.length == f.length
+                    && o.modification_time.is_none_or(|t| t == f.modification_time) => {}
             Some(_) => report
                 .written_after_swap
-                .push(format!("{}/{} (length changed)", location, f.name)),
+                .push(format!("{}/{} (written over)", location, f.name)),
             None => report
                 .written_after_swap
                 .push(format!("{}/{}", location, f.name)),
@@ -247,7 +249,7 @@ async fn rows_after_swap(
     let mut what = vec![];
     if !report.written_after_swap.is_empty() {
         what.push(format!(
-            "files run {} did not write (compared by name and length): {}",
+            "files run {} did not write (compared by name, length and modification time): {}",
             j.run_id,
             report.written_after_swap.join(", ")
         ));

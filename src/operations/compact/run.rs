@@ -466,6 +466,17 @@ impl<'a> Run<'a> {
                 .child(t.path.rsplit('/').next().unwrap_or(""))
                 .to_string()
         };
+        // The outputs' times as published, so rollback can tell a file written over since; a
+        // listing that fails only leaves them out (rollback then compares names and lengths).
+        let mtimes: BTreeMap<String, u64> = match self.hdfs.list(&self.published).await {
+            Ok(Some(l)) => l
+                .files
+                .into_iter()
+                .map(|f| (f.name, f.modification_time))
+                .collect(),
+            _ => BTreeMap::new(),
+        };
+        let mtime = |t: &Location| mtimes.get(journal::file_name(&t.path)).copied();
         let journal = Journal {
             run_id: self.id.clone(),
             table: plan.table.qualified_name(),
@@ -493,6 +504,7 @@ impl<'a> Run<'a> {
                         Written::Copied(_) => vec![],
                         Written::Reencoded(r) => r.digests.columns.clone(),
                     },
+                    modification_time: mtime(t),
                 })
                 .chain(staged.copies.iter().map(|(t, s, h)| JournalOutput {
                     path: published_path(t),
@@ -501,6 +513,7 @@ impl<'a> Run<'a> {
                     inputs: vec![s.name.clone()],
                     stripe_checksums: vec![*h],
                     column_digests: vec![],
+                    modification_time: mtime(t),
                 }))
                 .collect(),
             dropped_empty: plan
