@@ -784,6 +784,28 @@ fn two_unlocked_runs_on_one_partition_swap_once() {
     assert_eq!(part.java_rows(), part.rows);
 }
 
+#[test]
+fn cleanup_removes_the_copy_of_a_swap_an_unlocked_twin_overwrote() {
+    let _turn = cleanup_turn();
+    let part = Part::of("managed_p3", "year=2024/month=01/day=02");
+    // What two unlocked runs that both re-read the partition before either altered it leave:
+    // two journals of one old location, the partition on the later run's directory.
+    let overwritten = compact(&part);
+    let mut p = part.partition();
+    if let Some(sd) = p.sd.as_mut() {
+        sd.location = Some(part.home.clone());
+    }
+    part.alter(p);
+    let standing = compact(&part);
+    let out = part.cleanup(&[]);
+    assert_eq!(code(&out), 0, "{}", describe(&out));
+    assert!(!exists(&overwritten), "{}", describe(&out));
+    assert!(exists(&standing));
+    assert_eq!(loc(&part.location()), loc(&standing));
+    assert_eq!(visible_files(&part.home), Vec::<String>::new());
+    assert_eq!(part.java_rows(), part.rows);
+}
+
 /// `compact --table T --partition P --json extra...` started in the background with
 /// `failpoints`.
 fn spawn_compact(part: &Part, failpoints: &str, extra: &[&str]) -> std::process::Child {

@@ -9,6 +9,9 @@
 //!   points at the old files) exactly the outputs its journal names are removed from its run
 //!   directory; files there no journal names (`unknown_files`: someone wrote into the run
 //!   directory while the partition pointed at it) are never deleted, and reported until gone.
+//! - A run whose swap another run of the same old location overwrote (two `--no-lock` runs
+//!   that both re-read the partition before either altered it) has its outputs removed too,
+//!   with its inputs: the partition reads the other run's copy of the same rows.
 //! - Files in an old location that no journal names arrived after the swap (no query sees them):
 //!   they are reported, by every cleanup (and by `inspect` and `verify`) until settled: with
 //!   `--adopt-late-files` renamed into the partition's current location, whose
@@ -375,9 +378,24 @@ async fn plan_partition(
     // A home spelled two ways lists its journals twice.
     let mut seen = BTreeSet::new();
     journals.retain(|(_, j)| seen.insert(j.run_id.clone()));
+    // The run whose directory the partition reads, by path; a run of the same old location
+    // whose swap it overwrote (two unlocked runs that both re-read before either altered)
+    // left a directory nothing needs.
+    let reading = journals
+        .iter()
+        .find(|(_, j)| Location::parse(&j.new_location).is_ok_and(|n| n.path == p.current.path))
+        .map(|(_, j)| (j.run_id.clone(), j.old_location.clone()));
     for (path, j) in journals {
         let cutoff = now - retention;
-        if let Some(run) = plan_run(hdfs, p, path, j, cutoff, options.rehome, probe).await? {
+        let superseded = reading
+            .as_ref()
+            .is_some_and(|(id, old)| *id != j.run_id && *old == j.old_location);
+        let wants = Wants {
+            cutoff,
+            rehome: options.rehome,
+            superseded,
+        };
+        if let Some(run) = plan_run(hdfs, p, path, j, wants, probe).await? {
             if !run.missing_outputs.is_empty() {
                 p.errors.push(format!(
                     "run {}: the partition's directory {} lacks {} of the run's outputs ({}); \
@@ -489,23 +507,7 @@ async fn plan_dropped(
                 }
             }
             let new = Location::parse(&run.journal.new_location)?;
-            let named: BTreeSet<&str> = run
-                .journal
-                .outputs
-                .iter()
-                .map(|o| file_name(&o.path))
-                .collect();
-            if let Some(outputs) = hdfs.list(&new).await? {
-                run.removed.extend(
-                    outputs
-                        .files
-                        .iter()
-                        .filter(|f| named.contains(f.name.as_str()))
-                        .map(|f| new.child(&f.name).to_string()),
-                );
-                run.unknown_files = unknown_in(&new, &outputs, &named);
-                run.run_dir = Some(new);
-            }
+            outputs_in(hdfs, &new, &mut run).await?;
         }
         run.late_files = journal::late_names(&run.journal, &listing)
             .iter()
@@ -517,6 +519,16 @@ async fn plan_dropped(
     Ok(())
 }
 
+/// What [`plan_run`] is asked besides the journal.
+struct Wants {
+    /// Swaps (or rehomes) before this time (milliseconds since the epoch) are past the retention.
+    cutoff: i64,
+    /// `--rehome`: keep the run the partition reads in the plan.
+    rehome: bool,
+    /// Another run of the same old location overwrote this run's swap: its directory goes too.
+    superseded: bool,
+}
+
 /// One journal's run; `None` when nothing about it is left to do or to report (with `rehome`,
 /// the run the partition reads is always kept: its directory is what would be rehomed).
 async fn plan_run(
@@ -524,10 +536,14 @@ async fn plan_run(
     p: &PartitionCleanup,
     journal_path: Location,
     j: Journal,
-    cutoff: i64,
-    rehome: bool,
+    wants: Wants,
     probe: Probe,
 ) -> anyhow::Result<Option<RunCleanup>> {
+    let Wants {
+        cutoff,
+        rehome,
+        superseded,
+    } = wants;
     let old = Location::parse(&j.old_location)?;
     let new = Location::parse(&j.new_location)?;
     let on_old = hdfs.same_dir(&p.current, &old, probe).await?;
@@ -568,22 +584,7 @@ async fn plan_run(
             run.left.push(format!("{new}: the partition reads it"));
             return Ok(Some(run));
         }
-        let named: BTreeSet<&str> = run
-            .journal
-            .outputs
-            .iter()
-            .map(|o| file_name(&o.path))
-            .collect();
-        if let Some(listing) = hdfs.list(&new).await? {
-            run.removed = listing
-                .files
-                .iter()
-                .filter(|f| named.contains(f.name.as_str()))
-                .map(|f| new.child(&f.name).to_string())
-                .collect();
-            run.unknown_files = unknown_in(&new, &listing, &named);
-            run.run_dir = Some(new);
-        }
+        outputs_in(hdfs, &new, &mut run).await?;
         return Ok(Some(run));
     }
     if on_old {
@@ -631,7 +632,33 @@ async fn plan_run(
         .map(|n| old.child(n).to_string())
         .collect();
     run.old_location = Some(old);
+    if superseded && !hdfs.within(&p.current, &new, probe).await? {
+        outputs_in(hdfs, &new, &mut run).await?;
+    }
     Ok(Some(run))
+}
+
+/// Plans the removal of the outputs `run`'s journal names from its directory `new`, then of the
+/// directory if nothing else is in it; what else is there is reported, never removed.
+async fn outputs_in(hdfs: &Hdfs, new: &Location, run: &mut RunCleanup) -> anyhow::Result<()> {
+    let named: BTreeSet<&str> = run
+        .journal
+        .outputs
+        .iter()
+        .map(|o| file_name(&o.path))
+        .collect();
+    if let Some(listing) = hdfs.list(new).await? {
+        run.removed.extend(
+            listing
+                .files
+                .iter()
+                .filter(|f| named.contains(f.name.as_str()))
+                .map(|f| new.child(&f.name).to_string()),
+        );
+        run.unknown_files = unknown_in(new, &listing, &named);
+        run.run_dir = Some(new.clone());
+    }
+    Ok(())
 }
 
 /// The late files in a cleaned run's old location: every visible file its journal does not
