@@ -849,16 +849,7 @@ async fn settle_dropped(
             continue;
         }
         if options.discard_late_files {
-            for late in std::mem::take(&mut run.late_files) {
-                remove(
-                    hdfs,
-                    &Location::parse(&late)?,
-                    options.trash,
-                    &mut p.trashed_to,
-                )
-                .await?;
-                run.discarded.push(late);
-            }
+            discard(hdfs, run, options.trash, &mut p.trashed_to).await?;
         }
         for target in &run.removed {
             remove(
@@ -889,6 +880,20 @@ async fn remove_if_empty(hdfs: &Hdfs, dir: &Location) -> anyhow::Result<()> {
         .is_some_and(|l| l.files.is_empty() && l.subdirs.is_empty() && l.hidden.is_empty())
     {
         hdfs.delete(dir, false).await?;
+    }
+    Ok(())
+}
+
+/// `--discard-late-files`: removes the run's late files, recording them as discarded.
+async fn discard(
+    hdfs: &Hdfs,
+    run: &mut RunCleanup,
+    trash: bool,
+    trashed_to: &mut Vec<String>,
+) -> anyhow::Result<()> {
+    for late in std::mem::take(&mut run.late_files) {
+        remove(hdfs, &Location::parse(&late)?, trash, trashed_to).await?;
+        run.discarded.push(late);
     }
     Ok(())
 }
@@ -953,16 +958,7 @@ async fn execute_partition(
                 )
                 .await?;
             } else if options.discard_late_files {
-                for late in std::mem::take(&mut run.late_files) {
-                    remove(
-                        hdfs,
-                        &Location::parse(&late)?,
-                        options.trash,
-                        &mut p.trashed_to,
-                    )
-                    .await?;
-                    run.discarded.push(late);
-                }
+                discard(hdfs, run, options.trash, &mut p.trashed_to).await?;
             }
         }
         for target in &run.removed {
