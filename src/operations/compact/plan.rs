@@ -8,7 +8,7 @@ use anyhow::anyhow;
 
 use super::options::CompactOptions;
 use super::report::{CarriedFile, CompactReport, GroupReport, OutputReport};
-use super::write::{choose, OutputWriter, Way};
+use super::write::{choose, guard_decoder, OutputWriter, Way};
 use crate::eligibility::{self, Refusal, Rule};
 use crate::hdfs::{Hdfs, Location};
 use crate::layout;
@@ -308,10 +308,14 @@ fn group_and_plan(
         }
         let tail = tails[group.files[0]];
         let merged = group_plan.outputs.iter().flat_map(|o| &o.stripes);
-        let way = choose(
-            options,
-            merged.clone().count(),
-            merged.map(|s| s.length).sum(),
+        let way = guard_decoder(
+            choose(
+                options,
+                merged.clone().count(),
+                merged.map(|s| s.length).sum(),
+            ),
+            group.key.writer,
+            &group.key.schema,
         );
         let mut g = GroupReport {
             schema: group.key.schema.clone(),

@@ -78,6 +78,28 @@ pub(super) fn choose(options: &CompactOptions, stripes: usize, bytes: u64) -> Wa
     Way { writer, why }
 }
 
+/// The writer id the reference Java writer puts in its footers (ORC's `writer` field).
+const JAVA_WRITER: u32 = 0;
+
+/// A re-encode turned back to a stripe copy where the decoder is known to misread values the
+/// same way on both reads, which the digests cannot catch: orc-rust misreads some pre-1970
+/// sub-second timestamps written by writers other than the Java one (the C++ writer's at
+/// least), so groups from those writers with a timestamp column are copied.
+pub(super) fn guard_decoder(way: Way, writer: u32, schema: &str) -> Way {
+    if way.writer == OutputWriter::Rewrite && writer != JAVA_WRITER && schema.contains("timestamp")
+    {
+        return Way {
+            writer: OutputWriter::StripeCopy,
+            why: format!(
+                "{}, but copied: a timestamp column written by a non-Java ORC writer (id \
+                 {writer}) may hold pre-1970 sub-second values the decoder misreads",
+                way.why
+            ),
+        };
+    }
+    way
+}
+
 /// What a writer made, with what step 5 checks it against.
 pub(super) enum Written {
     Copied(MergedOutput),
@@ -326,6 +348,20 @@ fn copy_stop(what: &str, e: OrcError) -> Stop {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timestamps_of_other_writers_are_copied_not_re_encoded() {
+        let rewrite = choose(&CompactOptions::default(), 1000, 4000 * 1024);
+        let schema = "struct<id:bigint,ts:timestamp>";
+        let cpp = guard_decoder(rewrite.clone(), 1, schema);
+        assert_eq!(cpp.writer, OutputWriter::StripeCopy);
+        assert!(cpp.why.contains("timestamp"), "{}", cpp.why);
+        assert_eq!(guard_decoder(rewrite.clone(), JAVA_WRITER, schema), rewrite);
+        assert_eq!(
+            guard_decoder(rewrite.clone(), 1, "struct<id:bigint>"),
+            rewrite
+        );
+    }
 
     #[test]
     fn auto_rewrites_groups_of_small_stripes_and_copies_the_others() {
