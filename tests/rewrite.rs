@@ -175,3 +175,31 @@ fn values_read_back_in_another_order_stop_the_run_before_the_swap() {
     assert_untouched(&p, &before, &p.state(false), "digest mismatch");
     assert_eq!(p.work_entries(), Vec::<String>::new());
 }
+
+/// Every input row decoded as its batch's first: a decoder bug that reads the inputs wrong the
+/// same way on every read. The digests agree (both sides see the misread values); the inputs'
+/// recorded statistics do not, so `auto` copies the stripes instead and says why.
+#[cfg(feature = "failpoints")]
+#[test]
+fn values_misread_alike_on_every_read_are_caught_by_the_recorded_statistics() {
+    use common::{code, command, describe, json};
+
+    let p = part("ext_p1", "dt=2024-01-04");
+    let out = command(&p.hms_uri)
+        .args(p.args("compact", &["--stripes", "auto"]))
+        .env("FAILPOINTS", "compact::rewrite-misread=return")
+        .output()
+        .expect("the binary runs");
+    assert_eq!(code(&out), 0, "{}", describe(&out));
+    let r = json(&out);
+    let made = outputs(&r);
+    assert!(!made.is_empty(), "{r}");
+    for o in made {
+        assert_eq!(o["made_by"], "copy", "{r}");
+        assert!(
+            o["why"].as_str().unwrap().contains("recorded statistics"),
+            "{r}"
+        );
+    }
+    verify_checksums(&p);
+}

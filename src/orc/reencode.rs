@@ -11,12 +11,14 @@ use std::collections::VecDeque;
 use std::future::Future;
 
 use arrow::record_batch::RecordBatch;
+use orc_rust::proto::{r#type::Kind, ColumnStatistics};
 
 use super::copy::{ReadAhead, Task};
 use super::decode::Decoder;
 use super::digest::{Digester, Digests};
 use super::error::OrcError;
 use super::io::{RangeRead, Sink};
+use super::stats::{contradictions, merge_file_statistics};
 use super::tail::OrcTail;
 use super::write::{OrcWriter, WriterOptions};
 
@@ -84,6 +86,7 @@ where
         }
         let mut rows = 0;
         while let Some(batch) = decoder.next().await? {
+            let batch = as_decoded(batch)?;
             digester.update(&batch)?;
             rows += batch.num_rows() as u64;
             writer.write_batch(&as_written(batch)?).await?;
@@ -96,6 +99,29 @@ where
         }
     }
     let (written, _) = writer.finish().await?;
+    // Independent of our decoder: what the original writers recorded about these values.
+    let recorded: Vec<&[ColumnStatistics]> = tails
+        .iter()
+        .map(|t| t.footer.statistics.as_slice())
+        .collect();
+    // The table's own columns (the root's children) but unions, where writers count alike.
+    let types = &tails[0].footer.types;
+    let roots = types.first().map_or(&[][..], |root| &root.subtypes[..]);
+    let top_level: Vec<usize> = std::iter::once(0)
+        .chain(roots.iter().map(|&t| t as usize))
+        .filter(|&t| types.get(t).is_some_and(|ty| ty.kind() != Kind::Union))
+        .collect();
+    let wrong = contradictions(
+        &merge_file_statistics(&recorded),
+        &written.statistics,
+        &top_level,
+    );
+    if !wrong.is_empty() {
+        return Err(OrcError::Decode(format!(
+            "the decoded values contradict the inputs' recorded statistics: {}",
+            wrong.join("; ")
+        )));
+    }
     let digests = digester.finish();
     if written.rows != digests.rows {
         return Err(OrcError::Decode(format!(
@@ -126,6 +152,18 @@ where
 /// The batch as the writer gets it. Test builds can have its rows reversed
 /// (`FAILPOINTS=compact::rewrite-reorder=return`): the same values in another order, which
 /// only the order-sensitive digests catch.
+/// A decoded input batch; with the `compact::rewrite-misread` failpoint, every row read as the
+/// batch's first: a decoder bug that reads the inputs wrong the same way on every read, which
+/// the digests cannot see and only the inputs' recorded statistics can.
+fn as_decoded(batch: RecordBatch) -> Result<RecordBatch, OrcError> {
+    #[cfg(feature = "failpoints")]
+    fail::fail_point!("compact::rewrite-misread", |_| {
+        let first = arrow::array::UInt32Array::from(vec![0; batch.num_rows()]);
+        take_rows(&batch, &first)
+    });
+    Ok(batch)
+}
+
 fn as_written(batch: RecordBatch) -> Result<RecordBatch, OrcError> {
     #[cfg(feature = "failpoints")]
     fail::fail_point!("compact::rewrite-reorder", |_| reversed(&batch));
@@ -135,11 +173,21 @@ fn as_written(batch: RecordBatch) -> Result<RecordBatch, OrcError> {
 #[cfg(feature = "failpoints")]
 fn reversed(batch: &RecordBatch) -> Result<RecordBatch, OrcError> {
     let n = batch.num_rows() as u32;
-    let indices = arrow::array::UInt32Array::from_iter_values((0..n).rev());
+    take_rows(
+        batch,
+        &arrow::array::UInt32Array::from_iter_values((0..n).rev()),
+    )
+}
+
+#[cfg(feature = "failpoints")]
+fn take_rows(
+    batch: &RecordBatch,
+    indices: &arrow::array::UInt32Array,
+) -> Result<RecordBatch, OrcError> {
     let columns = batch
         .columns()
         .iter()
-        .map(|c| arrow::compute::take(c.as_ref(), &indices, None))
+        .map(|c| arrow::compute::take(c.as_ref(), indices, None))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| OrcError::Decode(e.to_string()))?;
     RecordBatch::try_new(batch.schema(), columns).map_err(|e| OrcError::Decode(e.to_string()))

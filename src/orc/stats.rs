@@ -28,6 +28,132 @@ pub fn merge_file_statistics(inputs: &[&[ColumnStatistics]]) -> Vec<ColumnStatis
         .collect()
 }
 
+/// Where statistics computed from decoded values (`computed`, one per column) contradict the
+/// ones the original writers recorded (`recorded`, merged over the inputs): a decoder that
+/// misread values the same way on every read would pass a digest check, not this one. Only
+/// statistics that are exact in both are compared (counts, integer bounds and sums, untruncated
+/// string bounds and lengths, dates, boolean counts, UTC timestamp bounds to the millisecond);
+/// the rest (doubles, decimals, whose text forms vary by writer) are not. Only the `columns`
+/// given are compared: writers count the values of columns nested in lists, maps and unions
+/// differently. Each entry names the column id and what differs.
+pub fn contradictions(
+    recorded: &[ColumnStatistics],
+    computed: &[ColumnStatistics],
+    columns: &[usize],
+) -> Vec<String> {
+    let mut out = vec![];
+    for &column in columns {
+        let (Some(r), Some(c)) = (recorded.get(column), computed.get(column)) else {
+            continue;
+        };
+        let mut differ = |what: &str, r: String, c: String| {
+            if r != c {
+                out.push(format!(
+                    "column {column} {what}: recorded {r}, decoded values give {c}"
+                ));
+            }
+        };
+        if let (Some(r), Some(c)) = (r.number_of_values, c.number_of_values) {
+            differ("values", r.to_string(), c.to_string());
+        }
+        let both = |a: Option<String>, b: Option<String>| a.zip(b);
+        if let (Some(r), Some(c)) = (&r.int_statistics, &c.int_statistics) {
+            for (what, pair) in [
+                (
+                    "minimum",
+                    both(
+                        r.minimum.map(|v| v.to_string()),
+                        c.minimum.map(|v| v.to_string()),
+                    ),
+                ),
+                (
+                    "maximum",
+                    both(
+                        r.maximum.map(|v| v.to_string()),
+                        c.maximum.map(|v| v.to_string()),
+                    ),
+                ),
+                (
+                    "sum",
+                    both(r.sum.map(|v| v.to_string()), c.sum.map(|v| v.to_string())),
+                ),
+            ] {
+                if let Some((r, c)) = pair {
+                    differ(what, r, c);
+                }
+            }
+        }
+        if let (Some(r), Some(c)) = (&r.string_statistics, &c.string_statistics) {
+            let exact = |s: &StringStatistics| s.lower_bound.is_none() && s.upper_bound.is_none();
+            if exact(r) && exact(c) {
+                for (what, pair) in [
+                    ("minimum", both(r.minimum.clone(), c.minimum.clone())),
+                    ("maximum", both(r.maximum.clone(), c.maximum.clone())),
+                ] {
+                    if let Some((r, c)) = pair {
+                        differ(what, format!("{r:?}"), format!("{c:?}"));
+                    }
+                }
+            }
+            if let (Some(r), Some(c)) = (r.sum, c.sum) {
+                differ("total length", r.to_string(), c.to_string());
+            }
+        }
+        if let (Some(r), Some(c)) = (&r.date_statistics, &c.date_statistics) {
+            for (what, pair) in [
+                (
+                    "minimum",
+                    both(
+                        r.minimum.map(|v| v.to_string()),
+                        c.minimum.map(|v| v.to_string()),
+                    ),
+                ),
+                (
+                    "maximum",
+                    both(
+                        r.maximum.map(|v| v.to_string()),
+                        c.maximum.map(|v| v.to_string()),
+                    ),
+                ),
+            ] {
+                if let Some((r, c)) = pair {
+                    differ(what, r, c);
+                }
+            }
+        }
+        if let (Some(r), Some(c)) = (&r.bucket_statistics, &c.bucket_statistics) {
+            differ(
+                "true count",
+                format!("{:?}", r.count),
+                format!("{:?}", c.count),
+            );
+        }
+        if let (Some(r), Some(c)) = (&r.timestamp_statistics, &c.timestamp_statistics) {
+            for (what, pair) in [
+                (
+                    "minimum",
+                    both(
+                        r.minimum_utc.map(|v| v.to_string()),
+                        c.minimum_utc.map(|v| v.to_string()),
+                    ),
+                ),
+                (
+                    "maximum",
+                    both(
+                        r.maximum_utc.map(|v| v.to_string()),
+                        c.maximum_utc.map(|v| v.to_string()),
+                    ),
+                ),
+            ] {
+                if let Some((r, c)) = pair {
+                    differ(what, r, c);
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Merges one column's statistics from several files.
 pub fn merge_column_statistics(inputs: &[&ColumnStatistics]) -> ColumnStatistics {
     let mut out = ColumnStatistics {
@@ -493,6 +619,44 @@ impl Decimal {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decoded_values_that_contradict_recorded_statistics_are_named() {
+        let ints = |min: i64, max: i64| ColumnStatistics {
+            number_of_values: Some(3),
+            int_statistics: Some(IntegerStatistics {
+                minimum: Some(min),
+                maximum: Some(max),
+                sum: None,
+            }),
+            ..Default::default()
+        };
+        assert!(contradictions(&[ints(1, 9)], &[ints(1, 9)], &[0]).is_empty());
+        let wrong = contradictions(&[ints(1, 9)], &[ints(1, 8)], &[0]);
+        assert_eq!(
+            wrong,
+            vec!["column 0 maximum: recorded 9, decoded values give 8".to_string()]
+        );
+        // What only one side has is not compared; truncated string bounds neither.
+        let mut no_int = ints(1, 9);
+        no_int.int_statistics = None;
+        assert!(contradictions(&[no_int], &[ints(0, 0)], &[0]).is_empty());
+        let strings = |min: &str, truncated: bool| ColumnStatistics {
+            string_statistics: Some(StringStatistics {
+                minimum: Some(min.into()),
+                maximum: Some("z".into()),
+                sum: Some(7),
+                lower_bound: truncated.then(|| min.into()),
+                upper_bound: None,
+            }),
+            ..Default::default()
+        };
+        assert!(contradictions(&[strings("a", true)], &[strings("b", false)], &[0]).is_empty());
+        assert_eq!(
+            contradictions(&[strings("a", false)], &[strings("b", false)], &[0]).len(),
+            1
+        );
+    }
 
     fn col(values: u64, has_null: bool) -> ColumnStatistics {
         ColumnStatistics {
