@@ -757,6 +757,31 @@ fn files_readable_by_different_people_are_never_merged_into_one() {
     }
 }
 
+#[test]
+fn files_with_different_acls_are_never_merged_into_one() {
+    use hdfs_native::acl::{AclEntry, AclEntryScope, AclEntryType, FsAction};
+    let part = Part::of("legacy_colnames", "dt=2015-06-02");
+    let shared = loc(&visible_files(&part.home)[0]);
+    let bob = AclEntry::new(
+        AclEntryType::User,
+        AclEntryScope::Access,
+        FsAction::Read,
+        Some("bob".into()),
+    );
+    rt().block_on(async {
+        let client = hdfs().client(&shared).expect("client");
+        client
+            .modify_acl_entries(&shared.path, vec![bob])
+            .await
+            .expect("setfacl")
+    });
+    let before = (part.location(), part.params());
+    let r = part.ok("compact", &[], 3);
+    assert_eq!(r["rule"], "mixed_permissions", "{r}");
+    assert!(r["reason"].to_string().contains("ACL"), "{r}");
+    assert_eq!((part.location(), part.params()), before, "untouched");
+}
+
 /// Two hosts compact one partition with no lock manager between them (`--no-lock`): the first
 /// pauses before its swap while the second runs whole; whichever swaps second finds the
 /// partition moved and stops busy, its copy removed, and every row stays readable.
