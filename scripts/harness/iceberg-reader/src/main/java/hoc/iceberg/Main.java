@@ -88,6 +88,10 @@ public final class Main {
     ThriftHiveMetastore.Client hms = new ThriftHiveMetastore.Client(new TBinaryProtocol(socket));
     Configuration conf = new Configuration();
 
+    // The catalog's uri sets hive.metastore.uris only; Hive 3's client prefers
+    // metastore.thrift.uris, which a hive-site.xml on the class path (HADOOP_CONF_DIR) may name
+    // for another metastore.
+    conf.set("metastore.thrift.uris", uri);
     HiveCatalog catalog = new HiveCatalog();
     catalog.setConf(conf);
     catalog.initialize("hive", Map.of(CatalogProperties.URI, uri));
