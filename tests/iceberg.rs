@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 
 use common::{describe, env, json, rt, run, Fixtures, OwnDatabase};
 use hive_orc_compactor::hdfs::{Hdfs, Location};
-use hive_orc_compactor::metastore::{Metastore, MetastoreConfig, Partition, Table};
+use hive_orc_compactor::metastore::{Metastore, Partition, Table};
 use serde_json::Value;
 
 fn db() -> &'static Fixtures {
@@ -26,27 +26,33 @@ fn db() -> &'static Fixtures {
 }
 
 fn metastore() -> Metastore {
-    rt().block_on(async {
-        Metastore::connect(MetastoreConfig::new(&env("HMS_URI")).expect("HMS_URI parses"))
-            .await
-            .expect("the metastore answers")
-    })
+    common::metastore::metastore(&env("HMS_URI"))
 }
 
 fn get_table(name: &str) -> Option<Table> {
-    let db = &db().database;
-    let m = metastore();
+    get_table_at(&metastore(), &db().database, name)
+}
+
+fn get_table_at(m: &Metastore, db: &str, name: &str) -> Option<Table> {
     rt().block_on(async { m.get_table(db, name).await.ok() })
 }
 
 fn partitions(name: &str) -> Vec<Partition> {
-    let db = &db().database;
-    let m = metastore();
+    partitions_at(&metastore(), &db().database, name)
+}
+
+fn partitions_at(m: &Metastore, db: &str, name: &str) -> Vec<Partition> {
     rt().block_on(async {
         let mut p = m.partitions(db, name, None).await.expect("partitions");
         p.sort_by(|a, b| a.values.cmp(&b.values));
         p
     })
+}
+
+/// What a migrate or revert report says happened. The field is being renamed from `outcome`
+/// to the `status` every command's report shares; either spelling is read.
+fn status(report: &Value) -> &Value {
+    report.get("status").unwrap_or(&report["outcome"])
 }
 
 fn code(o: &Output) -> i32 {
@@ -63,19 +69,16 @@ fn exists(path: &str) -> bool {
     })
 }
 
-/// Runs the independent reader: Iceberg's rows of `iceberg`, compared with the Hive table
-/// `hive`'s rows read from its ORC files.
+/// Runs the independent reader: Iceberg's rows of `iceberg`, loaded through Iceberg's
+/// HiveCatalog, compared with the Hive table `hive`'s rows read from its ORC files.
 fn read_back(iceberg: &str, hive: &str, filters: &[&str]) -> Value {
+    read_back_at(&env("HMS_URI"), iceberg, hive, filters)
+}
+
+fn read_back_at(hms_uri: &str, iceberg: &str, hive: &str, filters: &[&str]) -> Value {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/iceberg-reader");
     let mut cmd = Command::new(script);
-    cmd.args([
-        "--metastore",
-        &env("HMS_URI"),
-        "--iceberg",
-        iceberg,
-        "--hive",
-        hive,
-    ]);
+    cmd.args(["--metastore", hms_uri, "--iceberg", iceberg, "--hive", hive]);
     for f in filters {
         cmd.args(["--where", f]);
     }
@@ -234,6 +237,7 @@ fn in_place_migrate_reads_back_exactly_and_revert_restores_the_table() {
     let hive = fx.qualified(&backup);
     let all = read_back(&name, &hive, &[]);
     assert_eq!(all["equal"], true, "{all}");
+    assert_eq!(all["metadata_location"], metadata.as_str(), "{all}");
     assert_eq!(all["iceberg_rows"], total_rows("escaped"), "{all}");
     // The null partition: Iceberg prunes to its files and returns its rows with k1 null.
     let null_part = read_back(&name, &hive, &["k1=null"]);
@@ -413,4 +417,54 @@ fn a_locked_table_is_busy_and_untouched() {
         "the metadata written is deleted: {listing:?}"
     );
     rt().block_on(held.release()).expect("unlock");
+}
+
+/// HMS 3.1.3: migrated in place there, the table loads through Iceberg's HiveCatalog (Hive
+/// 3.1.3's client) and reads back exactly, null partition and pruning included; revert gives
+/// back the Hive table and its partitions as they were.
+#[test]
+fn migrates_and_reverts_on_hms_3_1() {
+    let uri = env("HMS31_URI");
+    let db = format!("iceberg31_{}", std::process::id());
+    let fx = common::fixtures::load(&db, "escaping", &uri, &env("HDFS31_URL"));
+    let m = common::metastore::metastore(&uri);
+    let before = get_table_at(&m, &db, "escaped").expect("the fixture exists");
+    let parts_before = partitions_at(&m, &db, "escaped");
+    let name = fx.qualified("escaped");
+
+    let out = common::run_against(&uri, &["iceberg", "migrate", "--table", &name, "--json"]);
+    assert_eq!(code(&out), 0, "{}", describe(&out));
+    let report = json(&out);
+    assert_eq!(status(&report), "migrated", "{report}");
+    let metadata = report["metadata_location"].as_str().unwrap().to_string();
+    let params = get_table_at(&m, &db, "escaped")
+        .unwrap()
+        .parameters
+        .unwrap();
+    assert_eq!(params["table_type"], "ICEBERG");
+    assert_eq!(params["metadata_location"], metadata);
+
+    let hive = fx.qualified("escaped__hive_backup");
+    let rows: u64 = fx.table("escaped").partitions.iter().map(|p| p.rows).sum();
+    let all = read_back_at(&uri, &name, &hive, &[]);
+    assert_eq!(all["equal"], true, "{all}");
+    assert_eq!(all["metadata_location"], metadata.as_str(), "{all}");
+    assert_eq!(all["iceberg_rows"], rows, "{all}");
+    let null_part = read_back_at(&uri, &name, &hive, &["k1=null"]);
+    assert_eq!(null_part["equal"], true, "{null_part}");
+    assert_eq!(null_part["files_planned"], 10, "{null_part}");
+    let one = read_back_at(&uri, &name, &hive, &["id=100"]);
+    assert_eq!(one["equal"], true, "{one}");
+    assert_eq!(one["files_planned"], 7, "{one}");
+
+    let out = common::run_against(&uri, &["iceberg", "revert", "--table", &name, "--json"]);
+    assert_eq!(code(&out), 0, "{}", describe(&out));
+    let after = get_table_at(&m, &db, "escaped").expect("the Hive table is back");
+    assert_eq!(differences(&before, &after), Vec::<String>::new());
+    assert_eq!(partitions_at(&m, &db, "escaped"), parts_before);
+    assert!(get_table_at(&m, &db, "escaped__hive_backup").is_none());
+    let gone = rt()
+        .block_on(Hdfs::new().status(&Location::parse(&metadata).unwrap()))
+        .expect("HDFS answers");
+    assert!(gone.is_none(), "the Iceberg metadata is gone");
 }

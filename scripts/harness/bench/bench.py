@@ -51,6 +51,8 @@ DATASETS = {
     "bench_t100k": ("T100k: 100,000 x 16 KiB, snappy", "snappy"),
     "bench_w2k": ("W2k: 2,000 x 256 KiB, 200 cols, zlib", "zlib"),
 }
+# Sets timed with `iceberg check/migrate/revert` instead of `compact` (many partitions).
+ICEBERG_SETS = ("bench_ice",)
 # Sets of the memory-against-file-count table: one schema and file size, only the count varies.
 MEMORY_SETS = ("bench_t1k", "bench_t10k", "bench_t100k")
 # DataNode -> NameNode protocol methods: not the client's calls.
@@ -297,18 +299,7 @@ def run_dataset(cluster, name, args):
     what, codec = DATASETS[name]
     res = {"dataset": name, "what": what, "phases": {}}
     log(f"== {what}: generating")
-    manifest = os.path.join(RESULTS, f"{name}.manifest.json")
-    env = dict(os.environ)
-    # Full C2 JIT and more heap for the generator (scripts/fixtures' defaults suit small sets).
-    env["FIXTURES_JAVA_OPTS"] = "-XX:TieredStopAtLevel=4 -Xmx3g"
-    t0 = time.time()
-    g = subprocess.run([os.path.join(ROOT, "scripts", "fixtures"), "--db", name, "--set", name,
-                        "--bench-scale", str(args.scale), "--threads", str(args.threads),
-                        "--quiet", "--manifest", manifest], env=env, cwd=ROOT)
-    if g.returncode != 0:
-        raise SystemExit(f"generating {name} failed")
-    res["generate_s"] = round(time.time() - t0, 1)
-    m = json.load(open(manifest))
+    m = generate(name, args, res)
     part = m["tables"][0]["partitions"][0]
     loc, table_dir = part["location"], m["tables"][0]["location"]
     res.update(files_before=part["file_count"], bytes_before=part["total_bytes"],
@@ -390,13 +381,75 @@ def run_dataset(cluster, name, args):
                  bytes_read=r.get("hdfs_bytes_read"), bytes_written=r.get("hdfs_bytes_written"))
         res["phases"]["spark"] = r
 
+    drop(cluster, name)
+    return res
+
+
+def generate(name, args, res):
+    """Writes the set `name` into a database of that name; returns its manifest."""
+    manifest = os.path.join(RESULTS, f"{name}.manifest.json")
+    env = dict(os.environ)
+    # Full C2 JIT and more heap for the generator (scripts/fixtures' defaults suit small sets).
+    env["FIXTURES_JAVA_OPTS"] = "-XX:TieredStopAtLevel=4 -Xmx3g"
+    t0 = time.time()
+    g = subprocess.run([os.path.join(ROOT, "scripts", "fixtures"), "--db", name, "--set", name,
+                        "--bench-scale", str(args.scale), "--threads", str(args.threads),
+                        "--quiet", "--manifest", manifest], env=env, cwd=ROOT)
+    if g.returncode != 0:
+        raise SystemExit(f"generating {name} failed")
+    res["generate_s"] = round(time.time() - t0, 1)
+    return json.load(open(manifest))
+
+
+def drop(cluster, name):
     subprocess.run([os.path.join(ROOT, "scripts", "fixtures"), "--drop", "--db", name, "--quiet"],
                    cwd=ROOT)
     # Rollbacks and drops move files to the HDFS trash, which would keep every dataset on the
     # disk until the run ends (a full run filled a 50 GB disk and the NameNode's safe mode
     # stopped the 10 GiB case): empty it, permanently (WebHDFS deletes bypass the trash).
     cluster.delete(f"/user/{getpass.getuser()}/.Trash")
+
+
+# ------------------------------------------------------------------------------- Iceberg
+
+def run_iceberg(cluster, name, args):
+    """`iceberg check`, `migrate` (in place) and `revert` of a table of many partitions of
+    tiny files: what costs there is one listing per partition and one footer per file."""
+    res = {"dataset": name, "phases": {}}
+    log(f"== {name}: generating")
+    m = generate(name, args, res)
+    parts = m["tables"][0]["partitions"]
+    res.update(partitions=len(parts), files=sum(p["file_count"] for p in parts),
+               bytes=sum(p["total_bytes"] for p in parts), rows=sum(p["rows"] for p in parts))
+    log(f"{name}: {res['partitions']} partitions, {res['files']} files, "
+        f"{res['bytes'] / 2**20:.0f} MiB in {res['generate_s']} s")
+    table = f"{name}.{name}"
+    for step in ("check", "migrate", "revert"):
+        r = measure(f"{name}.{step}", [TOOL, "iceberg", step, "--table", table, "--json"],
+                    cluster)
+        out = last_json(r["stdout"])
+        r["status"] = out.get("status", out.get("outcome"))
+        res["phases"][step] = r
+        if r["rc"] != 0:
+            break
+    drop(cluster, name)
     return res
+
+
+def iceberg_report(runs):
+    lines = ["", "`iceberg` on a table of many partitions of tiny files (in place; revert "
+             "restores the Hive table):", "",
+             "| partitions | files | step | wall s | CPU s | peak RSS MiB | files/s | NN RPCs "
+             "| HMS calls |", "|--:|--:|---|--:|--:|--:|--:|--:|--:|"]
+    for d in runs:
+        for step, r in d["phases"].items():
+            bad = "" if r["rc"] == 0 else f" (exit {r['rc']})"
+            rate = d["files"] / r["wall_s"] if r["wall_s"] and step != "revert" else None
+            lines.append(f"| {d['partitions']:,} | {d['files']:,} | {step}{bad} | "
+                         f"{r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['peak_rss_mib']:.0f} | "
+                         f"{'–' if rate is None else f'{rate:,.0f}'} | {r.get('nn_rpcs', '')} | "
+                         f"{r.get('hms_calls', '')} |")
+    return lines
 
 
 # ------------------------------------------------------------------------------- report
@@ -405,12 +458,14 @@ def mib(b):
     return "" if b is None else f"{b / 2**20:,.0f}"
 
 
-def report(results, machine, args):
+def report(results, iceberg, machine, args):
     lines = []
     lines.append(f"Run {machine['when']} ({'quick, ' if args.quick else ''}scale "
                  f"{args.scale}); load average at start {machine['load_start']}, at end "
                  f"{machine['load_end']}; other engineers' cargo/rustc/java processes at start "
                  f"{machine['others_start']}, at end {machine['others_end']}.")
+    if not results:
+        return "\n".join(lines + iceberg_report(iceberg)) + "\n"
     lines.append("")
     lines.append("| dataset | tool | wall s | CPU s | peak RSS MiB | MiB/s | files before → after "
                  "| HDFS MiB read / written | NN RPCs | HMS calls |")
@@ -493,6 +548,8 @@ def report(results, machine, args):
             per = f"{rpcs / d['files_before']:.2f}" if rpcs is not None else "–"
             lines.append(f"| {d['files_before']:,} | {rss('ours')} | {rss('ours_tail')} | "
                          f"{rss('rawcopy')} | {rpcs if rpcs is not None else '–'} | {per} |")
+    if iceberg:
+        lines.extend(iceberg_report(iceberg))
     return "\n".join(lines) + "\n"
 
 
@@ -544,14 +601,17 @@ def main():
         sets.append("bench_big")
     machine = machine_facts()
     machine.update(load_start=round(os.getloadavg()[0], 2), others_start=other_load())
-    results = []
+    results, iceberg = [], []
     for s in sets:
-        results.append(run_dataset(cluster, s, args))
-        json.dump({"machine": machine, "results": results},
+        if s in ICEBERG_SETS:
+            iceberg.append(run_iceberg(cluster, s, args))
+        else:
+            results.append(run_dataset(cluster, s, args))
+        json.dump({"machine": machine, "results": results, "iceberg": iceberg},
                   open(os.path.join(RESULTS, "results.json"), "w"), indent=1)
     machine.update(load_end=round(os.getloadavg()[0], 2), others_end=other_load())
-    md = report(results, machine, args)
-    json.dump({"machine": machine, "args": vars(args), "results": results},
+    md = report(results, iceberg, machine, args)
+    json.dump({"machine": machine, "args": vars(args), "results": results, "iceberg": iceberg},
               open(os.path.join(RESULTS, "results.json"), "w"), indent=1)
     open(os.path.join(RESULTS, "results.md"), "w").write(md)
     print(md)

@@ -21,14 +21,15 @@ import org.apache.hadoop.hive.metastore.api.GetTableRequest;
 import org.apache.hadoop.hive.metastore.api.Partition;
 import org.apache.hadoop.hive.metastore.api.Table;
 import org.apache.hadoop.hive.metastore.api.ThriftHiveMetastore;
-import org.apache.iceberg.BaseTable;
+import org.apache.iceberg.CatalogProperties;
 import org.apache.iceberg.FileScanTask;
-import org.apache.iceberg.StaticTableOperations;
+import org.apache.iceberg.HasTableOperations;
+import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.expressions.Expression;
 import org.apache.iceberg.expressions.Expressions;
-import org.apache.iceberg.hadoop.HadoopFileIO;
+import org.apache.iceberg.hive.HiveCatalog;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.types.Type;
 import org.apache.iceberg.types.Types;
@@ -56,12 +57,13 @@ import org.apache.thrift.transport.TSocket;
  * Main --metastore thrift://h:p --hive db.t__hive_backup --iceberg db.t [--where col=value|col&lt;v|col&gt;v|col=null]...
  * </pre>
  *
- * The Iceberg side is read by Apache Iceberg's generic reader from the metadata_location the
- * metastore holds; the Hive side by the ORC reader from the Hive table's partitions, columns
+ * The Iceberg side is loaded the way engines load it, through Iceberg's HiveCatalog with the
+ * metastore as its {@code uri}, and read by Iceberg's generic reader; the Hive side by the ORC reader from the Hive table's partitions, columns
  * matched by name (or position for _colN files), partition values appended
  * (__HIVE_DEFAULT_PARTITION__ is null). Both become canonical strings per row; the two sorted
- * lists must be equal. Prints one JSON object: row counts, equality, the files Iceberg's scan
- * planned for the filter and for no filter, and a few rows found on one side only.
+ * lists must be equal. Prints one JSON object: the metadata file HiveCatalog loaded, row counts,
+ * equality, the files Iceberg's scan planned for the filter and for no filter, and a few rows
+ * found on one side only.
  */
 public final class Main {
   private static final String DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__";
@@ -86,11 +88,16 @@ public final class Main {
     ThriftHiveMetastore.Client hms = new ThriftHiveMetastore.Client(new TBinaryProtocol(socket));
     Configuration conf = new Configuration();
 
-    String[] it = iceberg.split("\\.");
-    Table icebergHms = table(hms, it[0], it[1]);
-    String metadata = icebergHms.getParameters().get("metadata_location");
-    HadoopFileIO io = new HadoopFileIO(conf);
-    BaseTable table = new BaseTable(new StaticTableOperations(metadata, io), iceberg);
+    // The catalog's uri sets hive.metastore.uris only; Hive 3's client prefers
+    // metastore.thrift.uris, which a hive-site.xml on the class path (HADOOP_CONF_DIR) may name
+    // for another metastore.
+    conf.set("metastore.thrift.uris", uri);
+    HiveCatalog catalog = new HiveCatalog();
+    catalog.setConf(conf);
+    catalog.initialize("hive", Map.of(CatalogProperties.URI, uri));
+    org.apache.iceberg.Table table = catalog.loadTable(TableIdentifier.parse(iceberg));
+    String metadata =
+        ((HasTableOperations) table).operations().current().metadataFileLocation();
 
     Expression expr = Expressions.alwaysTrue();
     for (Filter f : filters) {
@@ -127,13 +134,15 @@ public final class Main {
       readHive(hms, conf, t, filters, hiveRows);
     }
     socket.close();
+    catalog.close();
 
     Collections.sort(icebergRows);
     Collections.sort(hiveRows);
     List<String> onlyHive = difference(hiveRows, icebergRows);
     List<String> onlyIceberg = difference(icebergRows, hiveRows);
     StringBuilder out = new StringBuilder("{");
-    out.append("\"iceberg_rows\":").append(icebergRows.size());
+    out.append("\"metadata_location\":\"").append(metadata).append('"');
+    out.append(",\"iceberg_rows\":").append(icebergRows.size());
     out.append(",\"hive_rows\":").append(hiveRows.size());
     out.append(",\"equal\":").append(hive != null && icebergRows.equals(hiveRows));
     out.append(",\"files_total\":").append(filesTotal);
