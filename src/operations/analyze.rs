@@ -66,6 +66,33 @@ pub struct DeepPlan {
     pub groups: Vec<GroupReport>,
 }
 
+impl DeepPlan {
+    /// How the groups' outputs would be made, as "rewrite", "copy" or "2 rewrite, 1 copy"
+    /// (each group's reasons are in its outputs' `why`).
+    pub fn ways(&self) -> String {
+        let ways: Vec<&str> = self
+            .groups
+            .iter()
+            .flat_map(|g| g.outputs.first())
+            .map(|o| o.made_by.as_str())
+            .collect();
+        let count = |way: &str| ways.iter().filter(|w| **w == way).count();
+        let parts: Vec<(usize, &str)> = ["rewrite", "copy"]
+            .into_iter()
+            .map(|w| (count(w), w))
+            .filter(|(n, _)| *n > 0)
+            .collect();
+        match parts.as_slice() {
+            [(_, only)] => only.to_string(),
+            _ => parts
+                .iter()
+                .map(|(n, w)| format!("{n} {w}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
+    }
+}
+
 impl PartitionAnalysis {
     /// Files compaction would remove: the plan's count when there is one, else the estimate.
     pub fn removable_files(&self) -> usize {
