@@ -300,3 +300,46 @@ async fn deepen(
     }
     row
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::operations::compact::{OutputReport, OutputWriter};
+
+    fn group(way: OutputWriter) -> GroupReport {
+        GroupReport {
+            schema: "struct<a:int>".into(),
+            compression: "ZLIB".into(),
+            writer: "ORC Java".into(),
+            files: 2,
+            bytes: 10,
+            outputs: vec![OutputReport {
+                name: String::new(),
+                inputs: vec!["a".into(), "b".into()],
+                stripes: 1,
+                rows: 2,
+                bytes: 10,
+                made_by: way,
+                why: String::new(),
+            }],
+        }
+    }
+
+    #[test]
+    fn ways_name_the_one_way_or_count_both() {
+        let plan = |groups| DeepPlan {
+            files_after: 1,
+            rows: 2,
+            stripes: 1,
+            groups,
+        };
+        let (r, c) = (OutputWriter::Rewrite, OutputWriter::StripeCopy);
+        assert_eq!(plan(vec![group(r), group(r)]).ways(), "rewrite");
+        assert_eq!(plan(vec![group(c)]).ways(), "copy");
+        assert_eq!(
+            plan(vec![group(c), group(r), group(r)]).ways(),
+            "2 rewrite, 1 copy"
+        );
+        assert_eq!(plan(vec![]).ways(), "");
+    }
+}

@@ -102,7 +102,8 @@ def write(args):
         table = pa.table([column(fl.name, fl.type, args.rows, rnd, base) for fl in s], schema=s)
         path = os.path.join(args.dir, f"cpp-{f:03d}.orc")
         orc.write_table(table, path, compression=codec, row_index_stride=args.stride,
-                        bloom_filter_columns=[s.get_field_index("c_string")])
+                        # ORC column ids: the root is 0, and only primitives come before.
+                        bloom_filter_columns=[s.get_field_index("c_string") + 1])
         print(path)
 
 

@@ -351,10 +351,6 @@ fn group_and_plan(
     };
     let mut groups = Vec::new();
     for cluster in clusters {
-        let plan_key = |members: Vec<usize>, keys: usize| {
-            let key = &grouping.groups[cluster[0]].key;
-            plan_members(members, keys, key, &tails, options, &plan_options)
-        };
         // Groups of one schema are planned as one when they are re-encoded; a way that turns
         // out to be a copy plans them merge key by merge key, as a copy needs.
         let mut planned = vec![];
@@ -364,7 +360,9 @@ fn group_and_plan(
                 .flat_map(|&g| grouping.groups[g].files.iter().copied())
                 .collect();
             members.sort_unstable();
-            let together = plan_key(members, cluster.len());
+            let key = &grouping.groups[cluster[0]].key;
+            let together =
+                plan_members(members, cluster.len(), key, &tails, options, &plan_options);
             if together.way.writer == OutputWriter::Rewrite {
                 planned.push(together);
             }
