@@ -7,12 +7,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use hive_orc_compactor::metastore::{FieldSchema, SerDeInfo, StorageDescriptor};
 use serde_json::Value;
 
 use super::compaction::Compaction;
 use super::hdfs::{hdfs, loc, read_file, write_file};
 use super::metastore::metastore;
+use super::objects::{column, orc_storage};
 use super::partition::Part;
 use super::{describe, env, external_table, new_partition, repo, rt};
 
@@ -127,7 +127,7 @@ pub fn cpp_partition(db: &str, table: &str, value: &str, args: &[&str]) -> Part 
                 db,
                 table,
                 "hive-orc-compactor-test",
-                orc_sd(&table_location),
+                orc_storage(&table_location, vec![column("c", "string")]),
                 vec![column("p", "string")],
                 BTreeMap::from([("EXTERNAL".into(), "TRUE".into())]),
             ))
@@ -138,7 +138,7 @@ pub fn cpp_partition(db: &str, table: &str, value: &str, args: &[&str]) -> Part 
             db,
             table,
             &[value],
-            orc_sd(&home),
+            orc_storage(&home, vec![column("c", "string")]),
             BTreeMap::new(),
         )])
         .await
@@ -160,42 +160,6 @@ fn cpp_rows_of_local(path: &Path) -> u64 {
     let text = pyorc(&["rows", &path.to_string_lossy()]);
     let v: Value = serde_json::from_str(text.trim()).expect("one JSON line");
     v["rows"].as_array().expect("rows").len() as u64
-}
-
-fn column(name: &str, ty: &str) -> FieldSchema {
-    FieldSchema {
-        name: Some(name.into()),
-        type_: Some(ty.into()),
-        comment: None,
-    }
-}
-
-fn orc_sd(location: &str) -> StorageDescriptor {
-    StorageDescriptor {
-        cols: Some(vec![column("c", "string")]),
-        location: Some(location.into()),
-        input_format: Some("org.apache.hadoop.hive.ql.io.orc.OrcInputFormat".into()),
-        output_format: Some("org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat".into()),
-        compressed: Some(false),
-        num_buckets: Some(-1),
-        serde_info: Some(SerDeInfo {
-            name: None,
-            serialization_lib: Some("org.apache.hadoop.hive.ql.io.orc.OrcSerde".into()),
-            parameters: Some(BTreeMap::from([(
-                "serialization.format".to_string(),
-                "1".to_string(),
-            )])),
-            description: None,
-            serializer_class: None,
-            deserializer_class: None,
-            serde_type: None,
-        }),
-        bucket_cols: Some(vec![]),
-        sort_cols: Some(vec![]),
-        parameters: Some(BTreeMap::new()),
-        skewed_info: None,
-        stored_as_sub_directories: Some(false),
-    }
 }
 
 /// ORC C++ reads every output of each run as exactly its inputs' rows, in order (a merged
