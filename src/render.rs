@@ -70,6 +70,9 @@ fn directory(
     if let Some(rows) = d.rows {
         writeln!(out, "{}{rows} (from the ORC footers)", pad("rows"))?;
     }
+    if let Some(stripes) = d.stripes {
+        writeln!(out, "{}{stripes}", pad("stripes"))?;
+    }
     if !d.hidden.is_empty() {
         writeln!(
             out,
@@ -414,6 +417,7 @@ fn analyze_cells(p: &PartitionAnalysis, deep: bool, human: bool) -> Vec<String> 
         cells.push(plan.map_or(String::new(), |d| d.files_after.to_string()));
         cells.push(plan.map_or(String::new(), |d| d.groups.len().to_string()));
         cells.push(plan.map_or(String::new(), |d| d.stripes.to_string()));
+        cells.push(plan.map_or(String::new(), |d| d.ways()));
     }
     cells.push(match (&p.eligible, p.rule, &p.reason) {
         (true, _, _) => "yes".into(),
@@ -435,7 +439,7 @@ const ANALYZE_COLUMNS: &[&str] = &[
     "needed",
     "excess",
 ];
-const DEEP_COLUMNS: &[&str] = &["after", "groups", "stripes"];
+const DEEP_COLUMNS: &[&str] = &["after", "groups", "stripes", "ways"];
 
 fn analyze_header(deep: bool) -> Vec<&'static str> {
     let mut h = ANALYZE_COLUMNS.to_vec();

@@ -246,6 +246,14 @@ impl Snapshot {
         self.files.iter().map(DataFile::rows).sum()
     }
 
+    pub fn stripes(&self) -> u64 {
+        self.files
+            .iter()
+            .filter_map(|f| f.tail.as_ref())
+            .map(|t| t.stripes.len() as u64)
+            .sum()
+    }
+
     pub fn bytes(&self) -> u64 {
         self.files.iter().map(|f| f.length).sum()
     }

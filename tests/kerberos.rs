@@ -16,9 +16,7 @@ use std::time::{Duration, Instant};
 use common::{describe, json, rt, stderr};
 use hive_orc_compactor::hdfs::{Hdfs, Location};
 use hive_orc_compactor::kerberos;
-use hive_orc_compactor::metastore::{
-    FieldSchema, Metastore, MetastoreConfig, SerDeInfo, StorageDescriptor,
-};
+use hive_orc_compactor::metastore::{FieldSchema, Metastore, MetastoreConfig, StorageDescriptor};
 
 struct Secure {
     hms_uri: String,
@@ -100,39 +98,11 @@ fn with_keytab<'a>(s: &'a Secure, args: &[&'a str]) -> Vec<&'a str> {
 }
 
 fn col(name: &str, ty: &str) -> FieldSchema {
-    FieldSchema {
-        name: Some(name.into()),
-        type_: Some(ty.into()),
-        comment: None,
-    }
+    common::objects::column(name, ty)
 }
 
 fn sd(location: &str) -> StorageDescriptor {
-    StorageDescriptor {
-        cols: Some(vec![col("a", "bigint"), col("s", "string")]),
-        location: Some(location.into()),
-        input_format: Some("org.apache.hadoop.hive.ql.io.orc.OrcInputFormat".into()),
-        output_format: Some("org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat".into()),
-        compressed: Some(false),
-        num_buckets: Some(-1),
-        serde_info: Some(SerDeInfo {
-            name: None,
-            serialization_lib: Some("org.apache.hadoop.hive.ql.io.orc.OrcSerde".into()),
-            parameters: Some(BTreeMap::from([(
-                "serialization.format".to_string(),
-                "1".to_string(),
-            )])),
-            description: None,
-            serializer_class: None,
-            deserializer_class: None,
-            serde_type: None,
-        }),
-        bucket_cols: Some(vec![]),
-        sort_cols: Some(vec![]),
-        parameters: Some(BTreeMap::new()),
-        skewed_info: None,
-        stored_as_sub_directories: Some(false),
-    }
+    common::objects::orc_storage(location, vec![col("a", "bigint"), col("s", "string")])
 }
 
 const FILES: usize = 4;

@@ -66,6 +66,33 @@ pub struct DeepPlan {
     pub groups: Vec<GroupReport>,
 }
 
+impl DeepPlan {
+    /// How the groups' outputs would be made, as "rewrite", "copy" or "2 rewrite, 1 copy"
+    /// (each group's reasons are in its outputs' `why`).
+    pub fn ways(&self) -> String {
+        let ways: Vec<&str> = self
+            .groups
+            .iter()
+            .flat_map(|g| g.outputs.first())
+            .map(|o| o.made_by.as_str())
+            .collect();
+        let count = |way: &str| ways.iter().filter(|w| **w == way).count();
+        let parts: Vec<(usize, &str)> = ["rewrite", "copy"]
+            .into_iter()
+            .map(|w| (count(w), w))
+            .filter(|(n, _)| *n > 0)
+            .collect();
+        match parts.as_slice() {
+            [(_, only)] => only.to_string(),
+            _ => parts
+                .iter()
+                .map(|(n, w)| format!("{n} {w}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
+    }
+}
+
 impl PartitionAnalysis {
     /// Files compaction would remove: the plan's count when there is one, else the estimate.
     pub fn removable_files(&self) -> usize {
@@ -272,4 +299,47 @@ async fn deepen(
         }
     }
     row
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::operations::compact::{OutputReport, OutputWriter};
+
+    fn group(way: OutputWriter) -> GroupReport {
+        GroupReport {
+            schema: "struct<a:int>".into(),
+            compression: "ZLIB".into(),
+            writer: "ORC Java".into(),
+            files: 2,
+            bytes: 10,
+            outputs: vec![OutputReport {
+                name: String::new(),
+                inputs: vec!["a".into(), "b".into()],
+                stripes: 1,
+                rows: 2,
+                bytes: 10,
+                made_by: way,
+                why: String::new(),
+            }],
+        }
+    }
+
+    #[test]
+    fn ways_name_the_one_way_or_count_both() {
+        let plan = |groups| DeepPlan {
+            files_after: 1,
+            rows: 2,
+            stripes: 1,
+            groups,
+        };
+        let (r, c) = (OutputWriter::Rewrite, OutputWriter::StripeCopy);
+        assert_eq!(plan(vec![group(r), group(r)]).ways(), "rewrite");
+        assert_eq!(plan(vec![group(c)]).ways(), "copy");
+        assert_eq!(
+            plan(vec![group(c), group(r), group(r)]).ways(),
+            "2 rewrite, 1 copy"
+        );
+        assert_eq!(plan(vec![]).ways(), "");
+    }
 }

@@ -26,6 +26,9 @@ pub struct DirectoryReport {
     pub files: Option<FileSizes>,
     /// Rows, from the ORC footers (absent when the files were not read).
     pub rows: Option<u64>,
+    /// Stripes, from the ORC footers (absent when the files were not read): what a reader
+    /// pays a footer and stream reads for, file or no file.
+    pub stripes: Option<u64>,
     /// Hidden entries (`_SUCCESS`, `.hive-staging*`) that readers skip.
     pub hidden: Vec<String>,
     /// Non-hidden subdirectories: a partition holding any is refused.
@@ -216,6 +219,7 @@ async fn directory(
             Ok(snapshot) => {
                 report.exists = true;
                 report.rows = Some(snapshot.rows());
+                report.stripes = Some(snapshot.stripes());
                 report.files = Some(FileSizes::of(
                     &snapshot.files.iter().map(|f| f.length).collect::<Vec<_>>(),
                 ));

@@ -148,6 +148,47 @@ pub fn group_tails(tails: &[&OrcTail]) -> Grouping {
     grouping
 }
 
+impl MergeKey {
+    /// Whether files of the two keys hold values of one schema, counted in one calendar: all
+    /// a re-encode needs to write their rows into one file.
+    pub fn same_schema(&self, other: &MergeKey) -> bool {
+        self.types == other.types && self.calendar == other.calendar
+    }
+}
+
+/// The groups of `grouping` that a re-encode may merge, as lists of indices into
+/// `grouping.groups`, in the order of each list's first group: groups of the same schema
+/// (different codecs, block sizes, writers, writer versions or row index strides) whose user
+/// metadata does not conflict. `tails` are those given to [`group_tails`].
+pub fn schema_groups(grouping: &Grouping, tails: &[&OrcTail]) -> Vec<Vec<usize>> {
+    let mut merged: Vec<Vec<usize>> = Vec::new();
+    let mut unions: Vec<BTreeMap<&str, &[u8]>> = Vec::new();
+    for (i, group) in grouping.groups.iter().enumerate() {
+        let mut items: BTreeMap<&str, &[u8]> = BTreeMap::new();
+        for &f in &group.files {
+            // group_tails kept only files whose metadata it could read.
+            items.extend(user_metadata(tails[f]).unwrap_or_default());
+        }
+        let slot = merged.iter().zip(&unions).position(|(m, union)| {
+            grouping.groups[m[0]].key.same_schema(&group.key)
+                && items
+                    .iter()
+                    .all(|(k, v)| union.get(k).is_none_or(|u| u == v))
+        });
+        match slot {
+            Some(s) => {
+                merged[s].push(i);
+                unions[s].extend(items);
+            }
+            None => {
+                merged.push(vec![i]);
+                unions.push(items);
+            }
+        }
+    }
+    merged
+}
+
 /// A file's user metadata as name → value. A name repeated with two values inside one file
 /// has no single meaning to carry forward.
 pub(crate) fn user_metadata(tail: &OrcTail) -> Result<Vec<(&str, &[u8])>, String> {
@@ -294,6 +335,41 @@ mod tests {
             let g = group_tails(&[&a, &b]);
             assert_eq!(g.groups.len(), 2, "variant {i} merged");
         }
+    }
+
+    #[test]
+    fn a_re_encode_merges_groups_of_one_schema_unless_metadata_or_calendar_conflict() {
+        let a = tail(MULTI_STRIPE_ZSTD);
+        let mut zlib = a.clone();
+        zlib.compression = Compression::Zlib;
+        let mut cpp = a.clone();
+        cpp.writer = 1;
+        cpp.footer.row_index_stride = Some(5000);
+        let mut julian = a.clone();
+        julian.footer.calendar = Some(2);
+        let other = tail(ALL_TYPES_LZ4);
+        let mut conflicting = a.clone();
+        conflicting.compression = Compression::Snappy;
+        conflicting.footer.metadata = a.footer.metadata.clone();
+        conflicting.footer.metadata.push(proto::UserMetadataItem {
+            name: Some("k".into()),
+            value: Some(b"1".to_vec()),
+        });
+        let mut agreeing = a.clone();
+        agreeing.compression = Compression::Lz4;
+        agreeing.footer.metadata.push(proto::UserMetadataItem {
+            name: Some("k".into()),
+            value: Some(b"2".to_vec()),
+        });
+        let tails = [&a, &zlib, &cpp, &julian, &other, &agreeing, &conflicting];
+        let g = group_tails(&tails);
+        assert_eq!(g.groups.len(), 7, "every file a merge key of its own");
+        let merged = schema_groups(&g, &tails);
+        let files = |m: &Vec<usize>| -> Vec<usize> {
+            m.iter().flat_map(|&i| g.groups[i].files.clone()).collect()
+        };
+        let as_files: Vec<Vec<usize>> = merged.iter().map(files).collect();
+        assert_eq!(as_files, vec![vec![0, 1, 2, 5], vec![3], vec![4], vec![6]]);
     }
 
     #[test]

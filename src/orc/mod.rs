@@ -25,6 +25,7 @@ mod key;
 mod merge;
 mod plan;
 mod reencode;
+mod shape;
 mod stats;
 mod tail;
 mod verify;
@@ -38,12 +39,13 @@ pub use copy::{copy_pieces, Discard, Piece, ReadAhead};
 pub use digest::{ColumnDigest, Digester, Digests};
 pub use error::{OrcError, VerifyFailure};
 pub use io::{RangeRead, Sink};
-pub use key::{group_tails, merge_key, Grouping, MergeGroup, MergeKey, Unmergeable};
+pub use key::{group_tails, merge_key, schema_groups, Grouping, MergeGroup, MergeKey, Unmergeable};
 pub use merge::{write_merged, MergedOutput, StripeChecksum};
 pub use plan::{
     plan_group, GroupPlan, LeftAlone, OutputPlan, PlanOptions, PlannedStripe, DEFAULT_TARGET_SIZE,
 };
 pub use reencode::{digest_file, reencode, ReencodedOutput};
+pub use shape::OutputShape;
 pub use stats::{merge_column_statistics, merge_file_statistics};
 pub use tail::{read_tail, OrcTail, StripeInfo};
 pub use verify::{verify_output, verify_tail};

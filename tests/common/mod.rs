@@ -18,6 +18,7 @@ pub mod objects;
 pub mod orc_tools;
 pub mod partition;
 pub mod proxy;
+pub mod pyorc;
 pub mod stats;
 pub mod tool;
 

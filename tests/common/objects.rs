@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use hive_orc_compactor::metastore::{
-    Database, FieldSchema, Partition, PrincipalType, StorageDescriptor, Table,
+    Database, FieldSchema, Partition, PrincipalType, SerDeInfo, StorageDescriptor, Table,
 };
 
 pub fn external_table(
@@ -86,5 +86,42 @@ pub fn database(name: &str, location: &str, owner: &str, description: Option<&st
         type_: None,
         connector_name: None,
         remote_dbname: None,
+    }
+}
+
+pub fn column(name: &str, ty: &str) -> FieldSchema {
+    FieldSchema {
+        name: Some(name.into()),
+        type_: Some(ty.into()),
+        comment: None,
+    }
+}
+
+/// An ORC storage descriptor as Hive writes one for `STORED AS ORC`.
+pub fn orc_storage(location: &str, cols: Vec<FieldSchema>) -> StorageDescriptor {
+    StorageDescriptor {
+        cols: Some(cols),
+        location: Some(location.into()),
+        input_format: Some("org.apache.hadoop.hive.ql.io.orc.OrcInputFormat".into()),
+        output_format: Some("org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat".into()),
+        compressed: Some(false),
+        num_buckets: Some(-1),
+        serde_info: Some(SerDeInfo {
+            name: None,
+            serialization_lib: Some("org.apache.hadoop.hive.ql.io.orc.OrcSerde".into()),
+            parameters: Some(BTreeMap::from([(
+                "serialization.format".to_string(),
+                "1".to_string(),
+            )])),
+            description: None,
+            serializer_class: None,
+            deserializer_class: None,
+            serde_type: None,
+        }),
+        bucket_cols: Some(vec![]),
+        sort_cols: Some(vec![]),
+        parameters: Some(BTreeMap::new()),
+        skewed_info: None,
+        stored_as_sub_directories: Some(false),
     }
 }

@@ -182,3 +182,125 @@ fn parse_text_metas(text: &str) -> Vec<(String, Value)> {
 pub fn java_row_count(files: &[String]) -> u64 {
     java_rows(files).iter().map(|rows| rows.len() as u64).sum()
 }
+
+/// What `orc-tools meta --rowindex` says of a file that a fresh write of the same rows must
+/// say alike, per column id: the statistics of the file, of each stripe and of each row group
+/// (without the row groups' stream positions, which depend on the encoding), and each bloom
+/// filter. Lines are `<column>: <what orc-tools prints>`.
+#[derive(Debug, PartialEq, Eq)]
+pub struct MetaStatistics {
+    pub rows: u64,
+    pub file: Vec<(u32, String)>,
+    pub stripes: Vec<(u32, String)>,
+    pub row_groups: Vec<(u32, String)>,
+    pub bloom_filters: Vec<(u32, String)>,
+}
+
+/// A local path as a URL: without the scheme, the Hadoop client looks in HDFS.
+fn local(path: &str) -> String {
+    format!("file://{path}")
+}
+
+/// [`MetaStatistics`] of a local file.
+pub fn meta_statistics(file: &str) -> MetaStatistics {
+    let file = local(file);
+    let plain = orc_tools(&["meta"], std::slice::from_ref(&file))
+        .unwrap_or_else(|e| panic!("orc-tools meta failed:\n{}", short_errors(&e)));
+    let columns = plain
+        .lines()
+        .skip_while(|l| !l.starts_with("File Statistics:"))
+        .filter(|l| l.trim_start().starts_with("Column "))
+        .count();
+    let all: Vec<String> = (0..columns).map(|c| c.to_string()).collect();
+    let text = orc_tools(&["meta", "--rowindex", &all.join(",")], &[file])
+        .unwrap_or_else(|e| panic!("orc-tools meta failed:\n{}", short_errors(&e)));
+    let mut m = MetaStatistics {
+        rows: 0,
+        file: vec![],
+        stripes: vec![],
+        row_groups: vec![],
+        bloom_filters: vec![],
+    };
+    #[derive(PartialEq)]
+    enum In {
+        Nothing,
+        Stripes,
+        File,
+        RowGroups(u32),
+        Blooms(u32),
+    }
+    let column_of = |t: &str| -> u32 {
+        t.trim_end_matches(':')
+            .rsplit(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let stats_line = |t: &str| -> (u32, String) {
+        let rest = t.strip_prefix("Column ").unwrap();
+        let (c, stats) = rest.split_once(": ").unwrap();
+        (c.parse().unwrap(), stats.to_string())
+    };
+    let mut section = In::Nothing;
+    for line in text.lines() {
+        let t = line.trim();
+        if let Some(r) = t.strip_prefix("Rows: ") {
+            m.rows = r.parse().unwrap();
+        }
+        if t.starts_with("Stripe Statistics:") {
+            section = In::Stripes;
+        } else if t.starts_with("File Statistics:") {
+            section = In::File;
+        } else if t.starts_with("Row group indices for column") {
+            section = In::RowGroups(column_of(t));
+        } else if t.starts_with("Bloom filters for column") {
+            section = In::Blooms(column_of(t));
+        } else {
+            match section {
+                In::Stripes if t.starts_with("Column ") => m.stripes.push(stats_line(t)),
+                In::Stripes if t.starts_with("Stripe ") => m.stripes.push((0, t.to_string())),
+                In::File if t.starts_with("Column ") => m.file.push(stats_line(t)),
+                In::RowGroups(c) if t.starts_with("Entry") => m
+                    .row_groups
+                    .push((c, t.split(" positions: ").next().unwrap().to_string())),
+                In::Blooms(c) if t.starts_with("Entry") || t.starts_with("Stripe level") => {
+                    m.bloom_filters.push((c, t.to_string()))
+                }
+                _ if t.is_empty() => {}
+                _ => section = In::Nothing,
+            }
+        }
+    }
+    assert!(!m.file.is_empty(), "no file statistics in:\n{text}");
+    m
+}
+
+/// The rows of the local files `inputs` written by the Java writer (ORC 1.9.5) into `out`,
+/// encoded like `template` (schema, codec, block size, row index stride), bloom filters on
+/// `bloom_columns` (comma-separated names, or "-").
+pub fn java_rewrite(out: &str, template: &str, bloom_columns: &str, inputs: &[String]) {
+    let cp = String::from_utf8(
+        Command::new(repo().join("scripts/orc-tools"))
+            .arg("--classpath")
+            .output()
+            .expect("scripts/orc-tools runs")
+            .stdout,
+    )
+    .unwrap();
+    let java = std::env::var("ORC_TOOLS_JAVA_HOME")
+        .unwrap_or_else(|_| "/usr/lib/jvm/java-17-openjdk-amd64".into());
+    let out = Command::new(format!("{java}/bin/java"))
+        .args(["-Duser.timezone=UTC", "-cp", cp.trim()])
+        .arg(repo().join("scripts/harness/orc-tools/JavaRewrite.java"))
+        .args([local(out), local(template), bloom_columns.to_string()])
+        .args(inputs.iter().map(|i| local(i)))
+        .stdin(Stdio::null())
+        .output()
+        .expect("java runs");
+    assert!(
+        out.status.success(),
+        "JavaRewrite failed:\n{}",
+        short_errors(&stderr(&out))
+    );
+}

@@ -8,16 +8,19 @@ use anyhow::anyhow;
 use futures::{StreamExt, TryStreamExt};
 use hdfs_native::acl::AclEntry;
 
-use super::options::CompactOptions;
+use super::options::{CompactOptions, Stripes};
 use super::report::{CarriedFile, CompactReport, GroupReport, OutputReport};
-use super::write::{choose, guard_decoder, OutputWriter, Way};
+use super::write::{choose, guard_decoder, OutputWriter, Way, JAVA_WRITER};
 use crate::eligibility::{self, Refusal, Rule};
 use crate::hdfs::{Hdfs, Location};
 use crate::layout;
 use crate::lock::{self, LockError, PartitionLock};
 use crate::metastore::Metastore;
 use crate::operations::outcome::{Status, Stop};
-use crate::orc::{group_tails, plan_group, OrcTail, OutputPlan, PlanOptions};
+use crate::orc::{
+    group_tails, plan_group, schema_groups, GroupPlan, MergeKey, OrcTail, OutputPlan, OutputShape,
+    PlanOptions,
+};
 use crate::partition_spec::PartitionSpec;
 use crate::resolve;
 use crate::snapshot::{DataFile, Snapshot, SnapshotError};
@@ -45,6 +48,8 @@ pub(super) struct PartitionPlan {
 pub(super) struct PlannedOutput {
     pub plan: OutputPlan,
     pub way: Way,
+    /// The codec, block size and row index stride a re-encode writes.
+    pub shape: OutputShape,
 }
 
 impl PartitionPlan {
@@ -340,62 +345,92 @@ fn group_and_plan(
         .iter()
         .map(|u| (with_tail[u.file], format!("cannot be merged: {}", u.reason)))
         .collect();
+    let clusters: Vec<Vec<usize>> = match options.stripes {
+        Stripes::Copy => (0..grouping.groups.len()).map(|g| vec![g]).collect(),
+        Stripes::Auto | Stripes::Rewrite => schema_groups(&grouping, &tails),
+    };
     let mut groups = Vec::new();
-    for group in &grouping.groups {
-        let group_plan = plan_group(&group.files, &tails, &plan_options);
-        for left in &group_plan.left_alone {
-            carried.push((with_tail[left.file], left.reason.clone()));
-        }
-        let tail = tails[group.files[0]];
-        let merged = group_plan.outputs.iter().flat_map(|o| &o.stripes);
-        let way = guard_decoder(
-            choose(
-                options,
-                merged.clone().count(),
-                merged.map(|s| s.length).sum(),
-            ),
-            group.key.writer,
-            &group.key.schema,
-        );
-        let mut g = GroupReport {
-            schema: group.key.schema.clone(),
-            compression: format!("{:?}", tail.compression).to_ascii_uppercase(),
-            writer: writer_name(tail),
-            files: group.files.len(),
-            bytes: group
-                .files
+    for cluster in clusters {
+        // Groups of one schema are planned as one when they are re-encoded; a way that turns
+        // out to be a copy plans them merge key by merge key, as a copy needs.
+        let mut planned = vec![];
+        if cluster.len() > 1 {
+            let mut members: Vec<usize> = cluster
                 .iter()
-                .map(|&f| files[with_tail[f]].length)
-                .sum(),
-            outputs: vec![],
-        };
-        for output in group_plan.outputs {
-            g.outputs.push(OutputReport {
-                name: String::new(),
-                inputs: output
-                    .inputs
-                    .iter()
-                    .map(|&f| files[with_tail[f]].name.clone())
-                    .collect(),
-                stripes: match way.writer {
-                    OutputWriter::StripeCopy => output.stripes.len(),
-                    // Encoded sizes are not known before encoding: about one stripe per
-                    // --stripe-size of input.
-                    OutputWriter::Rewrite => {
-                        output.content_length.div_ceil(options.stripe_size).max(1) as usize
-                    }
-                },
-                rows: output.rows,
-                bytes: output.content_length,
-                made_by: way.writer,
-                why: way.why.clone(),
-            });
-            outputs.push(PlannedOutput {
-                plan: output,
-                way: way.clone(),
-            });
+                .flat_map(|&g| grouping.groups[g].files.iter().copied())
+                .collect();
+            members.sort_unstable();
+            let key = &grouping.groups[cluster[0]].key;
+            let together =
+                plan_members(members, cluster.len(), key, &tails, options, &plan_options);
+            if together.way.writer == OutputWriter::Rewrite {
+                planned.push(together);
+            }
         }
-        groups.push(g);
+        if planned.is_empty() {
+            planned = cluster
+                .iter()
+                .map(|&g| {
+                    let group = &grouping.groups[g];
+                    plan_members(
+                        group.files.clone(),
+                        1,
+                        &group.key,
+                        &tails,
+                        options,
+                        &plan_options,
+                    )
+                })
+                .collect();
+        }
+        for p in planned {
+            for left in &p.plan.left_alone {
+                carried.push((with_tail[left.file], left.reason.clone()));
+            }
+            let mut writers: Vec<String> = vec![];
+            for &f in &p.files {
+                let name = writer_name(tails[f]);
+                if !writers.contains(&name) {
+                    writers.push(name);
+                }
+            }
+            let mut g = GroupReport {
+                schema: p.schema.clone(),
+                compression: format!("{:?}", p.shape.compression).to_ascii_uppercase(),
+                writer: writers.join(", "),
+                files: p.files.len(),
+                bytes: p.files.iter().map(|&f| files[with_tail[f]].length).sum(),
+                outputs: vec![],
+            };
+            for output in p.plan.outputs {
+                g.outputs.push(OutputReport {
+                    name: String::new(),
+                    inputs: output
+                        .inputs
+                        .iter()
+                        .map(|&f| files[with_tail[f]].name.clone())
+                        .collect(),
+                    stripes: match p.way.writer {
+                        OutputWriter::StripeCopy => output.stripes.len(),
+                        // Encoded sizes are not known before encoding: about one stripe per
+                        // --stripe-size of input.
+                        OutputWriter::Rewrite => {
+                            output.content_length.div_ceil(options.stripe_size).max(1) as usize
+                        }
+                    },
+                    rows: output.rows,
+                    bytes: output.content_length,
+                    made_by: p.way.writer,
+                    why: p.way.why.clone(),
+                });
+                outputs.push(PlannedOutput {
+                    plan: output,
+                    way: p.way.clone(),
+                    shape: p.shape,
+                });
+            }
+            groups.push(g);
+        }
     }
     carried.sort_by_key(|(i, _)| *i);
     report.carried = carried
@@ -421,6 +456,63 @@ fn group_and_plan(
         carried,
         dropped_empty,
         with_tail,
+    }
+}
+
+/// Files planned together: their outputs, the way those are made, and how a re-encode encodes
+/// them.
+struct Members {
+    /// Indices into the planner's tails, in listing order.
+    files: Vec<usize>,
+    schema: String,
+    plan: GroupPlan,
+    way: Way,
+    shape: OutputShape,
+}
+
+/// Plans `files` (of `keys` merge keys, all of `key`'s schema) into outputs and chooses their
+/// way: the policy, then the decoder's guard against any non-Java writer among them. Files of
+/// several keys can only be re-encoded together; the reason says so.
+fn plan_members(
+    files: Vec<usize>,
+    keys: usize,
+    key: &MergeKey,
+    tails: &[&OrcTail],
+    options: &CompactOptions,
+    plan_options: &PlanOptions,
+) -> Members {
+    let plan = plan_group(&files, tails, plan_options);
+    let merged = plan.outputs.iter().flat_map(|o| &o.stripes);
+    let writer = files
+        .iter()
+        .map(|&f| tails[f].writer)
+        .find(|&w| w != JAVA_WRITER)
+        .unwrap_or(JAVA_WRITER);
+    let mut way = guard_decoder(
+        choose(
+            options,
+            merged.clone().count(),
+            merged.map(|s| s.length).sum(),
+        ),
+        writer,
+        &key.schema,
+    );
+    let inputs = plan.outputs.iter().flat_map(|o| &o.inputs);
+    let shape = OutputShape::dominant(inputs.map(|&f| tails[f]))
+        .unwrap_or_else(|| OutputShape::of(tails[files[0]]));
+    if keys > 1 {
+        way.why = format!(
+            "{}; merges files of {keys} codecs, block sizes, writers or strides that a stripe \
+             copy keeps apart, re-encoded as the most bytes are ({shape})",
+            way.why
+        );
+    }
+    Members {
+        files,
+        schema: key.schema.clone(),
+        plan,
+        way,
+        shape,
     }
 }
 

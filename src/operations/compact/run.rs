@@ -223,6 +223,7 @@ impl<'a> Run<'a> {
             let made = OutputWriter::write(
                 self.hdfs,
                 &output.way,
+                &output.shape,
                 &plan.inputs_of(output),
                 &output.plan,
                 &target,

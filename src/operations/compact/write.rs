@@ -15,8 +15,8 @@ use super::options::{CompactOptions, Stripes};
 use crate::hdfs::{Hdfs, Location};
 use crate::operations::outcome::Stop;
 use crate::orc::{
-    self, copy_pieces, Discard, MergedOutput, OrcError, OrcTail, OutputPlan, Piece, ReadAhead,
-    ReencodedOutput, WriterOptions,
+    self, copy_pieces, Discard, MergedOutput, OrcError, OrcTail, OutputPlan, OutputShape, Piece,
+    ReadAhead, ReencodedOutput, WriterOptions,
 };
 use crate::snapshot::DataFile;
 
@@ -29,9 +29,9 @@ pub enum OutputWriter {
     #[serde(rename = "copy")]
     StripeCopy,
     /// Rows decoded and written again by our ORC writer in stripes of `--stripe-size`, with
-    /// the first input's type tree, codec, block size, row index stride, bloom filter columns
-    /// and user metadata; every column's values are digested on the way, for verification and
-    /// the journal.
+    /// the inputs' type tree and user metadata, the first input's bloom filter columns, and
+    /// the codec, block size and row index stride the plan chose ([`crate::orc::OutputShape`]);
+    /// every column's values are digested on the way, for verification and the journal.
     #[serde(rename = "rewrite")]
     Rewrite,
 }
@@ -79,7 +79,7 @@ pub(super) fn choose(options: &CompactOptions, stripes: usize, bytes: u64) -> Wa
 }
 
 /// The writer id the reference Java writer puts in its footers (ORC's `writer` field).
-const JAVA_WRITER: u32 = 0;
+pub(super) const JAVA_WRITER: u32 = 0;
 
 /// A re-encode turned back to a stripe copy where the decoder is known to misread values the
 /// same way on both reads, which the digests cannot catch: orc-rust misreads some pre-1970
@@ -133,9 +133,11 @@ impl OutputWriter {
     /// Writes `target` (with `permission`) from `inputs`, the output's input files in output
     /// order; `output.inputs` index the planner's tail list and are re-indexed here. With
     /// `--stripes auto`, inputs whose values cannot be re-encoded exactly are copied instead.
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn write(
         hdfs: &Hdfs,
         way: &Way,
+        shape: &OutputShape,
         inputs: &[&DataFile],
         output: &OutputPlan,
         target: &Location,
@@ -147,9 +149,11 @@ impl OutputWriter {
         let written = match way.writer {
             OutputWriter::StripeCopy => Written::Copied(copy().await?),
             OutputWriter::Rewrite => {
-                match rewrite(hdfs, inputs, target, permission, options).await {
+                match rewrite(hdfs, inputs, shape, target, permission, options).await {
                     Ok(r) => Written::Reencoded(r),
-                    Err(Rewrite::Values(e)) if options.stripes == Stripes::Auto => {
+                    Err(Rewrite::Values(e))
+                        if options.stripes == Stripes::Auto && one_merge_key(inputs) =>
+                    {
                         tracing::warn!(%target, error = %e, "re-encoding failed: copying stripes");
                         hdfs.delete(target, false).await?;
                         let merged = copy().await?;
@@ -163,8 +167,9 @@ impl OutputWriter {
                     }
                     Err(Rewrite::Values(e)) => {
                         return Err(Stop::Failed(anyhow!(
-                            "re-encoding {target}: {e}; compact with --stripes copy (or auto) \
-                             to copy these inputs' stripes instead"
+                            "re-encoding {target}: {e}; compact with --stripes copy to copy \
+                             these inputs' stripes instead (a copy merges only files of one \
+                             codec and writer)"
                         )))
                     }
                     Err(Rewrite::Stop(stop)) => return Err(stop),
@@ -220,9 +225,17 @@ impl From<Stop> for Rewrite {
     }
 }
 
+/// Whether a stripe copy can merge `inputs`: they share one merge key (a re-encode may merge
+/// files that do not).
+fn one_merge_key(inputs: &[&DataFile]) -> bool {
+    let keys: Vec<_> = tails_of(inputs).into_iter().map(orc::merge_key).collect();
+    keys.windows(2).all(|w| w[0] == w[1])
+}
+
 async fn rewrite(
     hdfs: &Hdfs,
     inputs: &[&DataFile],
+    shape: &OutputShape,
     target: &Location,
     permission: u16,
     options: &CompactOptions,
@@ -230,6 +243,10 @@ async fn rewrite(
     let tails = tails_of(inputs);
     let mut writer_options = WriterOptions::from_tail(tails[0]);
     writer_options.stripe_size = options.stripe_size;
+    writer_options.compression = shape.compression;
+    writer_options.compression_block_size = shape.compression_block_size;
+    writer_options.row_index_stride = shape.row_index_stride;
+    writer_options.user_metadata = user_metadata_union(&tails);
     let mut writer = hdfs.create(target, permission).await.map_err(Stop::from)?;
     let result = orc::reencode(
         &tails,
@@ -249,6 +266,18 @@ async fn rewrite(
             e,
         ))),
     }
+}
+
+/// The inputs' user metadata, each name once in first-seen order (the plan merged only inputs
+/// whose metadata agrees).
+fn user_metadata_union(tails: &[&OrcTail]) -> Vec<orc::proto::UserMetadataItem> {
+    let mut items: Vec<orc::proto::UserMetadataItem> = Vec::new();
+    for item in tails.iter().flat_map(|t| &t.footer.metadata) {
+        if !items.iter().any(|m| m.name == item.name) {
+            items.push(item.clone());
+        }
+    }
+    items
 }
 
 /// The inputs' tails, in output order.
