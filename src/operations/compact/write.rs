@@ -86,8 +86,24 @@ pub(super) const JAVA_WRITER: u32 = 0;
 /// sub-second timestamps written by writers other than the Java one (the C++ writer's at
 /// least), so groups from those writers with a timestamp column are copied.
 pub(super) fn guard_decoder(way: Way, writer: u32, schema: &str) -> Way {
-    if way.writer == OutputWriter::Rewrite && writer != JAVA_WRITER && schema.contains("timestamp")
-    {
+    if way.writer != OutputWriter::Rewrite {
+        return way;
+    }
+    // Decoded into arrow, a union row that is null and a union row of variant 0 holding a null
+    // are the same value, so the second would be written back as the first: a silent change
+    // that neither the digests (taken of decoded values on both sides) nor the recorded
+    // statistics can see. Any writer, any union: copied.
+    if schema.contains("uniontype<") {
+        return Way {
+            writer: OutputWriter::StripeCopy,
+            why: format!(
+                "{}, but copied: a union column cannot be re-encoded exactly (a non-null union \
+                 row holding a null value would come back as a null row)",
+                way.why
+            ),
+        };
+    }
+    if writer != JAVA_WRITER && schema.contains("timestamp") {
         return Way {
             writer: OutputWriter::StripeCopy,
             why: format!(
@@ -389,6 +405,19 @@ mod tests {
         assert_eq!(
             guard_decoder(rewrite.clone(), 1, "struct<id:bigint>"),
             rewrite
+        );
+    }
+
+    #[test]
+    fn union_columns_are_copied_whoever_wrote_them() {
+        let rewrite = choose(&CompactOptions::default(), 1000, 4000 * 1024);
+        let schema = "struct<id:bigint,u:array<uniontype<int,string>>>";
+        let java = guard_decoder(rewrite.clone(), JAVA_WRITER, schema);
+        assert_eq!(java.writer, OutputWriter::StripeCopy);
+        assert!(java.why.contains("union"), "{}", java.why);
+        assert_eq!(
+            guard_decoder(rewrite.clone(), 1, schema).writer,
+            OutputWriter::StripeCopy
         );
     }
 
