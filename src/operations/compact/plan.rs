@@ -537,6 +537,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_lock_held_elsewhere_or_lost_makes_the_run_busy() {
+        let busy = LockError::Busy {
+            holder: None,
+            waited: Duration::from_secs(60),
+        };
+        assert!(matches!(lock_stop(busy), Stop::Busy(_)));
+        assert!(matches!(
+            lock_stop(LockError::Lost("timed out".into())),
+            Stop::Busy(_)
+        ));
+        assert!(matches!(
+            lock_stop(LockError::Interrupted),
+            Stop::Interrupted
+        ));
+        assert!(matches!(
+            lock_stop(LockError::Failed("x".into())),
+            Stop::Failed(_)
+        ));
+    }
+
+    #[test]
     fn only_young_empty_files_are_writes_in_progress() {
         let age = Duration::from_secs(600);
         let now = 1_000_000_000;
