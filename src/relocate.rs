@@ -346,13 +346,7 @@ pub(crate) mod fake {
     pub fn table() -> (TableInfo, PartitionSpec) {
         let storage = crate::table::StorageInfo {
             location: Some("hdfs://nn:8020/w/t".into()),
-            input_format: None,
-            output_format: None,
-            serde_lib: None,
-            num_buckets: -1,
-            bucket_cols: vec![],
-            skewed_cols: vec![],
-            stored_as_subdirs: false,
+            ..crate::table::StorageInfo::none()
         };
         let table = TableInfo {
             db: "db".into(),

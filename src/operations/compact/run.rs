@@ -693,6 +693,14 @@ mod tests {
         }
     }
 
+    /// The partition points at `published`, and the report says so.
+    fn assert_compacted(p: &Published, report: &CompactReport, published: &Location) {
+        let why = reason(report);
+        assert_eq!(report.outcome.status, Status::Compacted, "{why}");
+        assert_eq!(p.metastore.location(), published.to_string());
+        assert_eq!(report.new_location, Some(published.to_string()));
+    }
+
     fn reason(report: &CompactReport) -> &str {
         report.outcome.reason.as_deref().unwrap_or_default()
     }
@@ -701,14 +709,7 @@ mod tests {
     async fn the_swap_points_the_partition_at_the_published_files_then_the_journal_is_written() {
         let p = Published::new();
         let (report, published, journal) = p.finish().await;
-        assert_eq!(
-            report.outcome.status,
-            Status::Compacted,
-            "{}",
-            reason(&report)
-        );
-        assert_eq!(p.metastore.location(), published.to_string());
-        assert_eq!(report.new_location, Some(published.to_string()));
+        assert_compacted(&p, &report, &published);
         let written = p.files.written(&journal).expect("journal written");
         let journal: Journal = serde_json::from_slice(&written).unwrap();
         assert_eq!(journal.old_location, OLD);
@@ -814,13 +815,7 @@ mod tests {
         let p = Published::new();
         p.metastore.alters(&[Alter::Lose { applied: true }]);
         let (report, published, journal) = p.finish().await;
-        assert_eq!(
-            report.outcome.status,
-            Status::Compacted,
-            "{}",
-            reason(&report)
-        );
-        assert_eq!(p.metastore.location(), published.to_string());
+        assert_compacted(&p, &report, &published);
         assert!(p.files.written(&journal).is_some());
     }
 
