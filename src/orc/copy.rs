@@ -181,7 +181,10 @@ where
 }
 
 /// The opens [`open_ahead`] started, handed out in order.
-pub(crate) struct Opens<X, T>(mpsc::UnboundedReceiver<(X, Task<Result<Opened<T>, OrcError>>)>);
+pub(crate) struct Opens<X, T>(mpsc::UnboundedReceiver<Started<X, T>>);
+
+/// An item and the task opening it.
+type Started<X, T> = (X, Task<Result<Opened<T>, OrcError>>);
 
 impl<X, T> Opens<X, T> {
     /// The next item, opened; `None` once every item was handed out.
