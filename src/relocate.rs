@@ -539,24 +539,27 @@ mod tests {
         assert_eq!(ms.location(), TO);
     }
 
+    /// The error of a relocation whose alter does `alter`, which must be unconfirmed.
+    async fn unconfirmed(alter: Alter) -> (FakeMetastore, String) {
+        let ms = FakeMetastore::at(FROM);
+        ms.alters(&[alter]);
+        let e = relocate(&ms).await.unwrap_err();
+        assert!(matches!(e, RelocateError::Unconfirmed(_)), "{e}");
+        (ms, e.to_string())
+    }
+
     #[tokio::test]
     async fn a_lost_alter_not_seen_within_the_retry_window_is_unconfirmed() {
         // The metastore may still apply it: the old location proves nothing yet.
-        let ms = FakeMetastore::at(FROM);
-        ms.alters(&[Alter::Lose { applied: false }]);
-        let e = relocate(&ms).await.unwrap_err();
-        assert!(matches!(e, RelocateError::Unconfirmed(_)), "{e}");
-        assert!(e.to_string().contains("unknown"), "{e}");
+        let (ms, e) = unconfirmed(Alter::Lose { applied: false }).await;
+        assert!(e.contains("unknown"), "{e}");
         assert!(ms.calls().len() > 3, "kept reading back: {:?}", ms.calls());
     }
 
     #[tokio::test]
     async fn a_lost_alter_that_cannot_be_read_back_is_unconfirmed_even_if_it_landed() {
-        let ms = FakeMetastore::at(FROM);
-        ms.alters(&[Alter::LoseAll { applied: true }]);
-        let e = relocate(&ms).await.unwrap_err();
-        assert!(matches!(e, RelocateError::Unconfirmed(_)), "{e}");
-        assert!(e.to_string().contains("reading it back"), "{e}");
+        let (_, e) = unconfirmed(Alter::LoseAll { applied: true }).await;
+        assert!(e.contains("reading it back"), "{e}");
     }
 
     #[test]
