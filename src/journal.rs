@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use anyhow::{anyhow, Context};
 use serde::{Deserialize, Serialize};
 
-use crate::hdfs::{Hdfs, Listing, Location, Probe};
+use crate::hdfs::{Files, Hdfs, Listing, Location, Probe};
 use crate::layout::{self, PARAM_PREVIOUS_LOCATION, PARAM_RUN_ID};
 use crate::orc::ColumnDigest;
 use crate::partition_spec::PartitionSpec;
@@ -113,18 +113,9 @@ fn millis(rfc3339: &str) -> Option<i64> {
 impl Journal {}
 
 /// Writes a new journal; fails if one exists.
-pub async fn write(hdfs: &Hdfs, path: &Location, journal: &Journal) -> anyhow::Result<()> {
+pub async fn write(hdfs: &impl Files, path: &Location, journal: &Journal) -> anyhow::Result<()> {
     let bytes = serde_json::to_vec_pretty(journal)?;
-    let mut writer = hdfs.create(path, 0o644).await?;
-    writer
-        .write_bytes(bytes.into())
-        .await
-        .map_err(|e| anyhow!("writing {path}: {e}"))?;
-    writer
-        .close()
-        .await
-        .map_err(|e| anyhow!("closing {path}: {e}"))?;
-    Ok(())
+    hdfs.write_new(path, bytes.into(), 0o644).await
 }
 
 /// Replaces a journal atomically: the new text goes to a hidden sibling first, then one

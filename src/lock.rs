@@ -18,6 +18,7 @@
 //! killed with the lock held leaves it until the metastore times it out (`hive.txn.timeout`,
 //! default 300 s), and until then other runs on the partition are busy.
 
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -96,6 +97,52 @@ pub enum LockError {
     Lost(String),
 }
 
+/// The metastore calls a lock makes: the seam where its rules are unit-tested without a
+/// metastore ([`Metastore`] in production). A held lock heartbeats from a task of its own,
+/// which gets a clone.
+pub trait LockService: Clone + Send + Sync + 'static {
+    fn lock(
+        &self,
+        request: LockRequest,
+    ) -> impl Future<Output = Result<LockResponse, MetastoreError>> + Send;
+    fn check_lock(
+        &self,
+        id: i64,
+    ) -> impl Future<Output = Result<LockResponse, MetastoreError>> + Send;
+    fn heartbeat(&self, id: i64) -> impl Future<Output = Result<(), MetastoreError>> + Send;
+    fn unlock(&self, id: i64) -> impl Future<Output = Result<(), MetastoreError>> + Send;
+    /// A new connection, after a call that may have left the old one unusable.
+    fn reconnect(&self) -> impl Future<Output = ()> + Send;
+}
+
+impl LockService for Metastore {
+    fn lock(
+        &self,
+        request: LockRequest,
+    ) -> impl Future<Output = Result<LockResponse, MetastoreError>> + Send {
+        Metastore::lock(self, request)
+    }
+
+    fn check_lock(
+        &self,
+        id: i64,
+    ) -> impl Future<Output = Result<LockResponse, MetastoreError>> + Send {
+        Metastore::check_lock(self, id)
+    }
+
+    fn heartbeat(&self, id: i64) -> impl Future<Output = Result<(), MetastoreError>> + Send {
+        Metastore::heartbeat(self, id)
+    }
+
+    fn unlock(&self, id: i64) -> impl Future<Output = Result<(), MetastoreError>> + Send {
+        Metastore::unlock(self, id)
+    }
+
+    fn reconnect(&self) -> impl Future<Output = ()> + Send {
+        Metastore::reconnect(self)
+    }
+}
+
 /// What to lock.
 pub struct Target<'a> {
     pub db: &'a str,
@@ -107,8 +154,8 @@ pub struct Target<'a> {
 
 /// A held lock, heartbeated until [`PartitionLock::release`]. Dropped without release (a
 /// panic, a cancelled future), it stops heartbeating and unlocks in the background, best effort.
-pub struct PartitionLock {
-    metastore: Metastore,
+pub struct PartitionLock<M: LockService = Metastore> {
+    metastore: M,
     id: i64,
     /// What the lock is: the staging lock's type, or EXCLUSIVE.
     kind: LockType,
@@ -122,26 +169,26 @@ pub struct PartitionLock {
 
 /// Takes the lock per `options`. `Ok(None)`: no lock is held (not asked for, or, with a
 /// warning pushed to `warnings`, not supported by this metastore).
-pub async fn acquire(
-    metastore: &Metastore,
+pub async fn acquire<M: LockService>(
+    metastore: &M,
     target: &Target<'_>,
     options: &LockOptions,
     cancel: &CancellationToken,
     warnings: &mut Vec<String>,
-) -> Result<Option<PartitionLock>, LockError> {
+) -> Result<Option<PartitionLock<M>>, LockError> {
     let kinds = [LockType::EXCLUSIVE];
     take(metastore, target, &kinds, options, cancel, warnings).await
 }
 
 /// Takes the staging lock per `options`: writers wait for it, SHARED_READ readers do not (see
 /// the module's notes for the type per metastore version). `Ok(None)` as for [`acquire`].
-pub async fn acquire_staging(
-    metastore: &Metastore,
+pub async fn acquire_staging<M: LockService>(
+    metastore: &M,
     target: &Target<'_>,
     options: &LockOptions,
     cancel: &CancellationToken,
     warnings: &mut Vec<String>,
-) -> Result<Option<PartitionLock>, LockError> {
+) -> Result<Option<PartitionLock<M>>, LockError> {
     // EXCL_WRITE first (HMS 4). HMS 3.1 cannot read it: its Thrift server fails to parse the
     // request, answers with an application error and leaves the rest of the request unread,
     // so the connection is unusable (no lock is made; seen with 3.1.3). A server without a
@@ -153,14 +200,14 @@ pub async fn acquire_staging(
 
 /// Asks for a lock of the first of `kinds` the server takes, trying the next (on a new
 /// connection) after a failure that may mean the server could not read the type.
-async fn take(
-    metastore: &Metastore,
+async fn take<M: LockService>(
+    metastore: &M,
     target: &Target<'_>,
     kinds: &[LockType],
     options: &LockOptions,
     cancel: &CancellationToken,
     warnings: &mut Vec<String>,
-) -> Result<Option<PartitionLock>, LockError> {
+) -> Result<Option<PartitionLock<M>>, LockError> {
     if options.mode == LockMode::Off {
         return Ok(None);
     }
@@ -217,11 +264,11 @@ pub fn request(target: &Target<'_>, kind: LockType, options: &LockOptions) -> Lo
 
 /// A failed lock call: no lock manager (a warning, or an error with `--require-lock`), or
 /// another failure.
-fn unsupported(
+fn unsupported<M: LockService>(
     e: MetastoreError,
     options: &LockOptions,
     warnings: &mut Vec<String>,
-) -> Result<Option<PartitionLock>, LockError> {
+) -> Result<Option<PartitionLock<M>>, LockError> {
     match e {
         // HMS without transaction support fails inside `lock` ("Internal error processing
         // lock"); very old or stripped-down servers may not know the call at all.
@@ -238,13 +285,13 @@ fn unsupported(
 }
 
 /// Waits for a requested lock and starts heartbeating it; withdraws it when it is not granted.
-async fn granted(
-    metastore: &Metastore,
+async fn granted<M: LockService>(
+    metastore: &M,
     response: LockResponse,
     (request, kind): (LockRequest, LockType),
     options: &LockOptions,
     cancel: &CancellationToken,
-) -> Result<Option<PartitionLock>, LockError> {
+) -> Result<Option<PartitionLock<M>>, LockError> {
     let id = response.lockid;
     match wait_for(metastore, response, options.wait, cancel).await {
         Ok(()) => Ok(Some(PartitionLock::held(
@@ -258,7 +305,7 @@ async fn granted(
 }
 
 /// A waiting request queues ahead of later ones: withdraw it.
-async fn withdraw(metastore: &Metastore, id: i64) {
+async fn withdraw(metastore: &impl LockService, id: i64) {
     if let Err(u) = metastore.unlock(id).await {
         tracing::warn!("withdrawing lock request {id}: {u}");
     }
@@ -267,7 +314,7 @@ async fn withdraw(metastore: &Metastore, id: i64) {
 /// Polls a waiting lock with backoff (100 ms doubling to 5 s) until it is acquired, `wait`
 /// has passed, or the run is cancelled. Each poll also keeps the waiting request alive.
 async fn wait_for(
-    metastore: &Metastore,
+    metastore: &impl LockService,
     mut response: LockResponse,
     wait: Duration,
     cancel: &CancellationToken,
@@ -307,9 +354,9 @@ async fn wait_for(
     }
 }
 
-impl PartitionLock {
+impl<M: LockService> PartitionLock<M> {
     fn held(
-        metastore: &Metastore,
+        metastore: &M,
         id: i64,
         kind: LockType,
         request: LockRequest,
@@ -411,7 +458,7 @@ impl PartitionLock {
     }
 }
 
-impl Drop for PartitionLock {
+impl<M: LockService> Drop for PartitionLock<M> {
     fn drop(&mut self) {
         self.heartbeat.abort();
         if self.released {
@@ -429,7 +476,7 @@ impl Drop for PartitionLock {
 }
 
 async fn heartbeat(
-    metastore: Metastore,
+    metastore: impl LockService,
     id: i64,
     every: Duration,
     txn_timeout: Duration,
@@ -497,6 +544,235 @@ mod tests {
             uris: "thrift://a:9083".into(),
             last_error: "refused".into(),
         }
+    }
+
+    /// A metastore's lock manager whose answers a test scripts; clones share it.
+    #[derive(Clone, Default)]
+    struct FakeLocks(Arc<Mutex<Script>>);
+
+    #[derive(Default)]
+    struct Script {
+        /// Answers to the next `lock` calls; once none is left, granted at once.
+        locks: std::collections::VecDeque<Result<LockState, MetastoreError>>,
+        /// Answer to every `check_lock` (granted if none).
+        check: Option<LockState>,
+        /// Answer to the next `unlock` (success if none).
+        unlock: Option<MetastoreError>,
+        /// Answer to every heartbeat (success if none).
+        heartbeat: Option<fn() -> MetastoreError>,
+        ids: i64,
+        /// Every call, as `lock EXCLUSIVE`, `unlock 1`, `reconnect`...
+        calls: Vec<String>,
+    }
+
+    impl FakeLocks {
+        fn script(&self) -> std::sync::MutexGuard<'_, Script> {
+            self.0.lock().unwrap()
+        }
+
+        fn calls(&self) -> Vec<String> {
+            self.script().calls.clone()
+        }
+    }
+
+    impl LockService for FakeLocks {
+        async fn lock(&self, request: LockRequest) -> Result<LockResponse, MetastoreError> {
+            let mut script = self.script();
+            let kind = request.component[0].type_;
+            let names = [
+                (LockType::EXCLUSIVE, "EXCLUSIVE"),
+                (LockType::EXCL_WRITE, "EXCL_WRITE"),
+                (LockType::SHARED_WRITE, "SHARED_WRITE"),
+            ];
+            let name = names
+                .iter()
+                .find(|(k, _)| *k == kind)
+                .map_or("other", |n| n.1);
+            script.calls.push(format!("lock {name}"));
+            let state = script
+                .locks
+                .pop_front()
+                .unwrap_or(Ok(LockState::ACQUIRED))?;
+            script.ids += 1;
+            Ok(LockResponse {
+                lockid: script.ids,
+                state,
+                error_message: Some("held by someone".into()),
+            })
+        }
+
+        async fn check_lock(&self, id: i64) -> Result<LockResponse, MetastoreError> {
+            let mut script = self.script();
+            script.calls.push(format!("check {id}"));
+            Ok(LockResponse {
+                lockid: id,
+                state: script.check.unwrap_or(LockState::ACQUIRED),
+                error_message: Some("held by someone".into()),
+            })
+        }
+
+        async fn heartbeat(&self, id: i64) -> Result<(), MetastoreError> {
+            let mut script = self.script();
+            script.calls.push(format!("heartbeat {id}"));
+            script.heartbeat.map_or(Ok(()), |e| Err(e()))
+        }
+
+        async fn unlock(&self, id: i64) -> Result<(), MetastoreError> {
+            let mut script = self.script();
+            script.calls.push(format!("unlock {id}"));
+            script.unlock.take().map_or(Ok(()), Err)
+        }
+
+        async fn reconnect(&self) {
+            self.script().calls.push("reconnect".into());
+        }
+    }
+
+    fn no_such_lock() -> MetastoreError {
+        MetastoreError::NotFound {
+            what: "lock 1".into(),
+            uri: "thrift://a:9083".into(),
+            message: "NoSuchLockException".into(),
+        }
+    }
+
+    fn options(mode: LockMode) -> LockOptions {
+        LockOptions {
+            mode,
+            wait: Duration::from_millis(200),
+            heartbeat: Duration::from_millis(5),
+            user: "hive".into(),
+            hostname: "edge".into(),
+            txn_timeout: DEFAULT_TXN_TIMEOUT,
+        }
+    }
+
+    const TARGET: Target<'static> = Target {
+        db: "db",
+        table: "t",
+        partition: "k=1",
+    };
+
+    async fn staging(
+        locks: &FakeLocks,
+        mode: LockMode,
+        warnings: &mut Vec<String>,
+    ) -> Result<Option<PartitionLock<FakeLocks>>, LockError> {
+        let cancel = CancellationToken::new();
+        acquire_staging(locks, &TARGET, &options(mode), &cancel, warnings).await
+    }
+
+    #[tokio::test]
+    async fn a_metastore_that_cannot_read_excl_write_gets_shared_write_on_a_new_connection() {
+        let locks = FakeLocks::default();
+        let unreadable = MetastoreError::Protocol {
+            uri: "thrift://a:9083".into(),
+            method: "lock",
+            message: "connection reset".into(),
+        };
+        locks.script().locks.push_back(Err(unreadable));
+        let lock = staging(&locks, LockMode::IfSupported, &mut vec![]).await;
+        let lock = lock.unwrap().expect("held");
+        assert_eq!(lock.kind(), LockType::SHARED_WRITE);
+        assert_eq!(
+            locks.calls(),
+            ["lock EXCL_WRITE", "reconnect", "lock SHARED_WRITE"]
+        );
+        lock.release().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn no_lock_manager_is_a_warning_unless_a_lock_is_required() {
+        let internal = || MetastoreError::Internal {
+            uri: "thrift://a:9083".into(),
+            method: "lock",
+            message: "Internal error processing lock".into(),
+        };
+        let locks = FakeLocks::default();
+        locks
+            .script()
+            .locks
+            .extend([Err(internal()), Err(internal())]);
+        let mut warnings = vec![];
+        let lock = staging(&locks, LockMode::IfSupported, &mut warnings).await;
+        assert!(lock.unwrap().is_none());
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+
+        let locks = FakeLocks::default();
+        locks
+            .script()
+            .locks
+            .extend([Err(internal()), Err(internal())]);
+        let lock = staging(&locks, LockMode::Required, &mut vec![]).await;
+        assert!(matches!(lock, Err(LockError::Unsupported(_))));
+    }
+
+    #[tokio::test]
+    async fn a_lock_held_by_someone_else_is_busy_after_the_wait_and_the_request_withdrawn() {
+        let locks = FakeLocks::default();
+        locks.script().locks.push_back(Ok(LockState::WAITING));
+        locks.script().check = Some(LockState::WAITING);
+        let lock = staging(&locks, LockMode::IfSupported, &mut vec![]).await;
+        assert!(matches!(lock, Err(LockError::Busy { .. })));
+        assert_eq!(locks.calls().last().map(String::as_str), Some("unlock 1"));
+    }
+
+    #[tokio::test]
+    async fn the_upgrade_releases_the_staging_lock_then_takes_exclusive() {
+        let locks = FakeLocks::default();
+        let mut lock = staging(&locks, LockMode::IfSupported, &mut vec![])
+            .await
+            .unwrap()
+            .expect("held");
+        lock.upgrade(&CancellationToken::new()).await.unwrap();
+        assert_eq!(lock.kind(), LockType::EXCLUSIVE);
+        let calls: Vec<String> = locks
+            .calls()
+            .into_iter()
+            .filter(|c| !c.starts_with("heartbeat"))
+            .collect();
+        assert_eq!(calls, ["lock EXCL_WRITE", "unlock 1", "lock EXCLUSIVE"]);
+        lock.release().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_staging_lock_the_metastore_timed_out_is_lost_on_upgrade() {
+        let locks = FakeLocks::default();
+        let mut lock = staging(&locks, LockMode::IfSupported, &mut vec![])
+            .await
+            .unwrap()
+            .expect("held");
+        locks.script().unlock = Some(no_such_lock());
+        let e = lock.upgrade(&CancellationToken::new()).await.unwrap_err();
+        assert!(matches!(e, LockError::Lost(_)), "{e}");
+        // No EXCLUSIVE asked for: writers may have been in, the run must not swap.
+        assert!(!locks.calls().contains(&"lock EXCLUSIVE".to_string()));
+    }
+
+    #[tokio::test]
+    async fn a_heartbeat_the_metastore_no_longer_knows_loses_the_lock_and_the_upgrade() {
+        let locks = FakeLocks::default();
+        let mut lock = staging(&locks, LockMode::IfSupported, &mut vec![])
+            .await
+            .unwrap()
+            .expect("held");
+        assert_eq!(lock.lost(), None);
+        locks.script().heartbeat = Some(no_such_lock);
+        for _ in 0..100 {
+            if lock.lost().is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert!(lock.lost().is_some(), "lost");
+        let before = locks.calls().len();
+        let e = lock.upgrade(&CancellationToken::new()).await.unwrap_err();
+        assert!(matches!(e, LockError::Lost(_)), "{e}");
+        assert_eq!(
+            locks.calls().len(),
+            before,
+            "no call after a lost heartbeat"
+        );
     }
 
     #[test]

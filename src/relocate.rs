@@ -2,12 +2,13 @@
 //! swap back), rollback's swap back and cleanup's statistics update after adopting late files.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::time::Duration;
 
 use anyhow::anyhow;
 
 use crate::hdfs::Location;
-use crate::metastore::{Metastore, MetastoreError, DO_NOT_UPDATE_STATS};
+use crate::metastore::{Metastore, MetastoreError, Partition, DO_NOT_UPDATE_STATS};
 use crate::partition_spec::PartitionSpec;
 use crate::table::TableInfo;
 
@@ -37,6 +38,55 @@ const READ_BACK_EVERY: Duration = Duration::from_secs(2);
 /// failed transaction itself (`hive.hmshandler.retry.attempts` 10, `.interval` 2 s), plus the
 /// call's own time. Until then, a read-back showing the old location proves nothing.
 pub const HMS_RETRY_WINDOW: Duration = Duration::from_secs(30);
+
+/// The two metastore calls a change of location makes, and how long its outcome takes to
+/// settle: the seam where the rules below are unit-tested without a metastore ([`Metastore`] in
+/// production).
+pub trait PartitionStore: Sync {
+    /// How long to keep reading back after an alter whose reply did not come back as a success.
+    const READ_BACK_FOR: Duration = READ_BACK_FOR;
+    /// How long to wait between two read-backs.
+    const READ_BACK_EVERY: Duration = READ_BACK_EVERY;
+
+    /// The partition of `values` (in the order of the table's partition keys).
+    fn get_partition_by_values(
+        &self,
+        db: &str,
+        table: &str,
+        values: &[String],
+    ) -> impl Future<Output = Result<Partition, MetastoreError>> + Send;
+
+    /// Replaces the partition of `partition.values` with `partition`, once (never resent: on a
+    /// lost or timed-out call the outcome is unknown).
+    fn alter_partition(
+        &self,
+        db: &str,
+        table: &str,
+        partition: Partition,
+        env: BTreeMap<String, String>,
+    ) -> impl Future<Output = Result<(), MetastoreError>> + Send;
+}
+
+impl PartitionStore for Metastore {
+    fn get_partition_by_values(
+        &self,
+        db: &str,
+        table: &str,
+        values: &[String],
+    ) -> impl Future<Output = Result<Partition, MetastoreError>> + Send {
+        Metastore::get_partition_by_values(self, db, table, values)
+    }
+
+    fn alter_partition(
+        &self,
+        db: &str,
+        table: &str,
+        partition: Partition,
+        env: BTreeMap<String, String>,
+    ) -> impl Future<Output = Result<(), MetastoreError>> + Send {
+        Metastore::alter_partition(self, db, table, partition, env)
+    }
+}
 
 /// Where an alter of a partition's location left it, as far as the metastore shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,8 +148,8 @@ pub fn settle_after(result: &Result<(), MetastoreError>) -> Duration {
 /// Reads the partition back (each read fails over across every metastore URI) until
 /// [`decide`] settles where it points or `within` has passed since `sent` (when the alter was
 /// sent). Callers remove a directory only on an outcome that shows the partition elsewhere.
-pub async fn read_back(
-    metastore: &Metastore,
+pub async fn read_back<M: PartitionStore>(
+    metastore: &M,
     table: &TableInfo,
     spec: &PartitionSpec,
     to: &Location,
@@ -129,7 +179,7 @@ pub async fn read_back(
                 },
             };
         }
-        tokio::time::sleep(READ_BACK_EVERY).await;
+        tokio::time::sleep(M::READ_BACK_EVERY).await;
     }
 }
 
@@ -138,8 +188,8 @@ pub async fn read_back(
 /// `DO_NOT_UPDATE_STATS` (so the metastore keeps exactly the parameters `params` makes of the
 /// current ones), then a read-back: the change counts only once the metastore shows it. Returns
 /// the parameters before and after.
-pub async fn set_location(
-    metastore: &Metastore,
+pub async fn set_location<M: PartitionStore>(
+    metastore: &M,
     table: &TableInfo,
     spec: &PartitionSpec,
     from: &Location,
@@ -181,7 +231,17 @@ pub async fn set_location(
     // connection cut right after it): only the metastore's own answer to a read-back counts.
     let settle = settle_after(&result);
     let error = result.err().map(|e| format!(": {e}")).unwrap_or_default();
-    match read_back(metastore, table, spec, &target, sent, settle, READ_BACK_FOR).await {
+    match read_back(
+        metastore,
+        table,
+        spec,
+        &target,
+        sent,
+        settle,
+        M::READ_BACK_FOR,
+    )
+    .await
+    {
         SwapOutcome::Swapped => Ok((before, after)),
         SwapOutcome::NotSwapped { location } => Err(anyhow!(
             "setting the location of {} to {to} did not take{error}; it points at {location}",
@@ -192,8 +252,211 @@ pub async fn set_location(
             "setting the location of {} to {to}{error}: the outcome is unknown after {}s of \
              reading back ({last})",
             what(),
-            READ_BACK_FOR.as_secs()
+            M::READ_BACK_FOR.as_secs()
         ))),
+    }
+}
+
+/// An in-memory metastore of one partition whose alters do what a test scripts: the double of
+/// [`PartitionStore`] for the unit tests here and in the compaction's run.
+#[cfg(test)]
+pub(crate) mod fake {
+    use std::collections::VecDeque;
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::metastore::StorageDescriptor;
+
+    /// What an alter does.
+    #[derive(Clone, Copy, Debug)]
+    pub enum Alter {
+        /// Applies the change and answers.
+        Apply,
+        /// The server refuses it: nothing changes.
+        Refuse,
+        /// The connection breaks after the call was sent, with or without the change applied.
+        Lose { applied: bool },
+        /// As `Lose`, and no read gets through afterwards.
+        LoseAll { applied: bool },
+    }
+
+    pub struct FakeMetastore {
+        state: Mutex<State>,
+    }
+
+    struct State {
+        location: String,
+        parameters: BTreeMap<String, String>,
+        /// What the next alters do; once none is left, they apply.
+        alters: VecDeque<Alter>,
+        reads_fail: bool,
+        /// Every call, as `get` or `alter <location>`.
+        calls: Vec<String>,
+        /// The environment of the last alter.
+        env: BTreeMap<String, String>,
+    }
+
+    impl FakeMetastore {
+        /// The partition at `location`, with one parameter.
+        pub fn at(location: &str) -> Self {
+            FakeMetastore {
+                state: Mutex::new(State {
+                    location: location.into(),
+                    parameters: BTreeMap::from([("numFiles".into(), "3".into())]),
+                    alters: VecDeque::new(),
+                    reads_fail: false,
+                    calls: vec![],
+                    env: BTreeMap::new(),
+                }),
+            }
+        }
+
+        fn state(&self) -> std::sync::MutexGuard<'_, State> {
+            self.state.lock().unwrap()
+        }
+
+        /// What the next alters do, in order.
+        pub fn alters(&self, alters: &[Alter]) {
+            self.state().alters.extend(alters);
+        }
+
+        /// Every read from now on fails.
+        pub fn fail_reads(&self) {
+            self.state().reads_fail = true;
+        }
+
+        pub fn location(&self) -> String {
+            self.state().location.clone()
+        }
+
+        pub fn parameters(&self) -> BTreeMap<String, String> {
+            self.state().parameters.clone()
+        }
+
+        pub fn calls(&self) -> Vec<String> {
+            self.state().calls.clone()
+        }
+
+        pub fn env(&self) -> BTreeMap<String, String> {
+            self.state().env.clone()
+        }
+    }
+
+    /// A table `db.t` partitioned by `k`, and its partition `k=1`.
+    pub fn table() -> (TableInfo, PartitionSpec) {
+        let storage = crate::table::StorageInfo {
+            location: Some("hdfs://nn:8020/w/t".into()),
+            ..crate::table::StorageInfo::none()
+        };
+        let table = TableInfo {
+            db: "db".into(),
+            name: "t".into(),
+            table_type: "EXTERNAL_TABLE".into(),
+            owner: None,
+            partition_keys: vec!["k".into()],
+            params: BTreeMap::new(),
+            storage,
+        };
+        let spec = PartitionSpec {
+            keys: vec!["k".into()],
+            values: vec!["1".into()],
+        };
+        (table, spec)
+    }
+
+    fn lost() -> MetastoreError {
+        MetastoreError::ConnectionLost {
+            uri: "thrift://fake:9083".into(),
+            method: "alter_partition_with_environment_context",
+            message: "reset by peer".into(),
+            outcome_unknown: true,
+        }
+    }
+
+    impl PartitionStore for FakeMetastore {
+        const READ_BACK_FOR: Duration = Duration::from_millis(60);
+        const READ_BACK_EVERY: Duration = Duration::from_millis(5);
+
+        async fn get_partition_by_values(
+            &self,
+            db: &str,
+            table: &str,
+            values: &[String],
+        ) -> Result<Partition, MetastoreError> {
+            let mut state = self.state();
+            state.calls.push("get".into());
+            if state.reads_fail {
+                return Err(MetastoreError::Unreachable {
+                    uris: "thrift://fake:9083".into(),
+                    last_error: "connection refused".into(),
+                });
+            }
+            Ok(Partition {
+                values: Some(values.to_vec()),
+                db_name: Some(db.into()),
+                table_name: Some(table.into()),
+                create_time: None,
+                last_access_time: None,
+                sd: Some(StorageDescriptor {
+                    cols: None,
+                    location: Some(state.location.clone()),
+                    input_format: None,
+                    output_format: None,
+                    compressed: None,
+                    num_buckets: None,
+                    serde_info: None,
+                    bucket_cols: None,
+                    sort_cols: None,
+                    parameters: None,
+                    skewed_info: None,
+                    stored_as_sub_directories: None,
+                }),
+                parameters: Some(state.parameters.clone()),
+                privileges: None,
+                cat_name: None,
+                write_id: None,
+                is_stats_compliant: None,
+                col_stats: None,
+                file_metadata: None,
+            })
+        }
+
+        async fn alter_partition(
+            &self,
+            _db: &str,
+            _table: &str,
+            partition: Partition,
+            env: BTreeMap<String, String>,
+        ) -> Result<(), MetastoreError> {
+            let mut state = self.state();
+            let to = partition.sd.and_then(|sd| sd.location).unwrap_or_default();
+            state.calls.push(format!("alter {to}"));
+            state.env = env;
+            let alter = state.alters.pop_front().unwrap_or(Alter::Apply);
+            let applied = match alter {
+                Alter::Apply => true,
+                Alter::Refuse => false,
+                Alter::Lose { applied } | Alter::LoseAll { applied } => applied,
+            };
+            if applied {
+                state.location = to;
+                state.parameters = partition.parameters.unwrap_or_default();
+            }
+            match alter {
+                Alter::Apply => Ok(()),
+                Alter::Refuse => Err(MetastoreError::Server {
+                    uri: "thrift://fake:9083".into(),
+                    method: "alter_partition_with_environment_context",
+                    exception: "InvalidOperationException",
+                    message: "refused".into(),
+                }),
+                Alter::Lose { .. } => Err(lost()),
+                Alter::LoseAll { .. } => {
+                    state.reads_fail = true;
+                    Err(lost())
+                }
+            }
+        }
     }
 }
 
@@ -207,6 +470,97 @@ mod tests {
 
     const TO: &str = "hdfs://nn:8020/w/t/k=1/.hive-orc-compactor/run1";
     const FROM: &str = "hdfs://nn:8020/w/t/k=1";
+
+    use super::fake::{table, Alter, FakeMetastore};
+
+    /// Moves the fake's partition from FROM to TO, adding a parameter.
+    async fn relocate(
+        metastore: &FakeMetastore,
+    ) -> Result<(BTreeMap<String, String>, BTreeMap<String, String>), RelocateError> {
+        let (table, spec) = table();
+        set_location(metastore, &table, &spec, &loc(FROM), TO, |p| {
+            let mut after = p.clone();
+            after.insert("run".into(), "1".into());
+            after
+        })
+        .await
+    }
+
+    #[tokio::test]
+    async fn an_answered_alter_counts_once_read_back_and_keeps_the_metastore_off_the_statistics() {
+        let ms = FakeMetastore::at(FROM);
+        let (before, after) = relocate(&ms).await.expect("swapped");
+        assert_eq!(ms.location(), TO);
+        assert_eq!(before.get("run"), None);
+        assert_eq!(after.get("run").map(String::as_str), Some("1"));
+        assert_eq!(ms.parameters(), after);
+        assert_eq!(ms.calls(), ["get", &format!("alter {TO}"), "get"]);
+        assert_eq!(
+            ms.env().get(DO_NOT_UPDATE_STATS).map(String::as_str),
+            Some("true")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_partition_moved_meanwhile_is_never_altered() {
+        let ms = FakeMetastore::at("hdfs://nn:8020/elsewhere");
+        let e = relocate(&ms).await.unwrap_err();
+        assert!(matches!(e, RelocateError::Moved { .. }), "{e}");
+        assert_eq!(ms.calls(), ["get"]);
+    }
+
+    #[tokio::test]
+    async fn a_failed_read_before_the_alter_changes_nothing() {
+        let ms = FakeMetastore::at(FROM);
+        ms.fail_reads();
+        let e = relocate(&ms).await.unwrap_err();
+        assert!(matches!(e, RelocateError::Failed(_)), "{e}");
+        assert_eq!(ms.calls(), ["get"]);
+    }
+
+    #[tokio::test]
+    async fn a_refused_alter_is_a_definite_failure_at_once() {
+        let ms = FakeMetastore::at(FROM);
+        ms.alters(&[Alter::Refuse]);
+        let e = relocate(&ms).await.unwrap_err();
+        // Definite: the caller may remove the new directory.
+        assert!(matches!(e, RelocateError::Failed(_)), "{e}");
+        assert!(e.to_string().contains("did not take"), "{e}");
+        assert_eq!(ms.location(), FROM);
+        // The server answered: one read-back settles it, no waiting.
+        assert_eq!(ms.calls().len(), 3, "{:?}", ms.calls());
+    }
+
+    #[tokio::test]
+    async fn a_lost_alter_that_landed_counts_as_done() {
+        let ms = FakeMetastore::at(FROM);
+        ms.alters(&[Alter::Lose { applied: true }]);
+        relocate(&ms).await.expect("the read-back shows the swap");
+        assert_eq!(ms.location(), TO);
+    }
+
+    /// The error of a relocation whose alter does `alter`, which must be unconfirmed.
+    async fn unconfirmed(alter: Alter) -> (FakeMetastore, String) {
+        let ms = FakeMetastore::at(FROM);
+        ms.alters(&[alter]);
+        let e = relocate(&ms).await.unwrap_err();
+        assert!(matches!(e, RelocateError::Unconfirmed(_)), "{e}");
+        (ms, e.to_string())
+    }
+
+    #[tokio::test]
+    async fn a_lost_alter_not_seen_within_the_retry_window_is_unconfirmed() {
+        // The metastore may still apply it: the old location proves nothing yet.
+        let (ms, e) = unconfirmed(Alter::Lose { applied: false }).await;
+        assert!(e.contains("unknown"), "{e}");
+        assert!(ms.calls().len() > 3, "kept reading back: {:?}", ms.calls());
+    }
+
+    #[tokio::test]
+    async fn a_lost_alter_that_cannot_be_read_back_is_unconfirmed_even_if_it_landed() {
+        let (_, e) = unconfirmed(Alter::LoseAll { applied: true }).await;
+        assert!(e.contains("reading it back"), "{e}");
+    }
 
     #[test]
     fn the_new_location_settles_it_at_once() {

@@ -105,16 +105,16 @@ struct Chunk {
 
 /// A spawned task that is aborted when its handle is dropped: a copy that fails or is dropped
 /// leaves no reads or opens running behind it.
-pub(crate) struct Task<T>(JoinHandle<T>);
+struct Task<T>(JoinHandle<T>);
 
 impl<T: Send + 'static> Task<T> {
-    pub(crate) fn spawn(f: impl Future<Output = T> + Send + 'static) -> Self {
+    fn spawn(f: impl Future<Output = T> + Send + 'static) -> Self {
         Task(tokio::spawn(f))
     }
 }
 
 impl<T> Task<Result<T, OrcError>> {
-    pub(crate) async fn join(mut self) -> Result<T, OrcError> {
+    async fn join(mut self) -> Result<T, OrcError> {
         (&mut self.0)
             .await
             .map_err(|e| OrcError::Io(io::Error::other(format!("a read task ended: {e}"))))?
@@ -127,11 +127,71 @@ impl<T> Drop for Task<T> {
     }
 }
 
-/// An open source: its reader, and its place among the `opens_in_flight`, given back when the
-/// last read of it is done.
-struct Opened<R> {
-    reader: R,
+/// An opened source, and its place among the opens [`open_ahead`] lets run ahead, given back
+/// when this is dropped or its value taken out ([`Opened::into_inner`]).
+pub(crate) struct Opened<T> {
+    value: T,
     _slot: OwnedSemaphorePermit,
+}
+
+impl<T> Opened<T> {
+    /// The opened value, its place given back: holding it no longer holds back the next open.
+    pub(crate) fn into_inner(self) -> T {
+        self.value
+    }
+}
+
+/// The opens of `items` in order, each `open` future a task of its own, started while fewer
+/// than `slots` are running or held as [`Opened`]: how the stripe copy and the re-encode open
+/// their next inputs ahead, a few at a time, never all at once. The future returned starts the
+/// opens and must be polled beside the [`Opens`] that hands them out; it ends once every item
+/// is started or the `Opens` is dropped.
+pub(crate) fn open_ahead<I, T, O, F>(
+    items: I,
+    slots: usize,
+    mut open: O,
+) -> (impl Future<Output = ()>, Opens<I::Item, T>)
+where
+    I: IntoIterator,
+    O: FnMut(&I::Item) -> F,
+    F: Future<Output = Result<T, OrcError>> + Send + 'static,
+    T: Send + 'static,
+{
+    let slots = Arc::new(Semaphore::new(slots.max(1)));
+    let (started, opens) = mpsc::unbounded_channel();
+    let opener = async move {
+        for item in items {
+            let slot = Arc::clone(&slots)
+                .acquire_owned()
+                .await
+                .expect("the semaphore is never closed");
+            let opening = open(&item);
+            let task = Task::spawn(async move {
+                Ok(Opened {
+                    value: opening.await?,
+                    _slot: slot,
+                })
+            });
+            if started.send((item, task)).is_err() {
+                break;
+            }
+        }
+    };
+    (opener, Opens(opens))
+}
+
+/// The opens [`open_ahead`] started, handed out in order.
+pub(crate) struct Opens<X, T>(mpsc::UnboundedReceiver<Started<X, T>>);
+
+/// An item and the task opening it.
+type Started<X, T> = (X, Task<Result<Opened<T>, OrcError>>);
+
+impl<X, T> Opens<X, T> {
+    /// The next item, opened; `None` once every item was handed out.
+    pub(crate) async fn next(&mut self) -> Option<Result<(X, Opened<T>), OrcError>> {
+        let (item, task) = self.0.recv().await?;
+        Some(task.join().await.map(|opened| (item, opened)))
+    }
 }
 
 /// Copies `pieces`, in order, to `sink`, and returns the XXH3 of each piece's bytes as they
@@ -161,49 +221,36 @@ where
             lengths.len()
         )));
     }
-    let slots = Arc::new(Semaphore::new(opts.opens_in_flight.max(1)));
     let budget = opts
         .bytes_in_flight
         .max(chunk)
         .min(Semaphore::MAX_PERMITS as u64) as usize;
     let budget = Arc::new(Semaphore::new(budget));
-    let (opened_tx, mut opened_rx) = mpsc::unbounded_channel();
     let (chunk_tx, mut chunk_rx) = mpsc::unbounded_channel::<Task<Result<Chunk, OrcError>>>();
 
-    // Opens, in order, as slots free up; each open is a task of its own, checked for length.
-    let opener = async move {
-        for (source, run) in runs(pieces) {
-            let slot = Arc::clone(&slots)
-                .acquire_owned()
-                .await
-                .expect("the semaphore is never closed");
-            let opening = open(source);
-            let expected = lengths[source];
-            let task = Task::spawn(async move {
-                let reader = opening.await?;
-                let found = reader.len().await?;
-                if found != expected {
-                    return Err(OrcError::Changed(format!(
-                        "source {source} is {found} bytes long now, {expected} when planned"
-                    )));
-                }
-                Ok(Arc::new(Opened {
-                    reader,
-                    _slot: slot,
-                }))
-            });
-            if opened_tx.send((task, run)).is_err() {
-                break;
+    // Opens, in order, as slots free up; each open is checked for length. A source's slot is
+    // held until its last chunk is read.
+    let (opener, mut opens) = open_ahead(runs(pieces), opts.opens_in_flight, |&(source, _)| {
+        let opening = open(source);
+        let expected = lengths[source];
+        async move {
+            let reader = opening.await?;
+            let found = reader.len().await?;
+            if found != expected {
+                return Err(OrcError::Changed(format!(
+                    "source {source} is {found} bytes long now, {expected} when planned"
+                )));
             }
+            Ok(reader)
         }
-        Ok::<_, OrcError>(())
-    };
+    });
 
     // Chunk reads, in order, as the byte budget allows; each read is a task of its own and
     // hashes what it read.
     let reader = async move {
-        while let Some((opening, run)) = opened_rx.recv().await {
-            let opened: Arc<Opened<R>> = opening.join().await?;
+        while let Some(next) = opens.next().await {
+            let ((_, run), opened) = next?;
+            let opened: Arc<Opened<R>> = Arc::new(opened);
             for piece in run {
                 let len = lengths[pieces[piece].source];
                 for range in split(pieces[piece].range.clone(), chunk) {
@@ -214,7 +261,7 @@ where
                     let opened = Arc::clone(&opened);
                     let task = Task::spawn(async move {
                         let bytes =
-                            read_checked(&opened.reader, range.clone(), len, "piece").await?;
+                            read_checked(&opened.value, range.clone(), len, "piece").await?;
                         Ok(Chunk {
                             piece,
                             start: range.start,
@@ -260,6 +307,10 @@ where
         Ok(sums)
     };
 
+    let opener = async {
+        opener.await;
+        Ok(())
+    };
     let ((), (), sums) = tokio::try_join!(opener, reader, writer)?;
     Ok(sums)
 }

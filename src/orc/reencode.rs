@@ -7,13 +7,12 @@
 //! `bytes_in_flight` shared among its `opens_in_flight`); the one being read holds one stripe
 //! and one decoded batch; the writer holds one output stripe.
 
-use std::collections::VecDeque;
 use std::future::Future;
 
 use arrow::record_batch::RecordBatch;
 use orc_rust::proto::{r#type::Kind, ColumnStatistics};
 
-use super::copy::{ReadAhead, Task};
+use super::copy::{open_ahead, Opens, ReadAhead};
 use super::decode::Decoder;
 use super::digest::{Digester, Digests};
 use super::error::OrcError;
@@ -53,51 +52,45 @@ where
 {
     let ahead = read_ahead.opens_in_flight.max(1);
     let prefetch = read_ahead.bytes_in_flight / ahead as u64;
-    let mut pending: VecDeque<Task<Result<Decoder<R>, OrcError>>> = VecDeque::new();
-    let mut opened = 0;
-    let mut open_ahead = |pending: &mut VecDeque<_>| {
-        while pending.len() < ahead && opened < tails.len() {
-            let file = open(opened);
-            let tail = tails[opened].clone();
-            // The first input's first stripe is always read: its footer names the bloom
-            // filter columns.
-            let prefetch = if opened == 0 { u64::MAX } else { prefetch };
-            pending.push_back(Task::spawn(async move {
-                Decoder::open(file.await?, &tail, prefetch).await
-            }));
-            opened += 1;
+    // A decoder taken out of the queue no longer counts: `ahead` are opened beside it.
+    let (opener, mut opens) = open_ahead(0..tails.len(), ahead, |&i| {
+        let file = open(i);
+        let tail = tails[i].clone();
+        // The first input's first stripe is always read: its footer names the bloom filter
+        // columns.
+        let prefetch = if i == 0 { u64::MAX } else { prefetch };
+        async move { Decoder::open(file.await?, &tail, prefetch).await }
+    });
+    let decode = async move {
+        let mut decoder = next_decoder(&mut opens).await?;
+        options.bloom_filter_columns = decoder.bloom_columns.clone().unwrap_or_default();
+        let mut writer = OrcWriter::new(sink, options).await?;
+        let mut digester = Digester::new(&decoder.schema());
+        for (i, tail) in tails.iter().enumerate() {
+            if i > 0 {
+                decoder = next_decoder(&mut opens).await?;
+            }
+            let mut rows = 0;
+            while let Some(batch) = decoder.next().await? {
+                let batch = as_decoded(batch)?;
+                digester.update(&batch)?;
+                rows += batch.num_rows() as u64;
+                writer.write_batch(&as_written(batch)?).await?;
+            }
+            if rows != tail.rows {
+                return Err(OrcError::Decode(format!(
+                    "input {i}: {rows} rows decoded, its footer says {}",
+                    tail.rows
+                )));
+            }
         }
+        Ok((writer, digester))
     };
-    let next = |pending: &mut VecDeque<Task<_>>| {
-        pending
-            .pop_front()
-            .ok_or_else(|| OrcError::Plan("an output without inputs".into()))
+    let opener = async {
+        opener.await;
+        Ok(())
     };
-
-    open_ahead(&mut pending);
-    let mut decoder = next(&mut pending)?.join().await?;
-    options.bloom_filter_columns = decoder.bloom_columns.clone().unwrap_or_default();
-    let mut writer = OrcWriter::new(sink, options).await?;
-    let mut digester = Digester::new(&decoder.schema());
-    for (i, tail) in tails.iter().enumerate() {
-        if i > 0 {
-            open_ahead(&mut pending);
-            decoder = next(&mut pending)?.join().await?;
-        }
-        let mut rows = 0;
-        while let Some(batch) = decoder.next().await? {
-            let batch = as_decoded(batch)?;
-            digester.update(&batch)?;
-            rows += batch.num_rows() as u64;
-            writer.write_batch(&as_written(batch)?).await?;
-        }
-        if rows != tail.rows {
-            return Err(OrcError::Decode(format!(
-                "input {i}: {rows} rows decoded, its footer says {}",
-                tail.rows
-            )));
-        }
-    }
+    let ((), (writer, digester)) = tokio::try_join!(opener, decode)?;
     let (written, _) = writer.finish().await?;
     // Independent of our decoder: what the original writers recorded about these values.
     let recorded: Vec<&[ColumnStatistics]> = tails
@@ -134,6 +127,15 @@ where
         stripes: written.stripes,
         digests,
     })
+}
+
+/// The next input's decoder, out of the open-ahead queue.
+async fn next_decoder<R: RangeRead + Send + 'static>(
+    opens: &mut Opens<usize, Decoder<R>>,
+) -> Result<Decoder<R>, OrcError> {
+    let next = opens.next().await;
+    let (_, opened) = next.ok_or_else(|| OrcError::Plan("an output without inputs".into()))??;
+    Ok(opened.into_inner())
 }
 
 /// Decodes the file `tail` belongs to and returns its rows and column digests.

@@ -111,8 +111,7 @@ pub(super) async fn plan(
     }
     let snapshot = take_snapshot(hdfs, &found.location).await?;
     check_no_write_in_progress(&snapshot, options.write_in_progress_age, SystemTime::now())?;
-    check_one_access(&snapshot)?;
-    check_one_acl(hdfs, &snapshot).await?;
+    check_one_access(hdfs, &snapshot).await?;
     report.files_before = snapshot.files.len();
     report.bytes_before = snapshot.bytes();
     report.rows = snapshot.rows();
@@ -201,22 +200,22 @@ fn is_write_in_progress(length: u64, modified: u64, age: Duration, now_ms: u64) 
     length == 0 && u128::from(now_ms.saturating_sub(modified)) < age.as_millis()
 }
 
-/// Refuses a partition whose data files differ in owner, group or permission bits: one output
-/// gets one access, so merging them (or copying them with the first file's access) would change
-/// who may read some rows. Zero-length files hold no rows and are left out.
-fn check_one_access(snapshot: &Snapshot) -> Result<(), Stop> {
-    let access = |f: &DataFile| (f.owner.clone(), f.group.clone(), f.permission);
-    let mut with_rows = snapshot.files.iter().filter(|f| f.length > 0);
-    let Some(first) = with_rows.next() else {
+/// Refuses a partition whose data files differ in who may read them: owner, group, permission
+/// bits or ACL entries. One output gets one access, so merging them (or copying them with the
+/// first file's access) would change who may read some rows. Zero-length files hold no rows and
+/// are left out. A Hadoop 3 listing marks files with an ACL only in a flag hdfs-native does not
+/// pass on, so once owners, groups and bits agree each file with rows has its ACL read: one
+/// more NameNode call per input, sixteen at a time.
+async fn check_one_access(hdfs: &Hdfs, snapshot: &Snapshot) -> Result<(), Stop> {
+    let files: Vec<&DataFile> = snapshot.files.iter().filter(|f| f.length > 0).collect();
+    let Some(first) = files.first() else {
         return Ok(());
     };
-    match with_rows.find(|f| access(f) != access(first)) {
-        Some(other) => Err(Stop::Refused(Refusal::new(
-            Rule::MixedPermissions,
+    let bits = |f: &DataFile| (f.owner.clone(), f.group.clone(), f.permission);
+    if let Some(other) = files.iter().find(|f| bits(f) != bits(first)) {
+        return Err(mixed(
             format!(
-                "{} ({}:{} {:o}) and {} ({}:{} {:o}) may be read by different people; merging \
-                 them would change who can read their rows: give the files one owner, group and \
-                 mode (hdfs dfs -chown/-chmod) if that is intended, or leave the partition as is",
+                "{} ({}:{} {:o}) and {} ({}:{} {:o})",
                 first.location,
                 first.owner,
                 first.group,
@@ -226,16 +225,9 @@ fn check_one_access(snapshot: &Snapshot) -> Result<(), Stop> {
                 other.group,
                 other.permission
             ),
-        ))),
-        None => Ok(()),
+            "one owner, group and mode (hdfs dfs -chown/-chmod)",
+        ));
     }
-}
-
-/// The same rule for ACLs: files whose ACL entries differ are never merged. A Hadoop 3 listing
-/// marks files with an ACL only in a flag hdfs-native does not pass on, so each file with rows
-/// has its ACL read: one more NameNode call per input, sixteen at a time.
-async fn check_one_acl(hdfs: &Hdfs, snapshot: &Snapshot) -> Result<(), Stop> {
-    let files: Vec<&DataFile> = snapshot.files.iter().filter(|f| f.length > 0).collect();
     let mut acls: Vec<(usize, Vec<AclEntry>)> =
         futures::stream::iter(files.iter().enumerate().map(|(i, f)| async move {
             let access = hdfs.access(&f.location).await?;
@@ -248,24 +240,32 @@ async fn check_one_acl(hdfs: &Hdfs, snapshot: &Snapshot) -> Result<(), Stop> {
     acls.sort_by_key(|(i, _)| *i);
     let same =
         |a: &[AclEntry], b: &[AclEntry]| a.len() == b.len() && a.iter().all(|e| b.contains(e));
-    let Some((_, first)) = acls.first() else {
-        return Ok(());
-    };
-    match acls.iter().find(|(_, acl)| !same(acl, first)) {
-        Some((i, acl)) => Err(Stop::Refused(Refusal::new(
-            Rule::MixedPermissions,
+    let first_acl = &acls[0].1;
+    match acls.iter().find(|(_, acl)| !same(acl, first_acl)) {
+        Some((i, acl)) => Err(mixed(
             format!(
-                "{} ({} ACL entries) and {} ({} ACL entries) may be read by different people; \
-                 merging them would change who can read their rows: give the files one ACL \
-                 (hdfs dfs -setfacl) if that is intended, or leave the partition as is",
-                files[0].location,
-                first.len(),
+                "{} ({} ACL entries) and {} ({} ACL entries)",
+                first.location,
+                first_acl.len(),
                 files[*i].location,
                 acl.len()
             ),
-        ))),
+            "one ACL (hdfs dfs -setfacl)",
+        )),
         None => Ok(()),
     }
+}
+
+/// The refusal of two files (`which`) that may be read by different people; `give` is what
+/// would make them alike.
+fn mixed(which: String, give: &str) -> Stop {
+    Stop::Refused(Refusal::new(
+        Rule::MixedPermissions,
+        format!(
+            "{which} may be read by different people; merging them would change who can read \
+             their rows: give the files {give} if that is intended, or leave the partition as is"
+        ),
+    ))
 }
 
 /// The partition's staging lock (writers wait for it, readers do not), held until the journal
@@ -535,6 +535,27 @@ fn writer_name(tail: &OrcTail) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lock_held_elsewhere_or_lost_makes_the_run_busy() {
+        let busy = LockError::Busy {
+            holder: None,
+            waited: Duration::from_secs(60),
+        };
+        assert!(matches!(lock_stop(busy), Stop::Busy(_)));
+        assert!(matches!(
+            lock_stop(LockError::Lost("timed out".into())),
+            Stop::Busy(_)
+        ));
+        assert!(matches!(
+            lock_stop(LockError::Interrupted),
+            Stop::Interrupted
+        ));
+        assert!(matches!(
+            lock_stop(LockError::Failed("x".into())),
+            Stop::Failed(_)
+        ));
+    }
 
     #[test]
     fn only_young_empty_files_are_writes_in_progress() {

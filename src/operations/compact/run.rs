@@ -13,20 +13,22 @@ use super::plan::PartitionPlan;
 use super::report::CompactReport;
 use super::write::{copy_file, hash_file, OutputWriter, Staged as StagedOutput, Written};
 use super::Progress;
-use crate::hdfs::{Access, Hdfs, Location};
+use crate::hdfs::{Access, Files, Hdfs, Location};
 use crate::journal::{self, Journal, JournalInput, JournalOutput};
 use crate::layout::{self, output_name, PARAM_PREVIOUS_LOCATION};
 use crate::lock::PartitionLock;
 use crate::metastore::Metastore;
 use crate::operations::outcome::{Status, Stop};
 use crate::orc::{digest_file, read_tail, verify_output, verify_tail, OrcError, VerifyFailure};
-use crate::relocate::{set_location, RelocateError};
+use crate::relocate::{set_location, PartitionStore, RelocateError};
 use crate::snapshot::DataFile;
 
-/// One compaction of a planned partition, from staging to journal.
-pub(super) struct Run<'a> {
-    metastore: &'a Metastore,
-    hdfs: &'a Hdfs,
+/// One compaction of a planned partition, from staging to journal. The steps from the re-check
+/// on, and what a stopped run removes, need only the calls of [`PartitionStore`] and [`Files`]:
+/// unit tests run them against in-memory doubles.
+pub(super) struct Run<'a, M = Metastore, H = Hdfs> {
+    metastore: &'a M,
+    hdfs: &'a H,
     plan: &'a PartitionPlan,
     options: &'a CompactOptions,
     /// The partition's metastore lock, when one was taken: the staging lock until the
@@ -83,10 +85,10 @@ struct Swapped {
     after: BTreeMap<String, String>,
 }
 
-impl<'a> Run<'a> {
+impl<'a, M: PartitionStore, H: Files> Run<'a, M, H> {
     pub fn new(
-        metastore: &'a Metastore,
-        hdfs: &'a Hdfs,
+        metastore: &'a M,
+        hdfs: &'a H,
         plan: &'a PartitionPlan,
         options: &'a CompactOptions,
         lock: Option<&'a mut PartitionLock>,
@@ -106,7 +108,9 @@ impl<'a> Run<'a> {
             swapped: false,
         }
     }
+}
 
+impl<'a> Run<'a> {
     /// Runs steps 4 to 9 into `report`; if anything fails before the swap, removes what the run
     /// wrote, so the partition is exactly as it was.
     pub async fn execute(mut self, report: &mut CompactReport) {
@@ -115,11 +119,7 @@ impl<'a> Run<'a> {
         report.stripes = Some(self.options.stripes);
         report.name_outputs(&self.id);
         if let Err(stop) = self.steps(report).await {
-            if !self.swapped {
-                self.remove_run_dirs(report).await;
-                report.new_location = None;
-            }
-            report.outcome.stop(stop);
+            self.stopped(stop, report).await;
         }
     }
 
@@ -154,37 +154,11 @@ impl<'a> Run<'a> {
         failpoint!("compact::after-publish");
         self.checkpoint()?;
 
-        // EXCLUSIVE before the swap gate: a writer that queued behind the staging lock gets in
-        // first and we wait for it, and only this partition's run should wait for that.
-        self.exclusive().await?;
-        // One swap at a time per process, from this re-check on (see `CompactOptions::swap_gate`).
-        let _swap_turn = self.options.swap_gate.lock().await;
-        self.recheck().await?;
-        failpoint!("compact::before-swap");
-        self.checkpoint()?;
-        self.check_lock()?;
-
-        let swapped = self.swap(new_files.len(), staged.bytes(), rows).await?;
-        report.outcome.status = Status::Compacted;
-        report.new_location = Some(self.published.to_string());
-        report.files_after = new_files.len();
-        report.bytes_after = staged.bytes();
-        report.rows = rows;
-        tracing::debug!("swapped");
-        failpoint!("compact::after-swap");
-
-        let journal_path = self.journal(&staged, swapped).await?;
+        let journal_path = self
+            .swap_and_journal(&staged, new_files.len(), rows, report)
+            .await?;
         not_kept.extend(self.hdfs.copy_access(&journal_path, &inherited.file).await);
         report.outcome.warnings.extend(not_kept_warning(&not_kept));
-        Ok(())
-    }
-
-    /// A safe point: nothing readers see has changed yet, so an interrupted run stops here and
-    /// takes the cleanup path every failure before the swap takes.
-    fn checkpoint(&self) -> Result<(), Stop> {
-        if self.options.cancel.is_cancelled() {
-            return Err(Stop::Interrupted);
-        }
         Ok(())
     }
 
@@ -346,6 +320,48 @@ impl<'a> Run<'a> {
             .chain(new_files.iter().map(|f| (f, &inherited.file)))
             .collect();
         Ok(keep_access(self.hdfs, &targets).await)
+    }
+}
+
+impl<'a, M: PartitionStore, H: Files> Run<'a, M, H> {
+    /// A safe point: nothing readers see has changed yet, so an interrupted run stops here and
+    /// takes the cleanup path every failure before the swap takes.
+    fn checkpoint(&self) -> Result<(), Stop> {
+        if self.options.cancel.is_cancelled() {
+            return Err(Stop::Interrupted);
+        }
+        Ok(())
+    }
+
+    /// Steps 7 to 9, once the new files are published: the re-check and the swap under
+    /// EXCLUSIVE and the swap gate, then the journal; returns where the journal was written.
+    async fn swap_and_journal(
+        &mut self,
+        staged: &Staged<'_>,
+        files: usize,
+        rows: u64,
+        report: &mut CompactReport,
+    ) -> Result<Location, Stop> {
+        // EXCLUSIVE before the swap gate: a writer that queued behind the staging lock gets in
+        // first and we wait for it, and only this partition's run should wait for that.
+        self.exclusive().await?;
+        // One swap at a time per process, from this re-check on (see `CompactOptions::swap_gate`).
+        let _swap_turn = self.options.swap_gate.lock().await;
+        self.recheck().await?;
+        failpoint!("compact::before-swap");
+        self.checkpoint()?;
+        self.check_lock()?;
+
+        let swapped = self.swap(files, staged.bytes(), rows).await?;
+        report.outcome.status = Status::Compacted;
+        report.new_location = Some(self.published.to_string());
+        report.files_after = files;
+        report.bytes_after = staged.bytes();
+        report.rows = rows;
+        tracing::debug!("swapped");
+        failpoint!("compact::after-swap");
+
+        self.journal(staged, swapped).await
     }
 
     /// Step 7: re-check the snapshot: a writer that added or changed files means busy.
@@ -545,6 +561,16 @@ impl<'a> Run<'a> {
         Ok(path)
     }
 
+    /// A stopped run: unless the metastore may point at the published directory, nothing
+    /// readers see points at the run's directories, and they are removed.
+    async fn stopped(&self, stop: Stop, report: &mut CompactReport) {
+        if !self.swapped {
+            self.remove_run_dirs(report).await;
+            report.new_location = None;
+        }
+        report.outcome.stop(stop);
+    }
+
     /// After a failure before the swap nothing readers see points at the run's directories:
     /// remove them. If this fails too, only a hidden directory remains, which cleanup removes.
     async fn remove_run_dirs(&self, report: &mut CompactReport) {
@@ -587,4 +613,279 @@ fn check_reencoded(
         .into());
     }
     Ok(())
+}
+
+/// The protocol's end (re-check, swap, swap back, journal, and what a stopped run removes)
+/// against in-memory doubles of the metastore and HDFS, with failures injected at each call.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hdfs::fake::MemFiles;
+    use crate::operations::compact::Quiet;
+    use crate::relocate::fake::{table, Alter, FakeMetastore};
+    use crate::snapshot::Snapshot;
+
+    const OLD: &str = "hdfs://nn:8020/w/t/k=1";
+
+    /// A partition of no files (so a file in its directory is one that appeared) whose new
+    /// files are published: the state step 6 leaves.
+    struct Published {
+        metastore: FakeMetastore,
+        files: MemFiles,
+        plan: PartitionPlan,
+        options: CompactOptions,
+    }
+
+    impl Published {
+        fn new() -> Self {
+            let (table, spec) = table();
+            let old = Location::parse(OLD).unwrap();
+            let files = MemFiles::default();
+            files.mkdir(&old);
+            Published {
+                metastore: FakeMetastore::at(OLD),
+                files,
+                plan: PartitionPlan {
+                    table,
+                    spec,
+                    location: old.clone(),
+                    home: old.clone(),
+                    snapshot: Snapshot {
+                        dir: old,
+                        files: vec![],
+                        hidden: vec![],
+                    },
+                    outputs: vec![],
+                    carried: vec![],
+                    dropped_empty: vec![],
+                    with_tail: vec![],
+                },
+                options: CompactOptions::default(),
+            }
+        }
+
+        fn old(&self) -> Location {
+            self.plan.location.clone()
+        }
+
+        /// Steps 7 to 9, and on a stop what `execute` does; the report, the published
+        /// directory and where the journal goes.
+        async fn finish(&self) -> (CompactReport, Location, Location) {
+            let mut run = Run::new(
+                &self.metastore,
+                &self.files,
+                &self.plan,
+                &self.options,
+                None,
+                &Quiet,
+            );
+            self.files.mkdir(&run.published);
+            let staged = Staged {
+                outputs: vec![],
+                copies: vec![],
+            };
+            let mut report = CompactReport::new("db.t", "k=1");
+            if let Err(stop) = run.swap_and_journal(&staged, 0, 0, &mut report).await {
+                run.stopped(stop, &mut report).await;
+            }
+            let journal = layout::journal_path(&self.plan.home, &run.id);
+            (report, run.published.clone(), journal)
+        }
+    }
+
+    /// The partition points at `published`, and the report says so.
+    fn assert_compacted(p: &Published, report: &CompactReport, published: &Location) {
+        let why = reason(report);
+        assert_eq!(report.outcome.status, Status::Compacted, "{why}");
+        assert_eq!(p.metastore.location(), published.to_string());
+        assert_eq!(report.new_location, Some(published.to_string()));
+    }
+
+    fn reason(report: &CompactReport) -> &str {
+        report.outcome.reason.as_deref().unwrap_or_default()
+    }
+
+    #[tokio::test]
+    async fn the_swap_points_the_partition_at_the_published_files_then_the_journal_is_written() {
+        let p = Published::new();
+        let (report, published, journal) = p.finish().await;
+        assert_compacted(&p, &report, &published);
+        let written = p.files.written(&journal).expect("journal written");
+        let journal: Journal = serde_json::from_slice(&written).unwrap();
+        assert_eq!(journal.old_location, OLD);
+        assert_eq!(journal.new_location, published.to_string());
+        // What the swap changed, as only a done swap knows it.
+        assert_eq!(journal.parameters_after, p.metastore.parameters());
+        assert!(p.files.exists(&published));
+    }
+
+    #[tokio::test]
+    async fn a_file_that_appeared_before_the_swap_makes_the_run_busy_and_nothing_is_altered() {
+        let p = Published::new();
+        p.files.add_file(&p.old(), "000001_0", 10);
+        let (report, published, _) = p.finish().await;
+        assert_eq!(report.outcome.status, Status::Busy);
+        assert!(
+            reason(&report).contains("000001_0 appeared"),
+            "{}",
+            reason(&report)
+        );
+        assert!(p.metastore.calls().is_empty(), "{:?}", p.metastore.calls());
+        assert!(
+            !p.files.exists(&published),
+            "the unused run directory is removed"
+        );
+        assert_eq!(report.new_location, None);
+    }
+
+    #[tokio::test]
+    async fn a_vanished_partition_directory_is_busy_before_the_swap() {
+        let p = Published::new();
+        p.files.delete(&p.old(), true).await.unwrap();
+        let (report, _, _) = p.finish().await;
+        assert_eq!(report.outcome.status, Status::Busy);
+        assert!(reason(&report).contains("vanished"), "{}", reason(&report));
+        assert!(p.metastore.calls().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_failed_recheck_listing_stops_before_the_swap() {
+        let p = Published::new();
+        p.files.fail("list", &p.old());
+        let (report, published, _) = p.finish().await;
+        assert_eq!(report.outcome.status, Status::Failed);
+        assert!(p.metastore.calls().is_empty());
+        assert!(!p.files.exists(&published));
+    }
+
+    #[tokio::test]
+    async fn an_interrupted_run_stops_at_the_last_safe_point_before_the_swap() {
+        let p = Published::new();
+        p.options.cancel.cancel();
+        let (report, published, _) = p.finish().await;
+        assert!(
+            reason(&report).contains("interrupted"),
+            "{}",
+            reason(&report)
+        );
+        assert!(p.metastore.calls().is_empty());
+        assert!(!p.files.exists(&published));
+    }
+
+    #[tokio::test]
+    async fn a_refused_swap_leaves_the_partition_and_removes_the_run_directories() {
+        let p = Published::new();
+        p.metastore.alters(&[Alter::Refuse]);
+        let (report, published, journal) = p.finish().await;
+        assert_eq!(report.outcome.status, Status::Failed);
+        assert_eq!(p.metastore.location(), OLD);
+        assert!(!p.files.exists(&published));
+        assert_eq!(p.files.written(&journal), None);
+    }
+
+    #[tokio::test]
+    async fn a_run_directory_that_cannot_be_removed_is_left_to_cleanup_with_a_warning() {
+        let p = Published::new();
+        p.metastore.alters(&[Alter::Refuse]);
+        p.files.fail("delete", &layout::work_dir(&p.plan.home));
+        let (report, published, _) = p.finish().await;
+        assert_eq!(report.outcome.status, Status::Failed);
+        assert!(p.files.exists(&published));
+        let warnings = &report.outcome.warnings;
+        assert!(
+            warnings.iter().any(|w| w.contains("cleanup will")),
+            "{warnings:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_swap_of_unknown_outcome_keeps_the_published_directory() {
+        let p = Published::new();
+        p.metastore.alters(&[Alter::Lose { applied: false }]);
+        let (report, published, _) = p.finish().await;
+        assert_eq!(report.outcome.status, Status::Failed);
+        assert!(reason(&report).contains("unknown"), "{}", reason(&report));
+        // The metastore may still point the partition there.
+        assert!(p.files.exists(&published));
+        assert!(!p.files.calls().iter().any(|c| c.starts_with("delete")));
+    }
+
+    #[tokio::test]
+    async fn a_lost_swap_that_landed_is_a_compaction() {
+        let p = Published::new();
+        p.metastore.alters(&[Alter::Lose { applied: true }]);
+        let (report, published, journal) = p.finish().await;
+        assert_compacted(&p, &report, &published);
+        assert!(p.files.written(&journal).is_some());
+    }
+
+    #[tokio::test]
+    async fn a_writer_during_the_swap_is_swapped_back_and_the_run_is_busy() {
+        let p = Published::new();
+        // Listed once by the re-check; the file shows in the listing after the swap.
+        p.files.appears(&p.old(), 1, "000001_0");
+        let (report, published, journal) = p.finish().await;
+        assert_eq!(report.outcome.status, Status::Busy);
+        assert!(
+            reason(&report).contains("swapped back"),
+            "{}",
+            reason(&report)
+        );
+        assert_eq!(p.metastore.location(), OLD);
+        // The statistics as they were before the swap.
+        assert_eq!(
+            p.metastore.parameters().get("numFiles").map(String::as_str),
+            Some("3")
+        );
+        assert!(!p.files.exists(&published));
+        assert_eq!(p.files.written(&journal), None);
+    }
+
+    #[tokio::test]
+    async fn a_failed_swap_back_keeps_the_published_directory_the_partition_points_at() {
+        let p = Published::new();
+        p.files.appears(&p.old(), 1, "000001_0");
+        p.metastore.alters(&[Alter::Apply, Alter::Refuse]);
+        let (report, published, _) = p.finish().await;
+        assert_eq!(report.outcome.status, Status::Failed);
+        assert!(
+            reason(&report).contains("swapping back failed"),
+            "{}",
+            reason(&report)
+        );
+        assert_eq!(p.metastore.location(), published.to_string());
+        assert!(p.files.exists(&published));
+    }
+
+    #[tokio::test]
+    async fn a_swap_back_of_unknown_outcome_keeps_both_directories() {
+        let p = Published::new();
+        p.files.appears(&p.old(), 1, "000001_0");
+        p.metastore
+            .alters(&[Alter::Apply, Alter::Lose { applied: false }]);
+        let (report, published, _) = p.finish().await;
+        assert_eq!(report.outcome.status, Status::Failed);
+        assert!(
+            reason(&report).contains("outcome is unknown"),
+            "{}",
+            reason(&report)
+        );
+        assert!(p.files.exists(&published));
+        assert!(p.files.exists(&p.old()));
+    }
+
+    #[tokio::test]
+    async fn a_journal_that_cannot_be_written_fails_the_run_but_keeps_the_swap() {
+        let p = Published::new();
+        p.files.fail("write", &layout::work_dir(&p.plan.home));
+        let (report, published, _) = p.finish().await;
+        assert_eq!(report.outcome.status, Status::Failed);
+        let why = reason(&report);
+        assert!(why.contains("now points at"), "{why}");
+        assert!(why.contains(PARAM_PREVIOUS_LOCATION), "{why}");
+        // The partition reads the new files: they stay.
+        assert_eq!(p.metastore.location(), published.to_string());
+        assert!(p.files.exists(&published));
+        assert_eq!(report.new_location, Some(published.to_string()));
+    }
 }
