@@ -1,4 +1,4 @@
-//! How a command ended for one partition: one status (which gives the exit code), the rule and
+//! How a command ended for one partition (or table): one status (which gives the exit code), the rule and
 //! reason when it did not do its work, and warnings. Every per-partition report carries an
 //! [`Outcome`]; every operation that can stop early stops with a [`Stop`], turned into the
 //! outcome in one place ([`Outcome::stop`]).
@@ -17,6 +17,14 @@ use crate::relocate::RelocateError;
 pub enum Status {
     Compacted,
     RolledBack,
+    /// `cleanup` removed (or settled) what runs left behind.
+    Cleaned,
+    /// `iceberg migrate` committed the Iceberg table.
+    Migrated,
+    /// `iceberg revert` gave the Hive table back.
+    Reverted,
+    /// `iceberg check`: nothing blocks the move. `inspect`: the tool would not refuse it.
+    Ready,
     NothingToDo,
     DryRun,
     /// Not attempted: a selection threshold or budget left it out (the reason says which).
@@ -33,6 +41,10 @@ impl Status {
         match self {
             Status::Compacted
             | Status::RolledBack
+            | Status::Cleaned
+            | Status::Migrated
+            | Status::Reverted
+            | Status::Ready
             | Status::NothingToDo
             | Status::DryRun
             | Status::Skipped => ExitCode::Ok,
@@ -48,6 +60,10 @@ impl Status {
         match self {
             Status::Compacted => "compacted",
             Status::RolledBack => "rolled back",
+            Status::Cleaned => "cleaned",
+            Status::Migrated => "migrated",
+            Status::Reverted => "reverted",
+            Status::Ready => "ready",
             Status::NothingToDo => "nothing to do",
             Status::DryRun => "dry run",
             Status::Skipped => "skipped",

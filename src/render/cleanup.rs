@@ -1,0 +1,75 @@
+//! `cleanup`: per partition, what each run's cleanup removed, kept or found; then the counts.
+
+use std::io::Write;
+
+use hive_orc_compactor::operations::cleanup::{CleanupReport, RunAction};
+
+use super::{json, Format};
+
+pub fn cleanup(out: &mut dyn Write, r: &CleanupReport, format: Format) -> anyhow::Result<()> {
+    if format == Format::Json {
+        return json(out, r);
+    }
+    let will = if r.dry_run { "would remove" } else { "removed" };
+    for p in &r.partitions {
+        writeln!(out, "{} partition {}", p.table, p.partition)?;
+        for id in &p.journals_rebuilt {
+            writeln!(out, "  run {id}: journal rebuilt (killed after its swap)")?;
+        }
+        for run in &p.runs {
+            let action = match run.action {
+                RunAction::DeleteInputs => "replaced files",
+                RunAction::DeleteOutputs => "rolled back: its own outputs",
+                RunAction::Kept => "kept",
+                RunAction::Settled => "cleaned before; files no journal names are left",
+            };
+            writeln!(out, "  run {}: {action}", run.run_id)?;
+            // Hundreds of small files each: the first few name the directory, JSON has all.
+            for f in run.removed.iter().take(3) {
+                writeln!(out, "    {will} {f}")?;
+            }
+            if run.removed.len() > 3 {
+                writeln!(out, "    {will} {} more", run.removed.len() - 3)?;
+            }
+            for f in &run.left {
+                writeln!(out, "    left    {f}")?;
+            }
+            for f in &run.late_files {
+                writeln!(
+                    out,
+                    "    late    {f} (written after the swap; queries do not see it)"
+                )?;
+            }
+            for f in &run.missing_outputs {
+                writeln!(out, "    missing {f} (its inputs stay)")?;
+            }
+            for f in &run.unknown_files {
+                writeln!(
+                    out,
+                    "    unknown {f} (in the run directory, no journal names it; kept)"
+                )?;
+            }
+            for f in &run.adopted {
+                writeln!(out, "    adopted {f}")?;
+            }
+            for f in &run.discarded {
+                writeln!(out, "    discarded {f}")?;
+            }
+        }
+        for d in &p.dead_runs_removed {
+            writeln!(out, "  dead run: {will} {d}")?;
+        }
+        for e in &p.errors {
+            writeln!(out, "  error   {e}")?;
+        }
+    }
+    writeln!(
+        out,
+        "cleanup{}: {} partitions checked, {} with something to clean, {} errors",
+        if r.dry_run { " (dry run)" } else { "" },
+        r.partitions_checked,
+        r.partitions.len(),
+        r.errors
+    )?;
+    Ok(())
+}
