@@ -597,19 +597,8 @@ async fn run_inspect(
 ) -> anyhow::Result<ExitCode> {
     let metastore = options.connect().await?;
     let report = inspect::inspect(&metastore, &options.hdfs(), table, partition).await?;
-    render::inspect(&mut stdout(), &report, options.format)?;
-    Ok(match report.refusal() {
-        Some(refusal) => {
-            render::refusal(
-                &mut stderr(),
-                &report.table,
-                report.partition.as_ref().map(|p| p.name.as_str()),
-                refusal,
-            )?;
-            ExitCode::Refused
-        }
-        None => ExitCode::Ok,
-    })
+    render::inspect(&mut stdout(), &mut stderr(), &report, options.format)?;
+    Ok(report.outcome.exit_code())
 }
 
 async fn run_analyze(

@@ -155,6 +155,20 @@ impl Outcome {
         });
     }
 
+    /// Like [`Outcome::stop`], for a command that goes on past a failure (`cleanup`, one run
+    /// after another): the more severe status wins and every reason is kept, in order.
+    pub fn stop_and_go_on(&mut self, stop: Stop) {
+        let before = self.clone();
+        self.stop(stop);
+        if before.exit_code() > self.exit_code() {
+            self.status = before.status;
+            self.rule = before.rule;
+        }
+        if let (Some(first), Some(then)) = (before.reason, &self.reason) {
+            self.reason = Some(format!("{first}; {then}"));
+        }
+    }
+
     pub fn exit_code(&self) -> ExitCode {
         self.status.exit_code()
     }
@@ -178,6 +192,21 @@ mod tests {
         assert_eq!(o.status, Status::Failed);
         assert_eq!(o.reason.as_deref(), Some("outer: inner"));
         assert_eq!(o.rule, None);
+    }
+
+    #[test]
+    fn going_on_keeps_every_reason_and_the_worst_status() {
+        let mut o = Outcome::new("d.t", "dt=1");
+        o.status = Status::NothingToDo;
+        o.stop_and_go_on(Stop::Busy("locked".into()));
+        assert_eq!(
+            (o.status, o.reason.as_deref()),
+            (Status::Busy, Some("locked"))
+        );
+        o.stop_and_go_on(Stop::Failed(anyhow!("gone")));
+        o.stop_and_go_on(Stop::Busy("again".into()));
+        assert_eq!(o.status, Status::Failed);
+        assert_eq!(o.reason.as_deref(), Some("locked; gone; again"));
     }
 
     #[test]

@@ -12,7 +12,7 @@ pub fn cleanup(out: &mut dyn Write, r: &CleanupReport, format: Format) -> anyhow
     }
     let will = if r.dry_run { "would remove" } else { "removed" };
     for p in &r.partitions {
-        writeln!(out, "{} partition {}", p.table, p.partition)?;
+        writeln!(out, "{} partition {}", p.outcome.table, p.outcome.partition)?;
         for id in &p.journals_rebuilt {
             writeln!(out, "  run {id}: journal rebuilt (killed after its swap)")?;
         }
@@ -59,8 +59,8 @@ pub fn cleanup(out: &mut dyn Write, r: &CleanupReport, format: Format) -> anyhow
         for d in &p.dead_runs_removed {
             writeln!(out, "  dead run: {will} {d}")?;
         }
-        for e in &p.errors {
-            writeln!(out, "  error   {e}")?;
+        if let Some(reason) = &p.outcome.reason {
+            writeln!(out, "  error   {reason}")?;
         }
     }
     writeln!(

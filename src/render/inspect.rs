@@ -5,6 +5,7 @@ use std::io::Write;
 
 use hive_orc_compactor::eligibility::Refusal;
 use hive_orc_compactor::operations::inspect::{DirectoryReport, InspectReport};
+use hive_orc_compactor::operations::outcome::{Outcome, Status};
 use hive_orc_compactor::snapshot::FileSizes;
 
 use super::{json, size, Format};
@@ -70,11 +71,25 @@ fn directory(
     Ok(())
 }
 
-pub fn inspect(out: &mut dyn Write, r: &InspectReport, format: Format) -> anyhow::Result<()> {
-    if format == Format::Json {
-        return json(out, r);
+/// The report on stdout; a refusal also as one line on stderr, whatever the format.
+pub fn inspect(
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    r: &InspectReport,
+    format: Format,
+) -> anyhow::Result<()> {
+    match format {
+        Format::Json => json(out, r)?,
+        Format::Text | Format::Csv => text(out, r)?,
     }
-    writeln!(out, "table          {}", r.table)?;
+    if r.outcome.status == Status::Refused {
+        refusal(err, &r.outcome)?;
+    }
+    Ok(())
+}
+
+fn text(out: &mut dyn Write, r: &InspectReport) -> std::io::Result<()> {
+    writeln!(out, "table          {}", r.outcome.table)?;
     writeln!(out, "type           {}", r.table_type)?;
     writeln!(out, "owner          {}", or_none(&r.owner))?;
     writeln!(out, "input format   {}", or_none(&r.input_format))?;
@@ -94,7 +109,7 @@ pub fn inspect(out: &mut dyn Write, r: &InspectReport, format: Format) -> anyhow
         None => writeln!(out, "location       {}", or_none(&r.location))?,
     }
     writeln!(out, "eligible       {}", eligibility(&r.refusal))?;
-    if let Some(p) = &r.partition {
+    if let Some(p) = &r.partition_details {
         writeln!(out, "partition      {}", p.name)?;
         if !p.values.is_empty() {
             writeln!(out, "  values       {}", p.values.join(" | "))?;
@@ -106,19 +121,11 @@ pub fn inspect(out: &mut dyn Write, r: &InspectReport, format: Format) -> anyhow
 }
 
 /// The one line cron mails: what was refused, where, and by which rule.
-pub fn refusal(
-    err: &mut dyn Write,
-    table: &str,
-    partition: Option<&str>,
-    refusal: &Refusal,
-) -> std::io::Result<()> {
-    let rule = refusal.rule.as_str();
-    match partition {
-        Some(p) => writeln!(
-            err,
-            "refused: {table} partition {p}: {} [{rule}]",
-            refusal.reason
-        ),
-        None => writeln!(err, "refused: {table}: {} [{rule}]", refusal.reason),
+fn refusal(err: &mut dyn Write, o: &Outcome) -> std::io::Result<()> {
+    let rule = o.rule.map(|r| r.as_str()).unwrap_or("-");
+    let reason = o.reason.as_deref().unwrap_or("");
+    match o.partition.as_str() {
+        "" => writeln!(err, "refused: {}: {reason} [{rule}]", o.table),
+        p => writeln!(err, "refused: {} partition {p}: {reason} [{rule}]", o.table),
     }
 }

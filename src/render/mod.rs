@@ -19,7 +19,7 @@ pub use analyze::analyze;
 pub use cleanup::cleanup;
 pub use compact::{batch_summary, Batch};
 pub use iceberg::{iceberg_check, iceberg_migrate, iceberg_revert};
-pub use inspect::{inspect, refusal};
+pub use inspect::inspect;
 pub use rollback::rollback;
 pub use verify::verify;
 
