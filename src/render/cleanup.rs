@@ -73,3 +73,44 @@ pub fn cleanup(out: &mut dyn Write, r: &CleanupReport, format: Format) -> anyhow
     )?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::testing::{object, printed};
+
+    fn report() -> CleanupReport {
+        CleanupReport {
+            dry_run: true,
+            partitions: vec![],
+            partitions_checked: 4,
+            files_removed: 0,
+            errors: 0,
+        }
+    }
+
+    #[test]
+    fn cleanup_text_ends_with_the_counts() {
+        let (out, _) = printed(|o, _| cleanup(o, &report(), Format::Text));
+        assert_eq!(
+            out,
+            "cleanup (dry run): 4 partitions checked, 0 with something to clean, 0 errors\n"
+        );
+    }
+
+    #[test]
+    fn cleanup_json_keeps_its_names() {
+        let (out, _) = printed(|o, _| cleanup(o, &report(), Format::Json));
+        let v = object(&out);
+        for key in [
+            "dry_run",
+            "partitions",
+            "partitions_checked",
+            "files_removed",
+            "errors",
+        ] {
+            assert!(v.get(key).is_some(), "{key} missing from {v}");
+        }
+        assert_eq!(v["partitions_checked"], 4);
+    }
+}

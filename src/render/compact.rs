@@ -238,7 +238,7 @@ pub fn batch_summary(out: &mut dyn Write, s: &BatchSummary, format: Format) -> a
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::testing::{object, printed};
+    use crate::render::testing::printed;
     use hive_orc_compactor::eligibility::Rule;
     use hive_orc_compactor::operations::compact::{CarriedFile, GroupReport, OutputReport};
 

@@ -154,3 +154,214 @@ pub fn iceberg_revert(out: &mut dyn Write, r: &RevertReport, format: Format) -> 
     warnings(out, &r.outcome)?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::testing::{object, printed};
+    use hive_orc_compactor::eligibility::Rule;
+    use hive_orc_compactor::iceberg::schema::ColumnNote;
+    use hive_orc_compactor::operations::iceberg::{Costs, Readiness};
+    use hive_orc_compactor::operations::outcome::Stop;
+
+    fn costs() -> Costs {
+        Costs {
+            partitions: 2,
+            files: 5,
+            bytes: 500,
+            rows: 40,
+            small_files: 5,
+            excess_files: 3,
+            null_partitions: 1,
+            empty_files: 1,
+            ..Costs::default()
+        }
+    }
+
+    fn check_report() -> CheckReport {
+        let mut ready = Outcome::new("d.ok", "");
+        ready.status = Status::Ready;
+        let mut blocked = Outcome::new("d.b", "");
+        let block = Refusal::new(Rule::ColumnType, "column c (char(3)): padded");
+        blocked.stop(Stop::Refused(block.clone()));
+        CheckReport {
+            tables: vec![
+                Readiness {
+                    outcome: ready,
+                    blocks: vec![],
+                    conversions: vec![ColumnNote {
+                        column: "t".into(),
+                        hive_type: "tinyint".into(),
+                        iceberg_type: Some("int".into()),
+                        note: "widened".into(),
+                    }],
+                    costs: costs(),
+                },
+                Readiness {
+                    outcome: blocked,
+                    blocks: vec![block],
+                    conversions: vec![],
+                    costs: Costs::default(),
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn check_text() {
+        let (out, _) = printed(|o, _| iceberg_check(o, &check_report(), Format::Text));
+        assert_eq!(
+            out,
+            "d.ok: ready to migrate in place\n  type    t tinyint -> int: widened\n  costs   2 \
+             partitions (1 null), 5 files, 500 bytes, 40 rows; 5 small files, 3 of them \
+             removable by compacting first\n  note    1 zero-length files left out; 0 files \
+             with positional column names read by alias\nd.b: blocked\n  block   \
+             [column_type] column c (char(3)): padded\n  costs   0 partitions (0 null), 0 \
+             files, 0 bytes, 0 rows; 0 small files, 0 of them removable by compacting first\n"
+        );
+    }
+
+    #[test]
+    fn check_json() {
+        let r = check_report();
+        assert_eq!(r.exit_code(), hive_orc_compactor::exit::ExitCode::Refused);
+        let (out, _) = printed(|o, _| iceberg_check(o, &r, Format::Json));
+        let v = object(&out);
+        let (ok, blocked) = (&v["tables"][0], &v["tables"][1]);
+        assert_eq!(
+            (ok["table"].as_str(), ok["status"].as_str()),
+            (Some("d.ok"), Some("ready"))
+        );
+        assert_eq!(ok["costs"]["excess_files"], 3);
+        assert_eq!(ok["conversions"][0]["iceberg_type"], "int");
+        assert_eq!(blocked["status"], "refused");
+        assert_eq!(blocked["rule"], "column_type");
+        assert_eq!(blocked["reason"], "column c (char(3)): padded");
+        assert_eq!(blocked["blocks"][0]["rule"], "column_type");
+        assert_eq!(blocked["blocks"][0]["reason"], "column c (char(3)): padded");
+        assert_eq!(blocked["warnings"], serde_json::json!([]));
+    }
+
+    fn migrate_report(status: Status) -> MigrateReport {
+        let mut outcome = Outcome::new("d.t", "");
+        outcome.status = status;
+        MigrateReport {
+            outcome,
+            iceberg_table: "d.t".into(),
+            in_place: true,
+            dry_run: status == Status::DryRun,
+            blocks: vec![],
+            conversions: vec![],
+            costs: costs(),
+            metadata_location: (status == Status::Migrated)
+                .then(|| "hdfs://nn/t/metadata/00000.metadata.json".into()),
+            backup_table: (status == Status::Migrated).then(|| "d.t__hive_backup".into()),
+            manifests: 1,
+        }
+    }
+
+    #[test]
+    fn migrate_text() {
+        let (out, _) =
+            printed(|o, _| iceberg_migrate(o, &migrate_report(Status::Migrated), Format::Text));
+        assert_eq!(
+            out,
+            "d.t migrated to Iceberg table d.t: 4 files, 40 rows in 1 manifests\n  metadata \
+             hdfs://nn/t/metadata/00000.metadata.json\n  the Hive table is kept as \
+             d.t__hive_backup; `iceberg revert --table d.t` restores it\n"
+        );
+        let (out, _) =
+            printed(|o, _| iceberg_migrate(o, &migrate_report(Status::DryRun), Format::Text));
+        assert_eq!(
+            out,
+            "dry run: d.t would become Iceberg table d.t (in place; the Hive definition kept for \
+             revert), listing 4 files, 40 rows of 2 partitions; nothing written\n"
+        );
+        let mut busy = migrate_report(Status::Failed);
+        busy.outcome.stop(Stop::Busy("locked by 7".into()));
+        busy.outcome.warnings.push("w".into());
+        let (out, _) = printed(|o, _| iceberg_migrate(o, &busy, Format::Text));
+        assert_eq!(out, "d.t: busy: locked by 7\n  warning w\n");
+    }
+
+    #[test]
+    fn migrate_json() {
+        let mut r = migrate_report(Status::Failed);
+        let block = Refusal::new(Rule::BackupExists, "d.t__hive_backup exists");
+        r.blocks.push(block.clone());
+        r.outcome.stop(Stop::Refused(block));
+        let (out, _) = printed(|o, _| iceberg_migrate(o, &r, Format::Json));
+        let v = object(&out);
+        for key in [
+            "table",
+            "partition",
+            "status",
+            "reason",
+            "rule",
+            "warnings",
+            "iceberg_table",
+            "in_place",
+            "dry_run",
+            "blocks",
+            "conversions",
+            "costs",
+            "metadata_location",
+            "backup_table",
+            "manifests",
+        ] {
+            assert!(v.get(key).is_some(), "{key} missing from {v}");
+        }
+        assert_eq!(v["status"], "refused");
+        assert_eq!(v["rule"], "backup_exists");
+        assert_eq!(v["blocks"][0]["reason"], "d.t__hive_backup exists");
+        let (out, _) =
+            printed(|o, _| iceberg_migrate(o, &migrate_report(Status::DryRun), Format::Json));
+        assert_eq!(object(&out)["status"], "dry-run");
+    }
+
+    fn revert_report(status: Status) -> RevertReport {
+        let mut outcome = Outcome::new("d.t", "");
+        outcome.status = status;
+        RevertReport {
+            outcome,
+            dry_run: status == Status::DryRun,
+            backup_table: Some("d.t__hive_backup".into()),
+            metadata_location: Some("hdfs://nn/t/metadata/00000.metadata.json".into()),
+        }
+    }
+
+    #[test]
+    fn revert_text_and_json() {
+        let (out, _) =
+            printed(|o, _| iceberg_revert(o, &revert_report(Status::Reverted), Format::Text));
+        assert_eq!(
+            out,
+            "d.t is the Hive table again (restored from d.t__hive_backup); the Iceberg metadata \
+             is deleted\n"
+        );
+        let (out, _) =
+            printed(|o, _| iceberg_revert(o, &revert_report(Status::DryRun), Format::Text));
+        assert_eq!(
+            out,
+            "dry run: would drop Iceberg table d.t (files kept), restore the Hive table from \
+             d.t__hive_backup and delete hdfs://nn/t/metadata/00000.metadata.json\n"
+        );
+        let mut refused = revert_report(Status::Failed);
+        refused.outcome.stop(Stop::Refused(Refusal::new(
+            Rule::NotRevertible,
+            "d.t has Iceberg commits since the migration",
+        )));
+        let (out, _) = printed(|o, _| iceberg_revert(o, &refused, Format::Text));
+        assert_eq!(
+            out,
+            "d.t: refused: d.t has Iceberg commits since the migration\n"
+        );
+        let (out, _) = printed(|o, _| iceberg_revert(o, &refused, Format::Json));
+        let v = object(&out);
+        assert_eq!(v["status"], "refused");
+        assert_eq!(v["rule"], "not_revertible");
+        assert_eq!(v["backup_table"], "d.t__hive_backup");
+        assert_eq!(v["dry_run"], false);
+        assert_eq!(v["partition"], "");
+    }
+}

@@ -129,3 +129,104 @@ fn refusal(err: &mut dyn Write, o: &Outcome) -> std::io::Result<()> {
         p => writeln!(err, "refused: {} partition {p}: {reason} [{rule}]", o.table),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::testing::{object, printed};
+    use hive_orc_compactor::eligibility::Rule;
+    use hive_orc_compactor::operations::inspect::PartitionReport;
+    use hive_orc_compactor::operations::outcome::Stop;
+
+    fn report(partition_refusal: Option<Refusal>) -> InspectReport {
+        let mut outcome = Outcome::new("d.t", "dt=1");
+        match &partition_refusal {
+            Some(r) => outcome.stop(Stop::Refused(r.clone())),
+            None => outcome.status = Status::Ready,
+        }
+        InspectReport {
+            outcome,
+            table_type: "EXTERNAL_TABLE".into(),
+            owner: Some("hive".into()),
+            input_format: None,
+            output_format: None,
+            serde: None,
+            partition_keys: vec!["dt".into()],
+            partitions: Some(3),
+            location: Some("hdfs://nn/t".into()),
+            directory: None,
+            statistics: BTreeMap::new(),
+            refusal: None,
+            partition_details: Some(PartitionReport {
+                name: "dt=1".into(),
+                values: vec!["1".into()],
+                input_format: None,
+                serde: None,
+                directory: DirectoryReport {
+                    location: Some("hdfs://nn/t/dt=1".into()),
+                    exists: true,
+                    files: Some(FileSizes::of(&[1024, 2048])),
+                    rows: Some(7),
+                    hidden: vec!["_SUCCESS".into()],
+                    subdirectories: vec![],
+                },
+                statistics: BTreeMap::from([("numRows".to_string(), "7".to_string())]),
+                eligible: partition_refusal.is_none(),
+                refusal: partition_refusal,
+                late_files: vec![],
+            }),
+        }
+    }
+
+    #[test]
+    fn inspect_text() {
+        let (out, err) = printed(|o, e| inspect(o, e, &report(None), Format::Text));
+        assert_eq!(
+            out,
+            "table          d.t\ntype           EXTERNAL_TABLE\nowner          hive\ninput format   \
+             (none)\nserde          (none)\npartitioned    by dt (3 partitions)\nlocation       \
+             hdfs://nn/t\neligible       yes\npartition      dt=1\n  values       1\n  location     \
+             hdfs://nn/t/dt=1\n  files        2 (3.0 KiB; min 1.0 KiB, median 1.0 KiB, max \
+             2.0 KiB)\n  rows         7 (from the ORC footers)\n  hidden       _SUCCESS (ignored, \
+             as readers do)\n  statistics   numRows=7\n  eligible     yes\n"
+        );
+        assert!(err.is_empty());
+    }
+
+    #[test]
+    fn a_refusal_is_one_line_on_stderr_in_both_formats() {
+        let r = report(Some(Refusal::new(Rule::NotOrc, "it is text")));
+        for format in [Format::Text, Format::Json] {
+            let (_, err) = printed(|o, e| inspect(o, e, &r, format));
+            assert_eq!(err, "refused: d.t partition dt=1: it is text [not_orc]\n");
+        }
+        let mut table_only = report(None);
+        table_only.partition_details = None;
+        table_only.outcome = Outcome::new("d.t", "");
+        table_only
+            .outcome
+            .stop(Stop::Refused(Refusal::new(Rule::View, "a view")));
+        let (_, err) = printed(|o, e| inspect(o, e, &table_only, Format::Text));
+        assert_eq!(err, "refused: d.t: a view [view]\n");
+    }
+
+    #[test]
+    fn inspect_json() {
+        let r = report(Some(Refusal::new(Rule::NotOrc, "it is text")));
+        let (out, _) = printed(|o, e| inspect(o, e, &r, Format::Json));
+        let v = object(&out);
+        assert_eq!(v["table"], "d.t");
+        assert_eq!(v["partition"], "dt=1");
+        assert_eq!(v["status"], "refused");
+        assert_eq!(v["rule"], "not_orc");
+        assert_eq!(v["reason"], "it is text");
+        assert_eq!(v["refusal"], serde_json::Value::Null, "the table's own");
+        assert_eq!(v["partitions"], 3);
+        let p = &v["partition_details"];
+        assert_eq!(p["name"], "dt=1");
+        assert_eq!(p["eligible"], false);
+        assert_eq!(p["refusal"]["rule"], "not_orc");
+        assert_eq!(p["files"]["count"], 2, "the directory is flattened");
+        assert_eq!(p["rows"], 7);
+    }
+}

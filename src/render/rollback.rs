@@ -45,7 +45,7 @@ pub fn rollback(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::testing::{object, printed};
+    use crate::render::testing::printed;
     use hive_orc_compactor::operations::outcome::{Outcome, Status};
 
     #[test]

@@ -47,3 +47,57 @@ pub fn verify(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::testing::{object, printed};
+    use std::collections::BTreeMap;
+
+    fn report(mismatches: Vec<String>) -> VerifyReport {
+        VerifyReport {
+            table: "d.t".into(),
+            partition: "dt=1".into(),
+            location: "hdfs://nn/t/dt=1".into(),
+            files: 2,
+            bytes: 2048,
+            rows: 30,
+            statistics: BTreeMap::new(),
+            run_id: Some("r1".into()),
+            journal_rebuilt: false,
+            checksums_checked: 4,
+            late_files: vec![],
+            mismatches,
+            notes: vec!["no checksums for carried files".into()],
+        }
+    }
+
+    #[test]
+    fn verified_text() {
+        let (out, err) = printed(|o, e| verify(o, e, &report(vec![]), Format::Text));
+        assert_eq!(
+            out,
+            "verified: d.t partition dt=1\n  location  hdfs://nn/t/dt=1\n  files     2 (2.0 KiB), \
+             30 rows\n  run       r1 (4 checksums checked)\n  note      no checksums for \
+             carried files\n"
+        );
+        assert!(err.is_empty());
+    }
+
+    #[test]
+    fn a_mismatch_is_named_on_stdout_and_stderr() {
+        let r = report(vec!["a.orc: 3 rows, the journal says 4".into()]);
+        let (out, err) = printed(|o, e| verify(o, e, &r, Format::Text));
+        assert!(out.starts_with("MISMATCH: d.t partition dt=1\n"));
+        assert!(out.contains("  mismatch  a.orc: 3 rows, the journal says 4\n"));
+        assert_eq!(
+            err,
+            "mismatch: d.t partition dt=1: a.orc: 3 rows, the journal says 4\n"
+        );
+        let (out, err) = printed(|o, e| verify(o, e, &r, Format::Json));
+        let v = object(&out);
+        assert_eq!(v["mismatches"][0], "a.orc: 3 rows, the journal says 4");
+        assert_eq!(v["checksums_checked"], 4);
+        assert!(err.is_empty(), "with --json the object says it all");
+    }
+}
