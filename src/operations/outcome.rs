@@ -155,6 +155,14 @@ impl Outcome {
         });
     }
 
+    /// Ends the command: with the status it reached, or with the stop that ended it early.
+    pub fn end(&mut self, ended: Result<Status, Stop>) {
+        match ended {
+            Ok(status) => self.status = status,
+            Err(stop) => self.stop(stop),
+        }
+    }
+
     /// Like [`Outcome::stop`], for a command that goes on past a failure (`cleanup`, one run
     /// after another): the more severe status wins and every reason is kept, in order.
     pub fn stop_and_go_on(&mut self, stop: Stop) {

@@ -77,7 +77,7 @@ pub fn cleanup(out: &mut dyn Write, r: &CleanupReport, format: Format) -> anyhow
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::testing::{object, printed};
+    use crate::render::testing::{assert_keys, object, printed};
 
     fn report() -> CleanupReport {
         CleanupReport {
@@ -102,15 +102,16 @@ mod tests {
     fn cleanup_json_keeps_its_names() {
         let (out, _) = printed(|o, _| cleanup(o, &report(), Format::Json));
         let v = object(&out);
-        for key in [
-            "dry_run",
-            "partitions",
-            "partitions_checked",
-            "files_removed",
-            "errors",
-        ] {
-            assert!(v.get(key).is_some(), "{key} missing from {v}");
-        }
+        assert_keys(
+            &v,
+            &[
+                "dry_run",
+                "partitions",
+                "partitions_checked",
+                "files_removed",
+                "errors",
+            ],
+        );
         assert_eq!(v["partitions_checked"], 4);
     }
 }

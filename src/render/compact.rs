@@ -238,7 +238,7 @@ pub fn batch_summary(out: &mut dyn Write, s: &BatchSummary, format: Format) -> a
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::testing::printed;
+    use crate::render::testing::{assert_keys, printed};
     use hive_orc_compactor::eligibility::Rule;
     use hive_orc_compactor::operations::compact::{CarriedFile, GroupReport, OutputReport};
 
@@ -304,29 +304,30 @@ mod tests {
         assert!(err.is_empty());
         assert_eq!(out.lines().count(), 1, "one object per line");
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-        for key in [
-            "table",
-            "partition",
-            "status",
-            "reason",
-            "rule",
-            "files_before",
-            "files_after",
-            "bytes_before",
-            "bytes_after",
-            "rows",
-            "groups",
-            "carried",
-            "dropped_empty",
-            "old_location",
-            "new_location",
-            "run_id",
-            "verify",
-            "seconds",
-            "warnings",
-        ] {
-            assert!(v.get(key).is_some(), "{key} missing from {v}");
-        }
+        assert_keys(
+            &v,
+            &[
+                "table",
+                "partition",
+                "status",
+                "reason",
+                "rule",
+                "files_before",
+                "files_after",
+                "bytes_before",
+                "bytes_after",
+                "rows",
+                "groups",
+                "carried",
+                "dropped_empty",
+                "old_location",
+                "new_location",
+                "run_id",
+                "verify",
+                "seconds",
+                "warnings",
+            ],
+        );
         assert_eq!(v["status"], "compacted");
         assert_eq!(v["verify"], "full");
         assert_eq!(v["groups"][0]["outputs"][0]["inputs"][1], "b.orc");

@@ -158,7 +158,7 @@ pub fn iceberg_revert(out: &mut dyn Write, r: &RevertReport, format: Format) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::testing::{object, printed};
+    use crate::render::testing::{assert_keys, object, printed};
     use hive_orc_compactor::eligibility::Rule;
     use hive_orc_compactor::iceberg::schema::ColumnNote;
     use hive_orc_compactor::operations::iceberg::{Costs, Readiness};
@@ -292,25 +292,26 @@ mod tests {
         r.outcome.stop(Stop::Refused(block));
         let (out, _) = printed(|o, _| iceberg_migrate(o, &r, Format::Json));
         let v = object(&out);
-        for key in [
-            "table",
-            "partition",
-            "status",
-            "reason",
-            "rule",
-            "warnings",
-            "iceberg_table",
-            "in_place",
-            "dry_run",
-            "blocks",
-            "conversions",
-            "costs",
-            "metadata_location",
-            "backup_table",
-            "manifests",
-        ] {
-            assert!(v.get(key).is_some(), "{key} missing from {v}");
-        }
+        assert_keys(
+            &v,
+            &[
+                "table",
+                "partition",
+                "status",
+                "reason",
+                "rule",
+                "warnings",
+                "iceberg_table",
+                "in_place",
+                "dry_run",
+                "blocks",
+                "conversions",
+                "costs",
+                "metadata_location",
+                "backup_table",
+                "manifests",
+            ],
+        );
         assert_eq!(v["status"], "refused");
         assert_eq!(v["rule"], "backup_exists");
         assert_eq!(v["blocks"][0]["reason"], "d.t__hive_backup exists");

@@ -83,7 +83,7 @@ pub fn inspect(
         Format::Text | Format::Csv => text(out, r)?,
     }
     if r.outcome.status == Status::Refused {
-        refusal(err, &r.outcome)?;
+        refusal(err, &r.outcome, r.partition_details.is_some())?;
     }
     Ok(())
 }
@@ -120,13 +120,19 @@ fn text(out: &mut dyn Write, r: &InspectReport) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The one line cron mails: what was refused, where, and by which rule.
-fn refusal(err: &mut dyn Write, o: &Outcome) -> std::io::Result<()> {
+/// The one line cron mails: what was refused, where (the partition as named, even when the
+/// name is empty), and by which rule.
+fn refusal(err: &mut dyn Write, o: &Outcome, with_partition: bool) -> std::io::Result<()> {
     let rule = o.rule.map(|r| r.as_str()).unwrap_or("-");
     let reason = o.reason.as_deref().unwrap_or("");
-    match o.partition.as_str() {
-        "" => writeln!(err, "refused: {}: {reason} [{rule}]", o.table),
-        p => writeln!(err, "refused: {} partition {p}: {reason} [{rule}]", o.table),
+    if with_partition {
+        writeln!(
+            err,
+            "refused: {} partition {}: {reason} [{rule}]",
+            o.table, o.partition
+        )
+    } else {
+        writeln!(err, "refused: {}: {reason} [{rule}]", o.table)
     }
 }
 

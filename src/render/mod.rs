@@ -77,6 +77,13 @@ pub(crate) mod testing {
         )
     }
 
+    /// Fails naming the first of `keys` that `v` lacks.
+    pub(crate) fn assert_keys(v: &serde_json::Value, keys: &[&str]) {
+        for key in keys {
+            assert!(v.get(key).is_some(), "{key} missing from {v}");
+        }
+    }
+
     /// The one JSON object a renderer printed.
     pub(crate) fn object(out: &str) -> serde_json::Value {
         assert_eq!(out.lines().count(), 1, "one object per line: {out}");

@@ -4,7 +4,7 @@
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use super::scan::{scan, Costs, Count};
+use super::scan::{scan, CheckOptions, Costs, Count};
 use super::source::{load, table_blocks};
 use crate::eligibility::{Refusal, Rule};
 use crate::exit::ExitCode;
@@ -14,12 +14,6 @@ use crate::iceberg::schema::ColumnNote;
 use crate::metastore::Metastore;
 use crate::operations::outcome::{Outcome, Status, Stop};
 use crate::table::TableInfo;
-
-#[derive(Debug, Clone)]
-pub struct CheckOptions {
-    pub small_file_size: u64,
-    pub target_size: u64,
-}
 
 /// One table: `ready`, `refused` (the first block as rule and reason) or `failed` (it could
 /// not be read, and the check is incomplete).
@@ -72,10 +66,8 @@ async fn readiness(
         conversions: vec![],
         costs: Costs::default(),
     };
-    match assess(metastore, hdfs, info, options, &mut r).await {
-        Ok(()) => r.outcome.status = Status::Ready,
-        Err(stop) => r.outcome.stop(stop),
-    }
+    let ended = assess(metastore, hdfs, info, options, &mut r).await;
+    r.outcome.end(ended);
     r
 }
 
@@ -85,7 +77,7 @@ async fn assess(
     info: &TableInfo,
     options: &CheckOptions,
     r: &mut Readiness,
-) -> Result<(), Stop> {
+) -> Result<Status, Stop> {
     let source = load(metastore, &info.db, &info.name).await?;
     r.blocks = table_blocks(&source);
     r.conversions = match &source.converted {
@@ -94,7 +86,7 @@ async fn assess(
     };
     // Column types block the move but not the scan: the costs are still worth knowing.
     if r.blocks.iter().any(|b| b.rule != Rule::ColumnType) {
-        return super::unblocked(&r.blocks);
+        super::unblocked(&r.blocks)?;
     }
     let scan = scan(
         hdfs,
@@ -106,5 +98,6 @@ async fn assess(
     .await?;
     r.blocks.extend(scan.blocks);
     r.costs = scan.costs;
-    super::unblocked(&r.blocks)
+    super::unblocked(&r.blocks)?;
+    Ok(Status::Ready)
 }

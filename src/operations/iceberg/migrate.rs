@@ -12,8 +12,9 @@ use iceberg::spec::{
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use super::check::CheckOptions;
-use super::scan::{list_files, paths_and_lengths, scan, Costs, Count, FileFacts, FileSink};
+use super::scan::{
+    list_files, paths_and_lengths, scan, CheckOptions, Costs, Count, FileFacts, FileSink,
+};
 use super::source::{load, table_blocks, table_exists, Source};
 use super::{lock_table, release, unblocked};
 use crate::eligibility::{Refusal, Rule};
@@ -104,10 +105,7 @@ pub async fn migrate(
         Ok(plan) => execute(metastore, hdfs, &plan, &iceberg_name, options, &mut report).await,
         Err(stop) => Err(stop),
     };
-    match ended {
-        Ok(status) => report.outcome.status = status,
-        Err(stop) => report.outcome.stop(stop),
-    }
+    report.outcome.end(ended);
     report
 }
 

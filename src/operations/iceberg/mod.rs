@@ -23,10 +23,10 @@ mod revert;
 mod scan;
 mod source;
 
-pub use check::{check, CheckOptions, CheckReport, Readiness};
+pub use check::{check, CheckReport, Readiness};
 pub use migrate::{migrate, MigrateOptions, MigrateReport, Target};
 pub use revert::{revert, RevertReport};
-pub use scan::Costs;
+pub use scan::{CheckOptions, Costs};
 
 use anyhow::anyhow;
 use tokio_util::sync::CancellationToken;

@@ -73,10 +73,7 @@ pub async fn revert(
         }
         Err(stop) => Err(stop),
     };
-    match ended {
-        Ok(status) => report.outcome.status = status,
-        Err(stop) => report.outcome.stop(stop),
-    }
+    report.outcome.end(ended);
     report
 }
 

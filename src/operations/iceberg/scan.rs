@@ -6,7 +6,6 @@ use futures::StreamExt;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use super::check::CheckOptions;
 use super::source::Source;
 use crate::eligibility::{self, Refusal, Rule};
 use crate::hdfs::{Hdfs, Location};
@@ -14,6 +13,14 @@ use crate::iceberg::hive_type::HiveType;
 use crate::iceberg::partition::{self, HIVE_DEFAULT_PARTITION};
 use crate::iceberg::schema;
 use crate::orc::{read_tail, OrcTail};
+
+/// What a scan counts as small, and the size compaction would aim for (the files it would
+/// remove first).
+#[derive(Debug, Clone)]
+pub struct CheckOptions {
+    pub small_file_size: u64,
+    pub target_size: u64,
+}
 
 /// Footers read at once: enough to hide the NameNode and DataNode round trips, few enough that
 /// the tails in flight stay small (a tail is usually a few KB, at most a few MB).
