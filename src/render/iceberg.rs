@@ -158,7 +158,7 @@ pub fn iceberg_revert(out: &mut dyn Write, r: &RevertReport, format: Format) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::testing::{assert_keys, object, printed};
+    use crate::render::testing::{assert_keys, object, printed, OUTCOME_KEYS};
     use hive_orc_compactor::eligibility::Rule;
     use hive_orc_compactor::iceberg::schema::ColumnNote;
     use hive_orc_compactor::operations::iceberg::{Costs, Readiness};
@@ -228,6 +228,7 @@ mod tests {
         let (out, _) = printed(|o, _| iceberg_check(o, &r, Format::Json));
         let v = object(&out);
         let (ok, blocked) = (&v["tables"][0], &v["tables"][1]);
+        assert_keys(ok, OUTCOME_KEYS);
         assert_eq!(
             (ok["table"].as_str(), ok["status"].as_str()),
             (Some("d.ok"), Some("ready"))
@@ -292,15 +293,10 @@ mod tests {
         r.outcome.stop(Stop::Refused(block));
         let (out, _) = printed(|o, _| iceberg_migrate(o, &r, Format::Json));
         let v = object(&out);
+        assert_keys(&v, OUTCOME_KEYS);
         assert_keys(
             &v,
             &[
-                "table",
-                "partition",
-                "status",
-                "reason",
-                "rule",
-                "warnings",
                 "iceberg_table",
                 "in_place",
                 "dry_run",
@@ -359,6 +355,7 @@ mod tests {
         );
         let (out, _) = printed(|o, _| iceberg_revert(o, &refused, Format::Json));
         let v = object(&out);
+        assert_keys(&v, OUTCOME_KEYS);
         assert_eq!(v["status"], "refused");
         assert_eq!(v["rule"], "not_revertible");
         assert_eq!(v["backup_table"], "d.t__hive_backup");

@@ -139,7 +139,7 @@ fn refusal(err: &mut dyn Write, o: &Outcome, with_partition: bool) -> std::io::R
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::testing::{object, printed};
+    use crate::render::testing::{assert_keys, object, printed, OUTCOME_KEYS};
     use hive_orc_compactor::eligibility::Rule;
     use hive_orc_compactor::operations::inspect::PartitionReport;
     use hive_orc_compactor::operations::outcome::Stop;
@@ -221,6 +221,7 @@ mod tests {
         let r = report(Some(Refusal::new(Rule::NotOrc, "it is text")));
         let (out, _) = printed(|o, e| inspect(o, e, &r, Format::Json));
         let v = object(&out);
+        assert_keys(&v, OUTCOME_KEYS);
         assert_eq!(v["table"], "d.t");
         assert_eq!(v["partition"], "dt=1");
         assert_eq!(v["status"], "refused");

@@ -77,6 +77,10 @@ pub(crate) mod testing {
         )
     }
 
+    /// The keys every report's outcome flattens into its object.
+    pub(crate) const OUTCOME_KEYS: &[&str] =
+        &["table", "partition", "status", "reason", "rule", "warnings"];
+
     /// Fails naming the first of `keys` that `v` lacks.
     pub(crate) fn assert_keys(v: &serde_json::Value, keys: &[&str]) {
         for key in keys {
