@@ -153,3 +153,105 @@ fn aligned(out: &mut dyn Write, rows: &[Vec<String>]) -> std::io::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::testing::{assert_keys, object, printed};
+    use hive_orc_compactor::eligibility::Rule;
+
+    fn report() -> AnalyzeReport {
+        let row = |partition: &str, refused: bool| PartitionAnalysis {
+            table: "d.t".into(),
+            partition: partition.into(),
+            location: Some(format!("hdfs://nn/t/{partition}")),
+            files: 10,
+            bytes: 10 * 1024,
+            mean_size: 1024,
+            median_size: 1024,
+            small_files: 10,
+            files_needed: 1,
+            excess_files: 9,
+            eligible: !refused,
+            rule: refused.then_some(Rule::NotOrc),
+            reason: refused.then(|| "it is text".to_string()),
+            plan: None,
+        };
+        let total = Totals {
+            scope: "d.t".into(),
+            partitions: 2,
+            eligible: 1,
+            files: 20,
+            bytes: 20 * 1024,
+            small_files: 20,
+            removable_files: 9,
+            errors: 0,
+        };
+        AnalyzeReport {
+            partitions: vec![row("dt=1", false), row("dt=2", true)],
+            tables: vec![total.clone()],
+            total,
+        }
+    }
+
+    #[test]
+    fn analyze_text_is_aligned_and_ends_with_the_totals() {
+        let (out, _) = printed(|o, _| analyze(o, &report(), Format::Text, false));
+        assert_eq!(
+            out,
+            "TABLE  PARTITION  FILES     BYTES     MEAN   MEDIAN  SMALL  NEEDED  EXCESS  \
+             ELIGIBLE\n\
+             d.t    dt=1          10  10.0 KiB  1.0 KiB  1.0 KiB     10       1       9  yes\n\
+             d.t    dt=2          10  10.0 KiB  1.0 KiB  1.0 KiB     10       1       9  \
+             no [not_orc]: it is text\n\
+             \n\
+             d.t: 2 partitions (1 eligible), 20 files (20.0 KiB), 20 small; compaction would \
+             remove 9 files\n"
+        );
+    }
+
+    #[test]
+    fn analyze_csv_has_raw_numbers_and_rules() {
+        let (out, _) = printed(|o, _| analyze(o, &report(), Format::Csv, false));
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "table,partition,files,bytes,mean,median,small,needed,excess,eligible",
+                "d.t,dt=1,10,10240,1024,1024,10,1,9,yes",
+                "d.t,dt=2,10,10240,1024,1024,10,1,9,no [not_orc]",
+            ]
+        );
+    }
+
+    #[test]
+    fn analyze_json_is_a_line_per_partition_then_the_summary() {
+        let (out, _) = printed(|o, _| analyze(o, &report(), Format::Json, false));
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 3);
+        let refused = object(lines[1]);
+        assert_keys(
+            &refused,
+            &[
+                "table",
+                "partition",
+                "location",
+                "files",
+                "bytes",
+                "mean_size",
+                "median_size",
+                "small_files",
+                "files_needed",
+                "excess_files",
+                "eligible",
+                "rule",
+                "reason",
+            ],
+        );
+        assert_eq!(refused["rule"], "not_orc");
+        assert!(refused.get("plan").is_none(), "only with --deep");
+        let summary = object(lines[2]);
+        assert_eq!(summary["summary"]["total"]["removable_files"], 9);
+        assert_eq!(summary["summary"]["tables"][0]["scope"], "d.t");
+    }
+}
