@@ -16,7 +16,7 @@ use super::scan::{
     list_files, paths_and_lengths, scan, CheckOptions, Costs, Count, FileFacts, FileSink,
 };
 use super::source::{load, table_blocks, table_exists, Source};
-use super::{lock_table, release, unblocked};
+use super::{unblocked, under_table_lock};
 use crate::eligibility::{Refusal, Rule};
 use crate::hdfs::{Hdfs, Location};
 use crate::iceberg::catalog;
@@ -206,7 +206,13 @@ async fn execute(
     report.metadata_location = Some(written.metadata_location.clone());
     report.manifests = written.manifests;
     let committed = if plan.in_place {
-        commit_in_place(metastore, hdfs, plan, &written, &scanned, options, report).await
+        let (db, name) = (&plan.source.info.db, &plan.source.info.name);
+        let mut warnings = vec![];
+        let commit = commit_in_place(metastore, hdfs, plan, &written, &scanned, options, report);
+        let (lock, cancel) = (&options.lock, &options.cancel);
+        let done = under_table_lock(metastore, db, name, lock, cancel, &mut warnings, commit).await;
+        report.outcome.warnings.extend(warnings);
+        done
     } else {
         commit_snapshot(metastore, plan, iceberg_name, &written).await
     };
@@ -415,33 +421,9 @@ async fn commit_snapshot(
     Ok(())
 }
 
-/// The in-place commit, under an EXCLUSIVE table lock: check nothing changed, save the Hive
+/// The in-place commit, run under an EXCLUSIVE table lock: check nothing changed, save the Hive
 /// definition, rename the Hive table to its backup name, create the Iceberg table.
 async fn commit_in_place(
-    metastore: &Metastore,
-    hdfs: &Hdfs,
-    plan: &Plan,
-    written: &Written,
-    scanned: &[(String, u64)],
-    options: &MigrateOptions,
-    report: &mut MigrateReport,
-) -> Result<(), Stop> {
-    let (db, name) = (&plan.source.info.db, &plan.source.info.name);
-    let held = lock_table(
-        metastore,
-        db,
-        name,
-        &options.lock,
-        &options.cancel,
-        &mut report.outcome.warnings,
-    )
-    .await?;
-    let result = commit_locked(metastore, hdfs, plan, written, scanned, options, report).await;
-    release(held, &mut report.outcome.warnings).await;
-    result
-}
-
-async fn commit_locked(
     metastore: &Metastore,
     hdfs: &Hdfs,
     plan: &Plan,

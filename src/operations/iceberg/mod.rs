@@ -28,6 +28,8 @@ pub use migrate::{migrate, MigrateOptions, MigrateReport, Target};
 pub use revert::{revert, RevertReport};
 pub use scan::{CheckOptions, Costs};
 
+use std::future::Future;
+
 use anyhow::anyhow;
 use tokio_util::sync::CancellationToken;
 
@@ -44,34 +46,34 @@ fn unblocked(blocks: &[Refusal]) -> Result<(), Stop> {
     }
 }
 
-/// An EXCLUSIVE metastore lock on the whole table, as Hive takes for DDL (and Iceberg's
-/// HiveCatalog for a commit).
-async fn lock_table(
+/// Runs `step` under an EXCLUSIVE metastore lock on the whole table, as Hive takes for DDL (and
+/// Iceberg's HiveCatalog for a commit); the lock is released after it, whatever it returned (a
+/// failure to release is a warning: the step itself is done).
+async fn under_table_lock<T>(
     metastore: &Metastore,
     db: &str,
     table: &str,
     options: &LockOptions,
     cancel: &CancellationToken,
     warnings: &mut Vec<String>,
-) -> Result<Option<lock::PartitionLock>, Stop> {
+    step: impl Future<Output = Result<T, Stop>>,
+) -> Result<T, Stop> {
     let target = lock::Target {
         db,
         table,
         partition: "",
     };
-    lock::acquire(metastore, &target, options, cancel, warnings)
+    let held = lock::acquire(metastore, &target, options, cancel, warnings)
         .await
         .map_err(|e| match e {
             lock::LockError::Busy { .. } => Stop::Busy(e.to_string()),
             other => Stop::Failed(anyhow!(other)),
-        })
-}
-
-/// Releases a table lock, keeping a failure as a warning: the commit itself is done.
-async fn release(held: Option<lock::PartitionLock>, warnings: &mut Vec<String>) {
+        })?;
+    let result = step.await;
     if let Some(held) = held {
         if let Err(e) = held.release().await {
             warnings.push(format!("releasing the table lock: {e}"));
         }
     }
+    result
 }

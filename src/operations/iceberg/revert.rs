@@ -9,7 +9,7 @@ use anyhow::{anyhow, Context};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use super::{lock_table, release};
+use super::under_table_lock;
 use crate::eligibility::{Refusal, Rule};
 use crate::hdfs::{Hdfs, Location};
 use crate::iceberg::catalog;
@@ -141,12 +141,18 @@ async fn execute(
     cancel: &CancellationToken,
     report: &mut RevertReport,
 ) -> Result<Status, Stop> {
-    let (db, t) = (&name.db, &name.table);
     let warnings = &mut report.outcome.warnings;
-    let held = lock_table(metastore, db, t, lock_options, cancel, warnings).await?;
-    let swapped = swap_back(metastore, name, plan).await;
-    release(held, warnings).await;
-    swapped?;
+    let swap = swap_back(metastore, name, plan);
+    under_table_lock(
+        metastore,
+        &name.db,
+        &name.table,
+        lock_options,
+        cancel,
+        warnings,
+        swap,
+    )
+    .await?;
     let metadata_dir = Location::parse(&plan.migrated).ok().and_then(|l| {
         l.path.rsplit_once('/').map(|(dir, _)| Location {
             fs: l.fs.clone(),
