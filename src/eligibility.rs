@@ -38,6 +38,20 @@ pub enum Rule {
     RowsAfterSwap,
     /// `compact`: the data files differ in owner, group or mode.
     MixedPermissions,
+    /// `iceberg`: the table is an Iceberg table already.
+    AlreadyMigrated,
+    /// `iceberg`: a column type Iceberg cannot hold as Hive reads it.
+    ColumnType,
+    /// `iceberg`: a partition value Iceberg cannot express exactly.
+    PartitionValue,
+    /// `iceberg`: files whose ORC types the table's schema cannot read through a name mapping.
+    FileSchema,
+    /// `iceberg migrate`: the name the Hive table would be kept under is taken.
+    BackupExists,
+    /// `iceberg migrate --to`: the new table's name is taken.
+    TargetExists,
+    /// `iceberg revert`: the table is not as an in-place `migrate` of this tool left it.
+    NotRevertible,
 }
 
 impl Rule {
@@ -60,6 +74,13 @@ impl Rule {
             Rule::NotRollbackable => "not_rollbackable",
             Rule::RowsAfterSwap => "rows_after_swap",
             Rule::MixedPermissions => "mixed_permissions",
+            Rule::AlreadyMigrated => "already_migrated",
+            Rule::ColumnType => "column_type",
+            Rule::PartitionValue => "partition_value",
+            Rule::FileSchema => "file_schema",
+            Rule::BackupExists => "backup_exists",
+            Rule::TargetExists => "target_exists",
+            Rule::NotRevertible => "not_revertible",
         }
     }
 }

@@ -597,19 +597,8 @@ async fn run_inspect(
 ) -> anyhow::Result<ExitCode> {
     let metastore = options.connect().await?;
     let report = inspect::inspect(&metastore, &options.hdfs(), table, partition).await?;
-    render::inspect(&mut stdout(), &report, options.format)?;
-    Ok(match report.refusal() {
-        Some(refusal) => {
-            render::refusal(
-                &mut stderr(),
-                &report.table,
-                report.partition.as_ref().map(|p| p.name.as_str()),
-                refusal,
-            )?;
-            ExitCode::Refused
-        }
-        None => ExitCode::Ok,
-    })
+    render::inspect(&mut stdout(), &mut stderr(), &report, options.format)?;
+    Ok(report.outcome.exit_code())
 }
 
 async fn run_analyze(
@@ -673,13 +662,13 @@ async fn run_iceberg(options: &Options, command: &IcebergOptions) -> anyhow::Res
     match command {
         IcebergOptions::Check { tables, options: o } => {
             let report = iceberg::check(&metastore, &hdfs, tables.clone(), o).await?;
-            render::text_or_json(&mut stdout(), &report, || report.text(), options.format)?;
+            render::iceberg_check(&mut stdout(), &report, options.format)?;
             Ok(report.exit_code())
         }
         IcebergOptions::Migrate { table, options: o } => {
             cancel_on_signal(o.cancel.clone());
             let report = iceberg::migrate(&metastore, &hdfs, table, o).await;
-            render::text_or_json(&mut stdout(), &report, || report.text(), options.format)?;
+            render::iceberg_migrate(&mut stdout(), &report, options.format)?;
             Ok(report.outcome.exit_code())
         }
         IcebergOptions::Revert {
@@ -690,7 +679,7 @@ async fn run_iceberg(options: &Options, command: &IcebergOptions) -> anyhow::Res
         } => {
             cancel_on_signal(cancel.clone());
             let report = iceberg::revert(&metastore, &hdfs, table, *dry_run, lock, cancel).await;
-            render::text_or_json(&mut stdout(), &report, || report.text(), options.format)?;
+            render::iceberg_revert(&mut stdout(), &report, options.format)?;
             Ok(report.outcome.exit_code())
         }
     }

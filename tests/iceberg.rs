@@ -49,10 +49,9 @@ fn partitions_at(m: &Metastore, db: &str, name: &str) -> Vec<Partition> {
     })
 }
 
-/// What a migrate or revert report says happened. The field is being renamed from `outcome`
-/// to the `status` every command's report shares; either spelling is read.
+/// What a migrate or revert report says happened.
 fn status(report: &Value) -> &Value {
-    report.get("status").unwrap_or(&report["outcome"])
+    &report["status"]
 }
 
 fn code(o: &Output) -> i32 {
@@ -151,7 +150,7 @@ fn check_reports_ready_blocked_and_costs() {
             .collect()
     };
     let p1 = table("ext_p1");
-    assert_eq!(p1["ready"], true, "{p1}");
+    assert_eq!(p1["status"], "ready", "{p1}");
     let files: u64 = fx
         .table("ext_p1")
         .partitions
@@ -163,20 +162,20 @@ fn check_reports_ready_blocked_and_costs() {
     assert!(p1["costs"]["excess_files"].as_u64().unwrap() > 0, "{p1}");
 
     let escaped = table("escaped");
-    assert_eq!(escaped["ready"], true, "{escaped}");
+    assert_eq!(escaped["status"], "ready", "{escaped}");
     assert_eq!(escaped["costs"]["null_partitions"], 1);
 
     let legacy = table("legacy_colnames");
-    assert_eq!(legacy["ready"], true, "{legacy}");
+    assert_eq!(legacy["status"], "ready", "{legacy}");
     assert!(legacy["costs"]["positional_name_files"].as_u64().unwrap() > 0);
 
     let all = table("all_types");
-    assert_eq!(all["ready"], false);
+    assert_eq!(all["status"], "refused");
     let blocked: Vec<String> = all["blocks"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|b| b["detail"].as_str().unwrap().to_string())
+        .map(|b| b["reason"].as_str().unwrap().to_string())
         .collect();
     assert!(
         blocked.iter().any(|b| b.contains("c_char10")),
@@ -212,13 +211,13 @@ fn in_place_migrate_reads_back_exactly_and_revert_restores_the_table() {
         "--json",
     ]);
     assert_eq!(code(&dry), 0, "{}", describe(&dry));
-    assert_eq!(json(&dry)["outcome"], "planned");
+    assert_eq!(json(&dry)["status"], "dry-run");
     assert!(differences(&before, &get_table("escaped").unwrap()).is_empty());
 
     let out = run(&["iceberg", "migrate", "--table", &name, "--json"]);
     assert_eq!(code(&out), 0, "{}", describe(&out));
     let report = json(&out);
-    assert_eq!(report["outcome"], "migrated", "{report}");
+    assert_eq!(report["status"], "migrated", "{report}");
     let metadata = report["metadata_location"].as_str().unwrap().to_string();
 
     let ice = get_table("escaped").expect("the Iceberg table");

@@ -169,9 +169,16 @@ fn check_table_run(fx: &Fixtures, t: &FixtureTable, o: &Output, errors: &mut Vec
     );
     if let Some(j) = parse(o, &mut c) {
         check_table_facts(&mut c, fx, t, &j);
-        c.eq("eligible", &j["eligible"], &json!(want_rule.is_none()));
+        let status = if want_rule.is_some() {
+            "refused"
+        } else {
+            "ready"
+        };
+        c.eq("status", &j["status"], &json!(status));
+        c.eq("rule", rule_of(&j), want_rule.clone());
         c.eq("refusal.rule", rule_of(&j["refusal"]), want_rule.clone());
-        c.eq("partition", &j["partition"], &Value::Null);
+        c.eq("partition", &j["partition"], &json!(""));
+        c.eq("partition_details", &j["partition_details"], &Value::Null);
         if t.partition_keys.is_empty() {
             match dir {
                 Some(p) => {
@@ -219,9 +226,11 @@ fn check_partition_run(
     c.eq("exit code", code(o), if refused { 3 } else { 0 });
     if let Some(j) = parse(o, &mut c) {
         check_table_facts(&mut c, fx, t, &j);
-        c.eq("eligible", &j["eligible"], &json!(!refused));
+        let status = if refused { "refused" } else { "ready" };
+        c.eq("status", &j["status"], &json!(status));
+        c.eq("partition", &j["partition"], &json!(p.spec));
         c.eq("refusal.rule", rule_of(&j["refusal"]), t.refusal.clone());
-        let part = &j["partition"];
+        let part = &j["partition_details"];
         c.eq("partition.name", &part["name"], &json!(p.spec));
         c.eq("partition.values", &part["values"], &json!(p.values));
         let part_rule = rule_of(&part["refusal"]);
@@ -438,11 +447,12 @@ fn every_refusal_exits_3_with_one_line_and_touches_nothing() {
                     c.fail(format!("the text report does not show{suffix}"));
                 }
             } else if let Some(j) = parse(o, &mut c) {
-                c.eq("eligible", &j["eligible"], &json!(false));
+                c.eq("status", &j["status"], &json!("refused"));
+                c.eq("rule", rule_of(&j).as_deref(), Some(case.rule.as_str()));
                 let rule = match rule_of(&j["refusal"]) {
                     Some(table_rule) => Some(table_rule),
                     None => {
-                        let part = &j["partition"];
+                        let part = &j["partition_details"];
                         c.eq("partition.eligible", &part["eligible"], &json!(false));
                         rule_of(&part["refusal"])
                     }
@@ -520,7 +530,7 @@ fn escaped_specs_resolve_in_any_key_order_and_unescaped() {
         let mut c = Check::new(format!("inspect --table {name} --partition '{spec}'"));
         c.eq("exit code", code(o), 0);
         if let Some(j) = parse(o, &mut c) {
-            let part = &j["partition"];
+            let part = &j["partition_details"];
             c.eq("partition.name", &part["name"], &json!(p.spec));
             c.eq("partition.values", &part["values"], &json!(p.values));
             c.eq("partition.location", &part["location"], &json!(p.location));

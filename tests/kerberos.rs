@@ -184,7 +184,7 @@ fn inspect_analyze_and_compact_over_sasl_and_kerberos_hdfs() {
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
     let inspected = json(&o);
     assert_eq!(
-        inspected["partition"]["files"]["count"], FILES as u64,
+        inspected["partition_details"]["files"]["count"], FILES as u64,
         "{inspected}"
     );
 
@@ -386,7 +386,10 @@ fn a_kinit_ticket_cache_serves_the_metastore_and_hdfs() {
         &[("KRB5CCNAME", &cache)],
     );
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
-    assert_eq!(json(&o)["partition"]["files"]["count"], FILES as u64);
+    assert_eq!(
+        json(&o)["partition_details"]["files"]["count"],
+        FILES as u64
+    );
     let o = run(
         s,
         &["analyze", "--table", &table, "--json"],

@@ -251,7 +251,11 @@ impl BatchSummary {
             Status::Failed => &mut self.failed,
             Status::VerificationFailed => &mut self.verification_failed,
             // Not a compaction's status: counted as a partition only.
-            Status::RolledBack => return,
+            Status::RolledBack
+            | Status::Cleaned
+            | Status::Migrated
+            | Status::Reverted
+            | Status::Ready => return,
         };
         *counter += 1;
         if r.outcome.status.exit_code() != ExitCode::Ok {

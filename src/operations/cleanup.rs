@@ -50,6 +50,7 @@ use crate::layout::{self, PARAM_PREVIOUS_LOCATION, PARAM_RUN_ID};
 use crate::lock::{self, LockOptions};
 use crate::metastore::{Metastore, MetastoreError};
 use crate::operations::compact::write::{copy_file, hash_file};
+use crate::operations::outcome::{Outcome, Status, Stop};
 use crate::operations::verify;
 use crate::orc::ReadAhead;
 use crate::partition_spec::PartitionSpec;
@@ -148,18 +149,18 @@ impl RunCleanup {
     }
 }
 
-/// One partition's cleanup.
+/// One partition's cleanup. Its status: `cleaned`, `nothing-to-do` (only kept runs), `dry-run`,
+/// or `failed` (every failure in the reason; the rest was still done).
 #[derive(Debug, Serialize)]
 pub struct PartitionCleanup {
-    pub table: String,
-    pub partition: String,
+    #[serde(flatten)]
+    pub outcome: Outcome,
     pub location: String,
     /// Runs killed after their swap whose journal was rebuilt (and written).
     pub journals_rebuilt: Vec<String>,
     pub runs: Vec<RunCleanup>,
     /// Staging and run directories of dead runs removed.
     pub dead_runs_removed: Vec<String>,
-    pub errors: Vec<String>,
     /// Where removed things went with `--trash`.
     pub trashed_to: Vec<String>,
     /// `--rehome`: the canonical directory the partition was (or, in a dry run, would be)
@@ -180,14 +181,14 @@ pub struct PartitionCleanup {
 
 impl PartitionCleanup {
     fn new(table_info: TableInfo, spec: PartitionSpec, current: Location) -> Self {
+        let mut outcome = Outcome::new(&table_info.qualified_name(), &spec.name());
+        outcome.status = Status::NothingToDo;
         PartitionCleanup {
-            table: table_info.qualified_name(),
-            partition: spec.name(),
+            outcome,
             location: current.to_string(),
             journals_rebuilt: vec![],
             runs: vec![],
             dead_runs_removed: vec![],
-            errors: vec![],
             trashed_to: vec![],
             rehomed_to: None,
             dropped: false,
@@ -202,8 +203,31 @@ impl PartitionCleanup {
         self.journals_rebuilt.is_empty()
             && self.runs.is_empty()
             && self.dead_runs_removed.is_empty()
-            && self.errors.is_empty()
+            && self.outcome.status != Status::Failed
             && self.rehomed_to.is_none()
+    }
+
+    fn failed(&mut self, e: anyhow::Error) {
+        self.outcome.stop_and_go_on(Stop::Failed(e));
+    }
+
+    /// The status once planned (or done), unless something failed.
+    fn settle(&mut self, dry_run: bool) {
+        if self.outcome.status == Status::Failed {
+            return;
+        }
+        let acted = !self.journals_rebuilt.is_empty()
+            || !self.dead_runs_removed.is_empty()
+            || self.rehomed_to.is_some()
+            || self
+                .runs
+                .iter()
+                .any(|r| !(r.removed.is_empty() && r.adopted.is_empty() && r.discarded.is_empty()));
+        self.outcome.status = match (acted, dry_run) {
+            (false, _) => Status::NothingToDo,
+            (true, true) => Status::DryRun,
+            (true, false) => Status::Cleaned,
+        };
     }
 }
 
@@ -215,16 +239,21 @@ pub struct CleanupReport {
     pub partitions: Vec<PartitionCleanup>,
     pub partitions_checked: usize,
     pub files_removed: usize,
+    /// Partitions whose cleanup failed (in part).
     pub errors: usize,
 }
 
 impl CleanupReport {
     pub fn exit_code(&self) -> ExitCode {
-        if self.errors > 0 {
-            ExitCode::Failed
-        } else {
-            ExitCode::Ok
-        }
+        ExitCode::worst(self.partitions.iter().map(|p| p.outcome.exit_code()))
+    }
+
+    fn count_errors(&mut self) {
+        self.errors = self
+            .partitions
+            .iter()
+            .filter(|p| p.outcome.status == Status::Failed)
+            .count();
     }
 }
 
@@ -277,10 +306,10 @@ pub async fn plan(
                 let mut p = PartitionCleanup::new((*table.table).clone(), spec, home);
                 p.dropped = true;
                 if let Err(e) = plan_dropped(hdfs, options, &mut p).await {
-                    p.errors.push(format!("{e:#}"));
+                    p.failed(e);
                 }
                 if !p.is_empty() {
-                    report.errors += p.errors.len();
+                    p.settle(true);
                     report.partitions.push(p);
                 }
             }
@@ -293,19 +322,24 @@ pub async fn plan(
             report.partitions_checked += 1;
             let spec = PartitionSpec::from_values(&table.table.partition_keys, &info.values);
             let mut p = PartitionCleanup::new((*table.table).clone(), spec, current);
-            let span = tracing::info_span!("partition", table = %p.table, partition = %p.partition);
+            let span = tracing::info_span!(
+                "partition",
+                table = %p.outcome.table,
+                partition = %p.outcome.partition
+            );
             if let Err(e) = plan_partition(hdfs, &info.params, options, &mut p, Probe::ReadOnly)
                 .instrument(span)
                 .await
             {
-                p.errors.push(format!("{e:#}"));
+                p.failed(e);
             }
             if !p.is_empty() {
-                report.errors += p.errors.len();
+                p.settle(true);
                 report.partitions.push(p);
             }
         }
     }
+    report.count_errors();
     Ok(report)
 }
 
@@ -322,8 +356,8 @@ async fn plan_partition(
     // A run killed after its swap and before its journal: rebuild the journal.
     if let Some(run) = journal::current_run(
         hdfs,
-        &p.table,
-        &p.partition,
+        &p.outcome.table,
+        &p.outcome.partition,
         &p.spec.values,
         params,
         &p.current,
@@ -397,7 +431,7 @@ async fn plan_partition(
         };
         if let Some(run) = plan_run(hdfs, p, path, j, wants, probe).await? {
             if !run.missing_outputs.is_empty() {
-                p.errors.push(format!(
+                p.failed(anyhow!(
                     "run {}: the partition's directory {} lacks {} of the run's outputs ({}); \
                      its replaced files stay, the only copy of those rows: restore the outputs \
                      or roll back",
@@ -716,12 +750,17 @@ pub async fn execute(
     options: &CleanupOptions,
 ) -> CleanupReport {
     for p in &mut report.partitions {
-        let span = tracing::info_span!("partition", table = %p.table, partition = %p.partition);
+        let span = tracing::info_span!(
+            "partition",
+            table = %p.outcome.table,
+            partition = %p.outcome.partition
+        );
         if let Err(e) = locked(metastore, hdfs, p, options).instrument(span).await {
-            p.errors.push(format!("{e:#}"));
+            p.failed(e);
         }
+        p.settle(false);
     }
-    report.errors = report.partitions.iter().map(|p| p.errors.len()).sum();
+    report.count_errors();
     report.files_removed = report
         .partitions
         .iter()
@@ -757,7 +796,7 @@ async fn locked(
     .with_context(|| {
         format!(
             "{} partition {}: nothing removed; run cleanup again later",
-            p.table, p.partition
+            p.outcome.table, p.outcome.partition
         )
     })?;
     for w in warnings {
@@ -804,8 +843,8 @@ async fn replan_and_execute(
             return Err(anyhow!(
                 "{} partition {} exists again; its directory {} is left as it is: run cleanup \
                  again",
-                p.table,
-                p.partition,
+                p.outcome.table,
+                p.outcome.partition,
                 p.current
             ));
         }
@@ -941,8 +980,8 @@ async fn execute_partition(
             return Err(anyhow!(
                 "{} partition {} moved to {now} while cleanup worked (it was at {}); nothing \
                  more removed from it: run cleanup again",
-                p.table,
-                p.partition,
+                p.outcome.table,
+                p.outcome.partition,
                 p.current
             ));
         }
@@ -1022,7 +1061,10 @@ async fn rehome(
     p: &mut PartitionCleanup,
     home: &Location,
 ) -> anyhow::Result<()> {
-    let what = format!("{} partition {}: not rehomed", p.table, p.partition);
+    let what = format!(
+        "{} partition {}: not rehomed",
+        p.outcome.table, p.outcome.partition
+    );
     let Some(run) = p.runs.iter_mut().find(|r| r.partition_reads_it) else {
         return Ok(());
     };

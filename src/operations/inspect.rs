@@ -12,6 +12,7 @@ use crate::eligibility::{self, Refusal};
 use crate::hdfs::{Hdfs, Location};
 use crate::journal;
 use crate::metastore::Metastore;
+use crate::operations::outcome::{Outcome, Status, Stop};
 use crate::partition_spec::PartitionSpec;
 use crate::resolve::{self, TableName};
 use crate::snapshot::{FileSizes, Snapshot, SnapshotError};
@@ -53,9 +54,13 @@ pub struct PartitionReport {
     pub late_files: Vec<String>,
 }
 
+/// What `--json` prints. The outcome's status is `ready`, or `refused` with the refusal that
+/// decides the exit code (the table's, else the partition's) as rule and reason; its `partition`
+/// is the partition's name (empty without `--partition`).
 #[derive(Debug, Serialize)]
 pub struct InspectReport {
-    pub table: String,
+    #[serde(flatten)]
+    pub outcome: Outcome,
     pub table_type: String,
     pub owner: Option<String>,
     pub input_format: Option<String>,
@@ -69,18 +74,10 @@ pub struct InspectReport {
     pub directory: Option<DirectoryReport>,
     /// The basic statistics the metastore holds for an unpartitioned table.
     pub statistics: BTreeMap<String, String>,
-    pub eligible: bool,
+    /// The table's own refusal (for an unpartitioned table, its directory's too).
     pub refusal: Option<Refusal>,
-    pub partition: Option<PartitionReport>,
-}
-
-impl InspectReport {
-    /// The refusal that decides the exit code: the table's, else the partition's.
-    pub fn refusal(&self) -> Option<&Refusal> {
-        self.refusal
-            .as_ref()
-            .or(self.partition.as_ref().and_then(|p| p.refusal.as_ref()))
-    }
+    /// The partition's facts, with `--partition`.
+    pub partition_details: Option<PartitionReport>,
 }
 
 /// Basic statistics keys Hive keeps per partition; the ones an admin compares with the files.
@@ -114,8 +111,17 @@ pub async fn inspect(
         Some(spec) => Some(inspect_partition(metastore, hdfs, &info, spec).await?),
         None => None,
     };
+    let name = partition.as_ref().map(|p| p.name.as_str()).unwrap_or("");
+    let mut outcome = Outcome::new(&info.qualified_name(), name);
+    let deciding = table_refusal
+        .as_ref()
+        .or(partition.as_ref().and_then(|p| p.refusal.as_ref()));
+    match deciding {
+        Some(refusal) => outcome.stop(Stop::Refused(refusal.clone())),
+        None => outcome.status = Status::Ready,
+    }
     Ok(InspectReport {
-        table: info.qualified_name(),
+        outcome,
         table_type: info.table_type.clone(),
         owner: info.owner.clone(),
         input_format: info.storage.input_format.clone(),
@@ -129,9 +135,8 @@ pub async fn inspect(
             .map(|_| statistics(&info.params))
             .unwrap_or_default(),
         directory,
-        eligible: table_refusal.is_none() && partition.as_ref().is_none_or(|p| p.eligible),
         refusal: table_refusal,
-        partition,
+        partition_details: partition,
     })
 }
 

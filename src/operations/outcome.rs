@@ -1,4 +1,4 @@
-//! How a command ended for one partition: one status (which gives the exit code), the rule and
+//! How a command ended for one partition (or table): one status (which gives the exit code), the rule and
 //! reason when it did not do its work, and warnings. Every per-partition report carries an
 //! [`Outcome`]; every operation that can stop early stops with a [`Stop`], turned into the
 //! outcome in one place ([`Outcome::stop`]).
@@ -17,6 +17,14 @@ use crate::relocate::RelocateError;
 pub enum Status {
     Compacted,
     RolledBack,
+    /// `cleanup` removed (or settled) what runs left behind.
+    Cleaned,
+    /// `iceberg migrate` committed the Iceberg table.
+    Migrated,
+    /// `iceberg revert` gave the Hive table back.
+    Reverted,
+    /// `iceberg check`: nothing blocks the move. `inspect`: the tool would not refuse it.
+    Ready,
     NothingToDo,
     DryRun,
     /// Not attempted: a selection threshold or budget left it out (the reason says which).
@@ -33,6 +41,10 @@ impl Status {
         match self {
             Status::Compacted
             | Status::RolledBack
+            | Status::Cleaned
+            | Status::Migrated
+            | Status::Reverted
+            | Status::Ready
             | Status::NothingToDo
             | Status::DryRun
             | Status::Skipped => ExitCode::Ok,
@@ -48,6 +60,10 @@ impl Status {
         match self {
             Status::Compacted => "compacted",
             Status::RolledBack => "rolled back",
+            Status::Cleaned => "cleaned",
+            Status::Migrated => "migrated",
+            Status::Reverted => "reverted",
+            Status::Ready => "ready",
             Status::NothingToDo => "nothing to do",
             Status::DryRun => "dry run",
             Status::Skipped => "skipped",
@@ -139,6 +155,28 @@ impl Outcome {
         });
     }
 
+    /// Ends the command: with the status it reached, or with the stop that ended it early.
+    pub fn end(&mut self, ended: Result<Status, Stop>) {
+        match ended {
+            Ok(status) => self.status = status,
+            Err(stop) => self.stop(stop),
+        }
+    }
+
+    /// Like [`Outcome::stop`], for a command that goes on past a failure (`cleanup`, one run
+    /// after another): the more severe status wins and every reason is kept, in order.
+    pub fn stop_and_go_on(&mut self, stop: Stop) {
+        let before = self.clone();
+        self.stop(stop);
+        if before.exit_code() > self.exit_code() {
+            self.status = before.status;
+            self.rule = before.rule;
+        }
+        if let (Some(first), Some(then)) = (before.reason, &self.reason) {
+            self.reason = Some(format!("{first}; {then}"));
+        }
+    }
+
     pub fn exit_code(&self) -> ExitCode {
         self.status.exit_code()
     }
@@ -162,6 +200,21 @@ mod tests {
         assert_eq!(o.status, Status::Failed);
         assert_eq!(o.reason.as_deref(), Some("outer: inner"));
         assert_eq!(o.rule, None);
+    }
+
+    #[test]
+    fn going_on_keeps_every_reason_and_the_worst_status() {
+        let mut o = Outcome::new("d.t", "dt=1");
+        o.status = Status::NothingToDo;
+        o.stop_and_go_on(Stop::Busy("locked".into()));
+        assert_eq!(
+            (o.status, o.reason.as_deref()),
+            (Status::Busy, Some("locked"))
+        );
+        o.stop_and_go_on(Stop::Failed(anyhow!("gone")));
+        o.stop_and_go_on(Stop::Busy("again".into()));
+        assert_eq!(o.status, Status::Failed);
+        assert_eq!(o.reason.as_deref(), Some("locked; gone; again"));
     }
 
     #[test]

@@ -84,18 +84,14 @@ async fn rollback_partition(
         changed_parameters: vec![],
         journal_rebuilt: false,
     };
-    let result = match plan(metastore, hdfs, table, spec, &mut report).await {
-        Ok(_) if dry_run => {
-            report.outcome.status = Status::DryRun;
-            return report;
-        }
-        Ok(plan) => execute(metastore, hdfs, plan, &mut report).await,
+    let ended = match plan(metastore, hdfs, table, spec, &mut report).await {
+        Ok(_) if dry_run => Ok(Status::DryRun),
+        Ok(plan) => execute(metastore, hdfs, plan, &mut report)
+            .await
+            .map(|()| Status::RolledBack),
         Err(stop) => Err(stop),
     };
-    match result {
-        Ok(()) => report.outcome.status = Status::RolledBack,
-        Err(stop) => report.outcome.stop(stop),
-    }
+    report.outcome.end(ended);
     report
 }
 

@@ -46,112 +46,64 @@ pub fn contradictions(
         let (Some(r), Some(c)) = (recorded.get(column), computed.get(column)) else {
             continue;
         };
-        let mut differ = |what: &str, r: String, c: String| {
-            if r != c {
-                out.push(format!(
-                    "column {column} {what}: recorded {r}, decoded values give {c}"
-                ));
-            }
-        };
-        if let (Some(r), Some(c)) = (r.number_of_values, c.number_of_values) {
-            differ("values", r.to_string(), c.to_string());
-        }
-        let both = |a: Option<String>, b: Option<String>| a.zip(b);
-        if let (Some(r), Some(c)) = (&r.int_statistics, &c.int_statistics) {
-            for (what, pair) in [
-                (
-                    "minimum",
-                    both(
-                        r.minimum.map(|v| v.to_string()),
-                        c.minimum.map(|v| v.to_string()),
-                    ),
-                ),
-                (
-                    "maximum",
-                    both(
-                        r.maximum.map(|v| v.to_string()),
-                        c.maximum.map(|v| v.to_string()),
-                    ),
-                ),
-                (
-                    "sum",
-                    both(r.sum.map(|v| v.to_string()), c.sum.map(|v| v.to_string())),
-                ),
-            ] {
-                if let Some((r, c)) = pair {
-                    differ(what, r, c);
-                }
-            }
-        }
-        if let (Some(r), Some(c)) = (&r.string_statistics, &c.string_statistics) {
-            let exact = |s: &StringStatistics| s.lower_bound.is_none() && s.upper_bound.is_none();
-            if exact(r) && exact(c) {
-                for (what, pair) in [
-                    ("minimum", both(r.minimum.clone(), c.minimum.clone())),
-                    ("maximum", both(r.maximum.clone(), c.maximum.clone())),
-                ] {
-                    if let Some((r, c)) = pair {
-                        differ(what, format!("{r:?}"), format!("{c:?}"));
-                    }
-                }
-            }
-            if let (Some(r), Some(c)) = (r.sum, c.sum) {
-                differ("total length", r.to_string(), c.to_string());
-            }
-        }
-        if let (Some(r), Some(c)) = (&r.date_statistics, &c.date_statistics) {
-            for (what, pair) in [
-                (
-                    "minimum",
-                    both(
-                        r.minimum.map(|v| v.to_string()),
-                        c.minimum.map(|v| v.to_string()),
-                    ),
-                ),
-                (
-                    "maximum",
-                    both(
-                        r.maximum.map(|v| v.to_string()),
-                        c.maximum.map(|v| v.to_string()),
-                    ),
-                ),
-            ] {
-                if let Some((r, c)) = pair {
-                    differ(what, r, c);
-                }
-            }
-        }
-        if let (Some(r), Some(c)) = (&r.bucket_statistics, &c.bucket_statistics) {
-            differ(
-                "true count",
-                format!("{:?}", r.count),
-                format!("{:?}", c.count),
-            );
-        }
-        if let (Some(r), Some(c)) = (&r.timestamp_statistics, &c.timestamp_statistics) {
-            for (what, pair) in [
-                (
-                    "minimum",
-                    both(
-                        r.minimum_utc.map(|v| v.to_string()),
-                        c.minimum_utc.map(|v| v.to_string()),
-                    ),
-                ),
-                (
-                    "maximum",
-                    both(
-                        r.maximum_utc.map(|v| v.to_string()),
-                        c.maximum_utc.map(|v| v.to_string()),
-                    ),
-                ),
-            ] {
-                if let Some((r, c)) = pair {
-                    differ(what, r, c);
+        for (what, r, c) in exact_pairs(r, c) {
+            if let (Some(r), Some(c)) = (r, c) {
+                if r != c {
+                    out.push(format!(
+                        "column {column} {what}: recorded {r}, decoded values give {c}"
+                    ));
                 }
             }
         }
     }
     out
+}
+
+/// One statistic as (what, recorded, computed), in text; compared only when both sides have it.
+type Pair = (&'static str, Option<String>, Option<String>);
+
+fn text<T: ToString>(v: Option<T>) -> Option<String> {
+    v.map(|v| v.to_string())
+}
+
+/// The statistics of one column that are exact on both sides (see [`contradictions`]).
+fn exact_pairs(r: &ColumnStatistics, c: &ColumnStatistics) -> Vec<Pair> {
+    let mut pairs = vec![("values", text(r.number_of_values), text(c.number_of_values))];
+    if let (Some(r), Some(c)) = (&r.int_statistics, &c.int_statistics) {
+        pairs.extend([
+            ("minimum", text(r.minimum), text(c.minimum)),
+            ("maximum", text(r.maximum), text(c.maximum)),
+            ("sum", text(r.sum), text(c.sum)),
+        ]);
+    }
+    if let (Some(r), Some(c)) = (&r.string_statistics, &c.string_statistics) {
+        let exact = |s: &StringStatistics| s.lower_bound.is_none() && s.upper_bound.is_none();
+        if exact(r) && exact(c) {
+            let quoted = |v: &Option<String>| v.as_ref().map(|v| format!("{v:?}"));
+            pairs.extend([
+                ("minimum", quoted(&r.minimum), quoted(&c.minimum)),
+                ("maximum", quoted(&r.maximum), quoted(&c.maximum)),
+            ]);
+        }
+        pairs.push(("total length", text(r.sum), text(c.sum)));
+    }
+    if let (Some(r), Some(c)) = (&r.date_statistics, &c.date_statistics) {
+        pairs.extend([
+            ("minimum", text(r.minimum), text(c.minimum)),
+            ("maximum", text(r.maximum), text(c.maximum)),
+        ]);
+    }
+    if let (Some(r), Some(c)) = (&r.bucket_statistics, &c.bucket_statistics) {
+        let counts = |b: &BucketStatistics| Some(format!("{:?}", b.count));
+        pairs.push(("true count", counts(r), counts(c)));
+    }
+    if let (Some(r), Some(c)) = (&r.timestamp_statistics, &c.timestamp_statistics) {
+        pairs.extend([
+            ("minimum", text(r.minimum_utc), text(c.minimum_utc)),
+            ("maximum", text(r.maximum_utc), text(c.maximum_utc)),
+        ]);
+    }
+    pairs
 }
 
 /// Merges one column's statistics from several files.

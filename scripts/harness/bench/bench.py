@@ -428,7 +428,7 @@ def run_iceberg(cluster, name, args):
         r = measure(f"{name}.{step}", [TOOL, "iceberg", step, "--table", table, "--json"],
                     cluster)
         out = last_json(r["stdout"])
-        r["status"] = out.get("status", out.get("outcome"))
+        r["status"] = out.get("status")
         res["phases"][step] = r
         if r["rc"] != 0:
             break

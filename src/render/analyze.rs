@@ -1,0 +1,258 @@
+//! `analyze`: one aligned row (or CSV line, or JSON object) per partition, and the totals.
+
+use std::io::Write;
+
+use hive_orc_compactor::operations::analyze::{AnalyzeReport, PartitionAnalysis, Totals};
+
+use super::{json, plural, size, Format};
+
+/// The cells of one analyze row, in column order, for the table and the CSV alike.
+fn analyze_cells(p: &PartitionAnalysis, deep: bool, human: bool) -> Vec<String> {
+    let bytes = |b: u64| if human { size(b) } else { b.to_string() };
+    let mut cells = vec![
+        p.table.clone(),
+        p.partition.clone(),
+        p.files.to_string(),
+        bytes(p.bytes),
+        bytes(p.mean_size),
+        bytes(p.median_size),
+        p.small_files.to_string(),
+        p.files_needed.to_string(),
+        p.excess_files.to_string(),
+    ];
+    if deep {
+        let plan = p.plan.as_ref();
+        cells.push(plan.map_or(String::new(), |d| d.files_after.to_string()));
+        cells.push(plan.map_or(String::new(), |d| d.groups.len().to_string()));
+        cells.push(plan.map_or(String::new(), |d| d.stripes.to_string()));
+        cells.push(plan.map_or(String::new(), |d| d.ways()));
+    }
+    cells.push(match (&p.eligible, p.rule, &p.reason) {
+        (true, _, _) => "yes".into(),
+        (false, Some(rule), Some(reason)) if human => format!("no [{}]: {reason}", rule.as_str()),
+        (false, Some(rule), _) => format!("no [{}]", rule.as_str()),
+        (false, None, reason) => format!("error: {}", reason.as_deref().unwrap_or("")),
+    });
+    cells
+}
+
+const ANALYZE_COLUMNS: &[&str] = &[
+    "table",
+    "partition",
+    "files",
+    "bytes",
+    "mean",
+    "median",
+    "small",
+    "needed",
+    "excess",
+];
+const DEEP_COLUMNS: &[&str] = &["after", "groups", "stripes", "ways"];
+
+fn analyze_header(deep: bool) -> Vec<&'static str> {
+    let mut h = ANALYZE_COLUMNS.to_vec();
+    if deep {
+        h.extend(DEEP_COLUMNS);
+    }
+    h.push("eligible");
+    h
+}
+
+pub fn analyze(
+    out: &mut dyn Write,
+    r: &AnalyzeReport,
+    format: Format,
+    deep: bool,
+) -> anyhow::Result<()> {
+    match format {
+        Format::Json => {
+            for p in &r.partitions {
+                json(out, p)?;
+            }
+            json(
+                out,
+                &serde_json::json!({ "summary": { "tables": r.tables, "total": r.total } }),
+            )
+        }
+        Format::Csv => {
+            let mut w = csv::Writer::from_writer(&mut *out);
+            w.write_record(analyze_header(deep))?;
+            for p in &r.partitions {
+                w.write_record(analyze_cells(p, deep, false))?;
+            }
+            w.flush()?;
+            Ok(())
+        }
+        Format::Text => {
+            let mut rows: Vec<Vec<String>> = vec![analyze_header(deep)
+                .iter()
+                .map(|h| h.to_ascii_uppercase())
+                .collect()];
+            rows.extend(r.partitions.iter().map(|p| analyze_cells(p, deep, true)));
+            aligned(out, &rows)?;
+            writeln!(out)?;
+            if r.tables.len() > 1 {
+                for t in &r.tables {
+                    totals_line(out, t)?;
+                }
+            }
+            totals_line(out, &r.total)?;
+            Ok(())
+        }
+    }
+}
+
+fn totals_line(out: &mut dyn Write, t: &Totals) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{}: {} partitions ({} eligible), {} ({}), {} small; compaction would remove {}{}",
+        t.scope,
+        t.partitions,
+        t.eligible,
+        plural(t.files, "file"),
+        size(t.bytes),
+        t.small_files,
+        plural(t.removable_files, "file"),
+        if t.errors > 0 {
+            format!("; {} unreadable", t.errors)
+        } else {
+            String::new()
+        }
+    )
+}
+
+/// Columns padded to their widest cell; numbers right-aligned, text left-aligned. The last
+/// column (eligibility and reason) is left unpadded.
+fn aligned(out: &mut dyn Write, rows: &[Vec<String>]) -> std::io::Result<()> {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for row in rows {
+        let mut line = String::new();
+        for (c, cell) in row.iter().enumerate() {
+            let pad = widths[c].saturating_sub(cell.chars().count());
+            let numeric = c >= 2 && c + 1 < row.len();
+            if c + 1 == row.len() {
+                line.push_str(cell);
+            } else if numeric {
+                line.push_str(&" ".repeat(pad));
+                line.push_str(cell);
+                line.push_str("  ");
+            } else {
+                line.push_str(cell);
+                line.push_str(&" ".repeat(pad + 2));
+            }
+        }
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::testing::{assert_keys, object, printed};
+    use hive_orc_compactor::eligibility::Rule;
+
+    fn report() -> AnalyzeReport {
+        let row = |partition: &str, refused: bool| PartitionAnalysis {
+            table: "d.t".into(),
+            partition: partition.into(),
+            location: Some(format!("hdfs://nn/t/{partition}")),
+            files: 10,
+            bytes: 10 * 1024,
+            mean_size: 1024,
+            median_size: 1024,
+            small_files: 10,
+            files_needed: 1,
+            excess_files: 9,
+            eligible: !refused,
+            rule: refused.then_some(Rule::NotOrc),
+            reason: refused.then(|| "it is text".to_string()),
+            plan: None,
+        };
+        let total = Totals {
+            scope: "d.t".into(),
+            partitions: 2,
+            eligible: 1,
+            files: 20,
+            bytes: 20 * 1024,
+            small_files: 20,
+            removable_files: 9,
+            errors: 0,
+        };
+        AnalyzeReport {
+            partitions: vec![row("dt=1", false), row("dt=2", true)],
+            tables: vec![total.clone()],
+            total,
+        }
+    }
+
+    #[test]
+    fn analyze_text_is_aligned_and_ends_with_the_totals() {
+        let (out, _) = printed(|o, _| analyze(o, &report(), Format::Text, false));
+        assert_eq!(
+            out,
+            "TABLE  PARTITION  FILES     BYTES     MEAN   MEDIAN  SMALL  NEEDED  EXCESS  \
+             ELIGIBLE\n\
+             d.t    dt=1          10  10.0 KiB  1.0 KiB  1.0 KiB     10       1       9  yes\n\
+             d.t    dt=2          10  10.0 KiB  1.0 KiB  1.0 KiB     10       1       9  \
+             no [not_orc]: it is text\n\
+             \n\
+             d.t: 2 partitions (1 eligible), 20 files (20.0 KiB), 20 small; compaction would \
+             remove 9 files\n"
+        );
+    }
+
+    #[test]
+    fn analyze_csv_has_raw_numbers_and_rules() {
+        let (out, _) = printed(|o, _| analyze(o, &report(), Format::Csv, false));
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "table,partition,files,bytes,mean,median,small,needed,excess,eligible",
+                "d.t,dt=1,10,10240,1024,1024,10,1,9,yes",
+                "d.t,dt=2,10,10240,1024,1024,10,1,9,no [not_orc]",
+            ]
+        );
+    }
+
+    #[test]
+    fn analyze_json_is_a_line_per_partition_then_the_summary() {
+        let (out, _) = printed(|o, _| analyze(o, &report(), Format::Json, false));
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 3);
+        let refused = object(lines[1]);
+        assert_keys(
+            &refused,
+            &[
+                "table",
+                "partition",
+                "location",
+                "files",
+                "bytes",
+                "mean_size",
+                "median_size",
+                "small_files",
+                "files_needed",
+                "excess_files",
+                "eligible",
+                "rule",
+                "reason",
+            ],
+        );
+        assert_eq!(refused["rule"], "not_orc");
+        assert!(refused.get("plan").is_none(), "only with --deep");
+        let summary = object(lines[2]);
+        assert_eq!(summary["summary"]["total"]["removable_files"], 9);
+        assert_eq!(summary["summary"]["tables"][0]["scope"], "d.t");
+    }
+}

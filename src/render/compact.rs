@@ -1,0 +1,381 @@
+//! `compact`: one report per partition as it ends, progress bars while a batch runs, and the
+//! batch's summary.
+
+use std::io::Write;
+
+use hive_orc_compactor::operations::batch::{self, BatchSummary};
+use hive_orc_compactor::operations::compact::{CompactReport, OutputWriter, Progress, VerifyLevel};
+use hive_orc_compactor::operations::outcome::Status;
+
+use super::{headline, json, plural, size, Format};
+
+/// Follows a batch: one byte bar per running partition under a bar counting partitions, on
+/// stderr and only on a terminal (cron gets none); each report printed as it comes, above them.
+pub struct Batch {
+    bars: indicatif::MultiProgress,
+    done: indicatif::ProgressBar,
+    format: Format,
+}
+
+fn style(template: &str) -> indicatif::ProgressStyle {
+    indicatif::ProgressStyle::with_template(template)
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .progress_chars("=> ")
+}
+
+impl Batch {
+    pub fn new(format: Format, partitions: usize) -> Self {
+        use std::io::IsTerminal;
+        let target = if format != Format::Json && std::io::stderr().is_terminal() {
+            indicatif::ProgressDrawTarget::stderr()
+        } else {
+            indicatif::ProgressDrawTarget::hidden()
+        };
+        let bars = indicatif::MultiProgress::with_draw_target(target);
+        let done = bars.add(indicatif::ProgressBar::new(partitions as u64));
+        done.set_style(style("partitions [{bar:30}] {pos}/{len} elapsed {elapsed}"));
+        Batch { bars, done, format }
+    }
+
+    pub fn finish(&self) {
+        self.done.finish_and_clear();
+    }
+}
+
+impl batch::Observer for Batch {
+    fn started(&self, key: &str) -> Box<dyn Progress + '_> {
+        let bar = self.bars.add(indicatif::ProgressBar::new(0));
+        bar.set_style(style(
+            "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+        ));
+        bar.set_message(key.to_string());
+        Box::new(ProgressBar(bar))
+    }
+
+    fn finished(&self, report: &CompactReport) {
+        self.done.inc(1);
+        if let Err(e) = self.bars.suspend(|| {
+            compact(
+                &mut std::io::stdout().lock(),
+                &mut std::io::stderr(),
+                report,
+                self.format,
+            )
+        }) {
+            tracing::error!("printing the report of {}: {e}", report.outcome.partition);
+        }
+    }
+}
+
+/// A byte progress bar for one partition, cleared when the partition ends.
+struct ProgressBar(indicatif::ProgressBar);
+
+impl Drop for ProgressBar {
+    fn drop(&mut self) {
+        self.0.finish_and_clear();
+    }
+}
+
+impl Progress for ProgressBar {
+    fn planned(&self, bytes: u64) {
+        self.0.set_length(bytes);
+    }
+    fn written(&self, bytes: u64) {
+        self.0.inc(bytes);
+    }
+}
+
+/// One partition's outcome: a headline, the plan's details, then the reason or location.
+pub fn compact(
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    r: &CompactReport,
+    format: Format,
+) -> anyhow::Result<()> {
+    if format == Format::Json {
+        return json(out, r);
+    }
+    let status = r.outcome.status.as_text();
+    headline(out, &r.outcome)?;
+    if r.files_before > 0 {
+        writeln!(
+            out,
+            "  files     {} ({}) -> {} ({}), {} rows",
+            r.files_before,
+            size(r.bytes_before),
+            r.files_after,
+            size(r.bytes_after),
+            r.rows
+        )?;
+    }
+    for (i, g) in r.groups.iter().enumerate() {
+        writeln!(
+            out,
+            "  group {}   {} {}, {}, {}: {}",
+            i + 1,
+            plural(g.files, "file"),
+            size(g.bytes),
+            g.compression,
+            g.writer,
+            g.schema
+        )?;
+        for o in &g.outputs {
+            let inputs = match o.inputs.as_slice() {
+                [] => String::new(),
+                [one] => one.clone(),
+                [first, .., last] => format!("{first} .. {last}"),
+            };
+            writeln!(
+                out,
+                "    {} <- {} ({inputs}), {}, {} rows, {}",
+                o.name,
+                plural(o.inputs.len(), "file"),
+                plural(o.stripes, "stripe"),
+                o.rows,
+                size(o.bytes)
+            )?;
+            writeln!(out, "      {}: {}", o.made_by.as_str(), o.why)?;
+        }
+    }
+    for c in &r.carried {
+        writeln!(
+            out,
+            "  unchanged {} ({}): {}",
+            c.name,
+            size(c.bytes),
+            c.reason
+        )?;
+    }
+    if !r.dropped_empty.is_empty() {
+        writeln!(
+            out,
+            "  empty     {} (zero rows, not carried)",
+            r.dropped_empty.join(", ")
+        )?;
+    }
+    if let Some(l) = &r.new_location {
+        writeln!(out, "  location  {l}")?;
+        if let Some(old) = &r.old_location {
+            writeln!(out, "  was       {old} (old files kept until cleanup)")?;
+        }
+    }
+    if let Some(level) = r.verify {
+        if matches!(r.outcome.status, Status::Compacted | Status::DryRun) {
+            let how = match level {
+                VerifyLevel::Full => "every byte re-read from HDFS and checksummed",
+                VerifyLevel::Tail => {
+                    "tails re-read from HDFS; bytes checked in process and by HDFS write checksums"
+                }
+            };
+            writeln!(out, "  verify    {} ({how})", level.as_str())?;
+            let rewritten = r.groups.iter().flat_map(|g| &g.outputs);
+            if rewritten
+                .clone()
+                .any(|o| o.made_by == OutputWriter::Rewrite)
+            {
+                writeln!(
+                    out,
+                    "            re-encoded files: decoded again from HDFS, every column's values \
+                     compared with the inputs' by digest"
+                )?;
+            }
+        }
+    }
+    if let Some(reason) = &r.outcome.reason {
+        writeln!(out, "  reason    {reason}")?;
+    }
+    for w in &r.outcome.warnings {
+        writeln!(out, "  warning   {w}")?;
+    }
+    writeln!(out, "  time      {:.1} s", r.seconds)?;
+    // Cron mails stderr: one line for anything that needs attention.
+    match r.outcome.status {
+        Status::Compacted | Status::NothingToDo | Status::DryRun | Status::Skipped => {}
+        _ => writeln!(
+            err,
+            "{status}: {} partition {}: {}{}",
+            r.outcome.table,
+            r.outcome.partition,
+            r.outcome.reason.as_deref().unwrap_or(""),
+            r.outcome
+                .rule
+                .map(|rule| format!(" [{}]", rule.as_str()))
+                .unwrap_or_default()
+        )?,
+    }
+    Ok(())
+}
+
+/// The end of a batch: one line of counts (and the partitions that need a look), or one
+/// `{"summary": ...}` object after the partitions' JSON lines.
+pub fn batch_summary(out: &mut dyn Write, s: &BatchSummary, format: Format) -> anyhow::Result<()> {
+    if format == Format::Json {
+        return json(out, &serde_json::json!({ "summary": s }));
+    }
+    writeln!(
+        out,
+        "summary: {} compacted, {} nothing to do, {} dry run, {} skipped, {} refused, {} busy, \
+         {} failed, {} verification failed; {} removed, {} rewritten, {:.1} s{}",
+        s.compacted,
+        s.nothing_to_do,
+        s.dry_run,
+        s.skipped,
+        s.refused,
+        s.busy,
+        s.failed,
+        s.verification_failed,
+        plural(s.files_removed, "file"),
+        size(s.bytes_rewritten),
+        s.seconds,
+        if s.interrupted { " (interrupted)" } else { "" }
+    )?;
+    for a in &s.attention {
+        writeln!(out, "  needs a look: {a}")?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::testing::{assert_keys, printed, OUTCOME_KEYS};
+    use hive_orc_compactor::eligibility::Rule;
+    use hive_orc_compactor::operations::compact::{CarriedFile, GroupReport, OutputReport};
+
+    fn compacted() -> CompactReport {
+        let mut r = CompactReport::not_run("d.t", "dt=1", Status::Compacted, String::new(), None);
+        r.outcome.reason = None;
+        r.files_before = 3;
+        r.files_after = 2;
+        r.bytes_before = 3 * 1024;
+        r.bytes_after = 2 * 1024;
+        r.rows = 30;
+        r.groups = vec![GroupReport {
+            schema: "struct<a:int>".into(),
+            compression: "ZLIB".into(),
+            writer: "ORC Java".into(),
+            files: 2,
+            bytes: 2048,
+            outputs: vec![OutputReport {
+                name: "part-r-00000.orc".into(),
+                inputs: vec!["a.orc".into(), "b.orc".into()],
+                stripes: 2,
+                rows: 20,
+                bytes: 1024,
+                made_by: OutputWriter::StripeCopy,
+                why: "--stripes copy".into(),
+            }],
+        }];
+        r.carried = vec![CarriedFile {
+            name: "c.orc".into(),
+            bytes: 1024,
+            reason: "already large".into(),
+        }];
+        r.new_location = Some("hdfs://nn/t/dt=1/.hive-orc-compactor/r".into());
+        r.old_location = Some("hdfs://nn/t/dt=1".into());
+        r.verify = Some(VerifyLevel::Full);
+        r
+    }
+
+    #[test]
+    fn compact_text() {
+        let (out, err) = printed(|o, e| compact(o, e, &compacted(), Format::Text));
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[0], "compacted: d.t partition dt=1");
+        assert_eq!(lines[1], "  files     3 (3.0 KiB) -> 2 (2.0 KiB), 30 rows");
+        assert_eq!(
+            lines[2],
+            "  group 1   2 files 2.0 KiB, ZLIB, ORC Java: struct<a:int>"
+        );
+        assert_eq!(
+            lines[3],
+            "    part-r-00000.orc <- 2 files (a.orc .. b.orc), 2 stripes, 20 rows, 1.0 KiB"
+        );
+        assert_eq!(lines[4], "      copy: --stripes copy");
+        assert_eq!(lines[5], "  unchanged c.orc (1.0 KiB): already large");
+        assert!(out.contains("  location  hdfs://nn/t/dt=1/.hive-orc-compactor/r\n"));
+        assert!(out.contains("  verify    full ("));
+        assert!(err.is_empty(), "success mails nothing: {err}");
+    }
+
+    #[test]
+    fn compact_json_keeps_its_names() {
+        let (out, err) = printed(|o, e| compact(o, e, &compacted(), Format::Json));
+        assert!(err.is_empty());
+        assert_eq!(out.lines().count(), 1, "one object per line");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_keys(&v, OUTCOME_KEYS);
+        assert_keys(
+            &v,
+            &[
+                "files_before",
+                "files_after",
+                "bytes_before",
+                "bytes_after",
+                "rows",
+                "groups",
+                "carried",
+                "dropped_empty",
+                "old_location",
+                "new_location",
+                "run_id",
+                "verify",
+                "seconds",
+            ],
+        );
+        assert_eq!(v["status"], "compacted");
+        assert_eq!(v["verify"], "full");
+        assert_eq!(v["groups"][0]["outputs"][0]["inputs"][1], "b.orc");
+    }
+
+    #[test]
+    fn a_refusal_is_one_line_on_stderr() {
+        let r = CompactReport::not_run(
+            "d.t",
+            "dt=1",
+            Status::Refused,
+            "the table is transactional".into(),
+            Some(Rule::Transactional),
+        );
+        let (out, err) = printed(|o, e| compact(o, e, &r, Format::Text));
+        assert!(out.starts_with("refused: d.t partition dt=1\n"));
+        assert!(out.contains("  reason    the table is transactional\n"));
+        assert_eq!(
+            err,
+            "refused: d.t partition dt=1: the table is transactional [transactional]\n"
+        );
+        let (out, err) = printed(|o, e| compact(o, e, &r, Format::Json));
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(
+            (v["status"].as_str(), v["rule"].as_str()),
+            (Some("refused"), Some("transactional"))
+        );
+        assert!(err.is_empty(), "with --json the object says it all");
+    }
+
+    #[test]
+    fn batch_summary_text_and_json() {
+        let s = BatchSummary {
+            partitions: 3,
+            compacted: 2,
+            failed: 1,
+            files_removed: 10,
+            bytes_rewritten: 2048,
+            seconds: 1.25,
+            attention: vec!["d.t/dt=1: failed: boom".into()],
+            exit_code: 1,
+            ..BatchSummary::default()
+        };
+        let (out, _) = printed(|o, _| batch_summary(o, &s, Format::Text));
+        assert_eq!(
+            out,
+            "summary: 2 compacted, 0 nothing to do, 0 dry run, 0 skipped, 0 refused, 0 busy, \
+             1 failed, 0 verification failed; 10 files removed, 2.0 KiB rewritten, 1.2 s\n  \
+             needs a look: d.t/dt=1: failed: boom\n"
+        );
+        let (out, _) = printed(|o, _| batch_summary(o, &s, Format::Json));
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["summary"]["compacted"], 2);
+        assert_eq!(v["summary"]["exit_code"], 1);
+    }
+}
