@@ -4,7 +4,7 @@ use std::io::Write;
 
 use bytesize::ByteSize;
 use hive_orc_compactor::eligibility::Refusal;
-use hive_orc_compactor::operations::analyze::{AnalyzeReport, PartitionAnalysis, Totals};
+use hive_orc_compactor::operations::analyze::{self, AnalyzeReport, PartitionAnalysis, Totals};
 use hive_orc_compactor::operations::batch::{self, BatchSummary};
 use hive_orc_compactor::operations::compact::{CompactReport, OutputWriter, Progress, VerifyLevel};
 use hive_orc_compactor::operations::outcome::{Outcome, Status};
@@ -138,6 +138,40 @@ pub fn refusal(
             refusal.reason
         ),
         None => writeln!(err, "refused: {table}: {} [{rule}]", refusal.reason),
+    }
+}
+
+/// Follows `analyze`: a bar counting surveyed partitions, on stderr and only on a terminal.
+pub struct Surveying(indicatif::ProgressBar);
+
+impl Surveying {
+    pub fn new(format: Format) -> Self {
+        use std::io::IsTerminal;
+        let bar = if format != Format::Json && std::io::stderr().is_terminal() {
+            indicatif::ProgressBar::new(0)
+        } else {
+            indicatif::ProgressBar::hidden()
+        };
+        bar.set_style(style(
+            "partitions surveyed [{bar:30}] {pos}/{len} eta {eta}",
+        ));
+        Surveying(bar)
+    }
+}
+
+impl Drop for Surveying {
+    fn drop(&mut self) {
+        self.0.finish_and_clear();
+    }
+}
+
+impl analyze::Tally for Surveying {
+    fn found(&self, partitions: usize) {
+        self.0.set_length(partitions as u64);
+    }
+
+    fn surveyed(&self) {
+        self.0.inc(1);
     }
 }
 
