@@ -113,8 +113,12 @@ pub struct Candidate {
     /// The escaped name `SHOW PARTITIONS` prints; a spec as typed for [`Partitions::Specs`];
     /// empty for an unpartitioned table's directory.
     pub name: String,
-    /// As the metastore returned it; `None` for a typed spec not resolved yet.
+    /// As the metastore returned it; `None` for a typed spec not resolved yet, and for a listed
+    /// name until its page is fetched ([`fetched`]).
     pub partition: Option<PartitionInfo>,
+    /// `name` is the metastore's own, from listing the table's partition names: it is fetched
+    /// with its page, not resolved one by one as a typed spec is.
+    pub listed: bool,
 }
 
 impl Candidate {
@@ -206,11 +210,11 @@ async fn candidates(
         table: table.clone(),
         name,
         partition,
+        listed: false,
     };
     let named = |p: &crate::metastore::Partition| {
         let info = PartitionInfo::from(p);
-        let name = PartitionSpec::from_values(&table.partition_keys, &info.values).name();
-        candidate(name, Some(info))
+        candidate(name_of(table, &info), Some(info))
     };
     let what = table.qualified_name();
     if let Partitions::Specs(specs) = partitions {
@@ -224,7 +228,7 @@ async fn candidates(
         };
         return Ok(vec![candidate(String::new(), Some(dir))]);
     }
-    let mut out = match partitions {
+    let mut out: Vec<Candidate> = match partitions {
         Partitions::Where(filter) => metastore
             .partitions_by_filter(&table.db, &table.name, filter, None)
             .await
@@ -232,24 +236,83 @@ async fn candidates(
             .iter()
             .map(named)
             .collect(),
-        _ => {
-            let names = metastore
-                .partition_names(&table.db, &table.name)
-                .await
-                .map_err(|e| anyhow::anyhow!("listing the partitions of {what}: {e}"))?;
-            let mut out = Vec::with_capacity(names.len());
-            for page in names.chunks(PARTITIONS_PER_PAGE) {
-                let found = metastore
-                    .partitions_by_names(&table.db, &table.name, page)
-                    .await
-                    .map_err(|e| anyhow::anyhow!("reading the partitions of {what}: {e}"))?;
-                out.extend(found.iter().map(named));
-            }
-            out
-        }
+        // Names only: a table of 100,000 partitions is fetched a page at a time as it is
+        // surveyed, so memory holds names, not every partition's storage and parameters.
+        _ => metastore
+            .partition_names(&table.db, &table.name)
+            .await
+            .map_err(|e| anyhow::anyhow!("listing the partitions of {what}: {e}"))?
+            .into_iter()
+            .map(|name| Candidate {
+                listed: true,
+                ..candidate(name, None)
+            })
+            .collect(),
     };
     out.sort_by(|a: &Candidate, b| a.name.cmp(&b.name));
     Ok(out)
+}
+
+fn name_of(table: &TableInfo, info: &PartitionInfo) -> String {
+    PartitionSpec::from_values(&table.partition_keys, &info.values).name()
+}
+
+/// The candidates in their order, each listed one with its partition read from the metastore,
+/// one call per [`PARTITIONS_PER_PAGE`] names of a table. A page that cannot be read, or a name
+/// it no longer holds, leaves the candidate unfetched: [`survey`] then resolves it on its own
+/// and reports why it failed.
+pub fn fetched(
+    metastore: &Metastore,
+    candidates: Vec<Candidate>,
+) -> impl futures::Stream<Item = Candidate> + '_ {
+    let mut pages = Vec::new();
+    let mut rest = candidates.into_iter().peekable();
+    while rest.peek().is_some() {
+        pages.push(rest.by_ref().take(PARTITIONS_PER_PAGE).collect::<Vec<_>>());
+    }
+    futures::stream::iter(pages)
+        .then(move |page| fetch_page(metastore, page))
+        .flat_map(futures::stream::iter)
+}
+
+async fn fetch_page(metastore: &Metastore, mut page: Vec<Candidate>) -> Vec<Candidate> {
+    // A batch's page may hold the names of several tables.
+    let mut by_table: Vec<(Arc<TableInfo>, Vec<String>)> = Vec::new();
+    for c in page.iter().filter(|c| c.listed && c.partition.is_none()) {
+        match by_table.iter_mut().find(|(t, _)| Arc::ptr_eq(t, &c.table)) {
+            Some((_, names)) => names.push(c.name.clone()),
+            None => by_table.push((c.table.clone(), vec![c.name.clone()])),
+        }
+    }
+    for (table, names) in by_table {
+        let found = match metastore
+            .partitions_by_names(&table.db, &table.name, &names)
+            .await
+        {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::warn!(
+                    "reading {} partitions of {} at once: {e}; reading them one by one",
+                    names.len(),
+                    table.qualified_name()
+                );
+                continue;
+            }
+        };
+        let mut infos: std::collections::HashMap<String, PartitionInfo> = found
+            .iter()
+            .map(|p| {
+                let info = PartitionInfo::from(p);
+                (name_of(&table, &info), info)
+            })
+            .collect();
+        for c in page.iter_mut().filter(|c| Arc::ptr_eq(&c.table, &table)) {
+            if c.partition.is_none() {
+                c.partition = infos.remove(&c.name);
+            }
+        }
+    }
+    page
 }
 
 /// What one listing of a candidate's directory shows, and whether the tool may compact it.
@@ -293,18 +356,18 @@ impl Survey {
     }
 }
 
-/// Surveys candidates, [`LISTINGS_IN_FLIGHT`] at a time, returning them in the given order.
-pub async fn survey_all(
-    metastore: &Metastore,
-    hdfs: &Hdfs,
+/// Surveys candidates, [`LISTINGS_IN_FLIGHT`] at a time, yielding them in the given order as
+/// they are done, so a caller that keeps only a summary of each runs in memory bounded by the
+/// names, not by the partitions.
+pub fn surveys<'a>(
+    metastore: &'a Metastore,
+    hdfs: &'a Hdfs,
     candidates: Vec<Candidate>,
     small_file_size: u64,
-) -> Vec<Survey> {
-    futures::stream::iter(candidates)
-        .map(|c| survey(metastore, hdfs, c, small_file_size))
+) -> impl futures::Stream<Item = Survey> + 'a {
+    fetched(metastore, candidates)
+        .map(move |c| survey(metastore, hdfs, c, small_file_size))
         .buffered(LISTINGS_IN_FLIGHT)
-        .collect()
-        .await
 }
 
 /// One listing call for the candidate's directory (and, for a typed spec, one metastore read).

@@ -607,8 +607,14 @@ async fn run_analyze(
     analyze_options: &AnalyzeOptions,
 ) -> anyhow::Result<ExitCode> {
     let metastore = options.connect().await?;
-    let report =
-        analyze::analyze(&metastore, &options.hdfs(), tables.clone(), analyze_options).await?;
+    let report = analyze::analyze(
+        &metastore,
+        &options.hdfs(),
+        tables.clone(),
+        analyze_options,
+        &render::Surveying::new(options.format),
+    )
+    .await?;
     render::analyze(&mut stdout(), &report, options.format, analyze_options.deep)?;
     Ok(if report.total.errors > 0 {
         ExitCode::Failed

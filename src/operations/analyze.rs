@@ -140,11 +140,19 @@ pub struct AnalyzeReport {
     pub total: Totals,
 }
 
+/// How the CLI follows a long analyze (a database can hold 100,000 partitions): how many
+/// partitions the selection found, then each as its survey ends.
+pub trait Tally: Sync {
+    fn found(&self, partitions: usize);
+    fn surveyed(&self);
+}
+
 pub async fn analyze(
     metastore: &Metastore,
     hdfs: &Hdfs,
     tables: Tables,
     options: &AnalyzeOptions,
+    tally: &dyn Tally,
 ) -> anyhow::Result<AnalyzeReport> {
     let scope = match &tables {
         Tables::One(name) => name.to_string(),
@@ -157,7 +165,9 @@ pub async fn analyze(
     };
     let mut rows = Vec::new();
     let mut tables = Vec::new();
-    for t in fleet::select(metastore, &selection).await? {
+    let selected = fleet::select(metastore, &selection).await?;
+    tally.found(selected.iter().map(|t| t.candidates.len()).sum());
+    for t in selected {
         let name = t.table.qualified_name();
         tables.push(name.clone());
         let problem = t
@@ -183,19 +193,22 @@ pub async fn analyze(
             });
             continue;
         }
-        let surveys =
-            fleet::survey_all(metastore, hdfs, t.candidates, options.small_file_size).await;
-        let table_rows = surveys.iter().map(|s| row(s, options.target_size));
+        // Each survey shrinks to its row as it ends: memory holds rows, not partitions.
+        let table_rows = fleet::surveys(metastore, hdfs, t.candidates, options.small_file_size)
+            .map(|s| {
+                tally.surveyed();
+                row(&s, options.target_size)
+            });
         if options.deep {
             let table = &t.table;
-            let deep: Vec<_> = futures::stream::iter(table_rows)
+            let deep: Vec<_> = table_rows
                 .map(|r| deepen(metastore, hdfs, table, r, options))
                 .buffered(DEEP_PLANS_IN_FLIGHT)
                 .collect()
                 .await;
             rows.extend(deep);
         } else {
-            rows.extend(table_rows);
+            rows.extend(table_rows.collect::<Vec<_>>().await);
         }
     }
     rows.sort_by(|a, b| {

@@ -154,7 +154,8 @@ pub async fn plan(
     let mut eligible = Vec::new();
     // A partition the survey cannot judge goes to compact, which reports why in its own words.
     let mut unjudged = Vec::new();
-    for s in fleet::survey_all(metastore, hdfs, candidates, target).await {
+    let mut surveys = std::pin::pin!(fleet::surveys(metastore, hdfs, candidates, target));
+    while let Some(s) = surveys.next().await {
         if !s.eligible() {
             unjudged.push(s.candidate);
         } else if let Some(reason) = options.thresholds.skip(&s, now) {
@@ -364,6 +365,7 @@ mod tests {
                 }),
                 name: "dt=1".into(),
                 partition: None,
+                listed: false,
             },
             location: None,
             sizes: FileSizes::of(lengths),

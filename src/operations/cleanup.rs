@@ -34,6 +34,7 @@
 //! [`plan`] decides without side effects (`--dry-run` prints it); [`execute`] does it; both
 //! give a [`CleanupReport`].
 
+use futures::StreamExt;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
@@ -314,7 +315,9 @@ pub async fn plan(
                 }
             }
         }
-        for c in table.candidates {
+        let mut candidates = std::pin::pin!(fleet::fetched(metastore, table.candidates));
+        while let Some(c) = candidates.next().await {
+            // Dropped since it was listed, or its page could not be read (logged).
             let Some(info) = c.partition else { continue };
             let Some(current) = current_location(&info) else {
                 continue;

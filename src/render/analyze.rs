@@ -2,9 +2,9 @@
 
 use std::io::Write;
 
-use hive_orc_compactor::operations::analyze::{AnalyzeReport, PartitionAnalysis, Totals};
+use hive_orc_compactor::operations::analyze::{self, AnalyzeReport, PartitionAnalysis, Totals};
 
-use super::{json, plural, size, Format};
+use super::{json, plural, size, style, Format};
 
 /// The cells of one analyze row, in column order, for the table and the CSV alike.
 fn analyze_cells(p: &PartitionAnalysis, deep: bool, human: bool) -> Vec<String> {
@@ -153,6 +153,40 @@ fn aligned(out: &mut dyn Write, rows: &[Vec<String>]) -> std::io::Result<()> {
         writeln!(out, "{}", line.trim_end())?;
     }
     Ok(())
+}
+
+/// Follows `analyze`: a bar counting surveyed partitions, on stderr and only on a terminal.
+pub struct Surveying(indicatif::ProgressBar);
+
+impl Surveying {
+    pub fn new(format: Format) -> Self {
+        use std::io::IsTerminal;
+        let bar = if format != Format::Json && std::io::stderr().is_terminal() {
+            indicatif::ProgressBar::new(0)
+        } else {
+            indicatif::ProgressBar::hidden()
+        };
+        bar.set_style(style(
+            "partitions surveyed [{bar:30}] {pos}/{len} eta {eta}",
+        ));
+        Surveying(bar)
+    }
+}
+
+impl Drop for Surveying {
+    fn drop(&mut self) {
+        self.0.finish_and_clear();
+    }
+}
+
+impl analyze::Tally for Surveying {
+    fn found(&self, partitions: usize) {
+        self.0.set_length(partitions as u64);
+    }
+
+    fn surveyed(&self) {
+        self.0.inc(1);
+    }
 }
 
 #[cfg(test)]

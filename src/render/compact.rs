@@ -7,7 +7,7 @@ use hive_orc_compactor::operations::batch::{self, BatchSummary};
 use hive_orc_compactor::operations::compact::{CompactReport, OutputWriter, Progress, VerifyLevel};
 use hive_orc_compactor::operations::outcome::Status;
 
-use super::{headline, json, plural, size, Format};
+use super::{headline, json, plural, size, style, Format};
 
 /// Follows a batch: one byte bar per running partition under a bar counting partitions, on
 /// stderr and only on a terminal (cron gets none); each report printed as it comes, above them.
@@ -15,12 +15,6 @@ pub struct Batch {
     bars: indicatif::MultiProgress,
     done: indicatif::ProgressBar,
     format: Format,
-}
-
-fn style(template: &str) -> indicatif::ProgressStyle {
-    indicatif::ProgressStyle::with_template(template)
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-        .progress_chars("=> ")
 }
 
 impl Batch {

@@ -15,7 +15,7 @@ mod inspect;
 mod rollback;
 mod verify;
 
-pub use analyze::analyze;
+pub use analyze::{analyze, Surveying};
 pub use cleanup::cleanup;
 pub use compact::{batch_summary, Batch};
 pub use iceberg::{iceberg_check, iceberg_migrate, iceberg_revert};
@@ -30,6 +30,13 @@ pub enum Format {
     Text,
     Json,
     Csv,
+}
+
+/// Progress bars' look, shared by every command that shows one.
+fn style(template: &str) -> indicatif::ProgressStyle {
+    indicatif::ProgressStyle::with_template(template)
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .progress_chars("=> ")
 }
 
 fn json<T: Serialize>(out: &mut dyn Write, value: &T) -> anyhow::Result<()> {

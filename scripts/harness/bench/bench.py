@@ -51,8 +51,21 @@ DATASETS = {
     "bench_t100k": ("T100k: 100,000 x 16 KiB, snappy", "snappy"),
     "bench_w2k": ("W2k: 2,000 x 256 KiB, 200 cols, zlib", "zlib"),
 }
-# Sets timed with `iceberg check/migrate/revert` instead of `compact` (many partitions).
-ICEBERG_SETS = ("bench_ice",)
+# Sets of many partitions of tiny files, timed per command over the whole table instead of
+# `compact` on one partition: what costs there is the partition count (memory, metastore pages,
+# one listing each) and one footer per file.
+PARTITION_STEPS = {
+    "analyze": ["analyze"],
+    "compact --all --dry-run": ["compact", "--all", "--dry-run", "--min-age", "0s",
+                                "--parallel", "4"],
+    "iceberg check": ["iceberg", "check"],
+    "iceberg migrate": ["iceberg", "migrate"],
+    "iceberg revert": ["iceberg", "revert"],
+}
+PARTITION_SETS = {
+    "bench_ice": tuple(PARTITION_STEPS),
+    "bench_p100k": ("analyze",),
+}
 # Sets of the memory-against-file-count table: one schema and file size, only the count varies.
 MEMORY_SETS = ("bench_t1k", "bench_t10k", "bench_t100k")
 # DataNode -> NameNode protocol methods: not the client's calls.
@@ -412,9 +425,9 @@ def drop(cluster, name):
 
 # ------------------------------------------------------------------------------- Iceberg
 
-def run_iceberg(cluster, name, args):
-    """`iceberg check`, `migrate` (in place) and `revert` of a table of many partitions of
-    tiny files: what costs there is one listing per partition and one footer per file."""
+def run_partitions(cluster, name, args):
+    """The set's PARTITION_SETS steps over its one table, in order; migrate is in place and
+    revert restores the Hive table."""
     res = {"dataset": name, "phases": {}}
     log(f"== {name}: generating")
     m = generate(name, args, res)
@@ -424,9 +437,9 @@ def run_iceberg(cluster, name, args):
     log(f"{name}: {res['partitions']} partitions, {res['files']} files, "
         f"{res['bytes'] / 2**20:.0f} MiB in {res['generate_s']} s")
     table = f"{name}.{name}"
-    for step in ("check", "migrate", "revert"):
-        r = measure(f"{name}.{step}", [TOOL, "iceberg", step, "--table", table, "--json"],
-                    cluster)
+    for step in PARTITION_SETS[name]:
+        r = measure(f"{name}.{step.replace(' ', '_')}",
+                    [TOOL, *PARTITION_STEPS[step], "--table", table, "--json"], cluster)
         out = last_json(r["stdout"])
         r["status"] = out.get("status")
         res["phases"][step] = r
@@ -436,15 +449,15 @@ def run_iceberg(cluster, name, args):
     return res
 
 
-def iceberg_report(runs):
-    lines = ["", "`iceberg` on a table of many partitions of tiny files (in place; revert "
-             "restores the Hive table):", "",
+def partitions_report(runs):
+    lines = ["", "Tables of many partitions of tiny files (whole-table commands; migrate in "
+             "place, revert restores the Hive table):", "",
              "| partitions | files | step | wall s | CPU s | peak RSS MiB | files/s | NN RPCs "
              "| HMS calls |", "|--:|--:|---|--:|--:|--:|--:|--:|--:|"]
     for d in runs:
         for step, r in d["phases"].items():
             bad = "" if r["rc"] == 0 else f" (exit {r['rc']})"
-            rate = d["files"] / r["wall_s"] if r["wall_s"] and step != "revert" else None
+            rate = d["files"] / r["wall_s"] if r["wall_s"] and "revert" not in step else None
             lines.append(f"| {d['partitions']:,} | {d['files']:,} | {step}{bad} | "
                          f"{r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['peak_rss_mib']:.0f} | "
                          f"{'–' if rate is None else f'{rate:,.0f}'} | {r.get('nn_rpcs', '')} | "
@@ -458,14 +471,14 @@ def mib(b):
     return "" if b is None else f"{b / 2**20:,.0f}"
 
 
-def report(results, iceberg, machine, args):
+def report(results, many, machine, args):
     lines = []
     lines.append(f"Run {machine['when']} ({'quick, ' if args.quick else ''}scale "
                  f"{args.scale}); load average at start {machine['load_start']}, at end "
                  f"{machine['load_end']}; other engineers' cargo/rustc/java processes at start "
                  f"{machine['others_start']}, at end {machine['others_end']}.")
     if not results:
-        return "\n".join(lines + iceberg_report(iceberg)) + "\n"
+        return "\n".join(lines + partitions_report(many)) + "\n"
     lines.append("")
     lines.append("| dataset | tool | wall s | CPU s | peak RSS MiB | MiB/s | files before → after "
                  "| HDFS MiB read / written | NN RPCs | HMS calls |")
@@ -548,8 +561,8 @@ def report(results, iceberg, machine, args):
             per = f"{rpcs / d['files_before']:.2f}" if rpcs is not None else "–"
             lines.append(f"| {d['files_before']:,} | {rss('ours')} | {rss('ours_tail')} | "
                          f"{rss('rawcopy')} | {rpcs if rpcs is not None else '–'} | {per} |")
-    if iceberg:
-        lines.extend(iceberg_report(iceberg))
+    if many:
+        lines.extend(partitions_report(many))
     return "\n".join(lines) + "\n"
 
 
@@ -601,17 +614,17 @@ def main():
         sets.append("bench_big")
     machine = machine_facts()
     machine.update(load_start=round(os.getloadavg()[0], 2), others_start=other_load())
-    results, iceberg = [], []
+    results, many = [], []
     for s in sets:
-        if s in ICEBERG_SETS:
-            iceberg.append(run_iceberg(cluster, s, args))
+        if s in PARTITION_SETS:
+            many.append(run_partitions(cluster, s, args))
         else:
             results.append(run_dataset(cluster, s, args))
-        json.dump({"machine": machine, "results": results, "iceberg": iceberg},
+        json.dump({"machine": machine, "results": results, "many_partitions": many},
                   open(os.path.join(RESULTS, "results.json"), "w"), indent=1)
     machine.update(load_end=round(os.getloadavg()[0], 2), others_end=other_load())
-    md = report(results, iceberg, machine, args)
-    json.dump({"machine": machine, "args": vars(args), "results": results, "iceberg": iceberg},
+    md = report(results, many, machine, args)
+    json.dump({"machine": machine, "args": vars(args), "results": results, "many_partitions": many},
               open(os.path.join(RESULTS, "results.json"), "w"), indent=1)
     open(os.path.join(RESULTS, "results.md"), "w").write(md)
     print(md)
