@@ -67,6 +67,10 @@ PARTITION_SETS = {
     "bench_p100k": ("analyze",),
 }
 # Sets of the memory-against-file-count table: one schema and file size, only the count varies.
+# Iceberg's Spark runtime for Spark 3.5, pinned; scripts/bench fetches it into ~/.m2.
+ICEBERG_SPARK_JAR = os.path.expanduser(
+    "~/.m2/repository/org/apache/iceberg/iceberg-spark-runtime-3.5_2.12/1.7.1/"
+    "iceberg-spark-runtime-3.5_2.12-1.7.1.jar")
 MEMORY_SETS = ("bench_t1k", "bench_t10k", "bench_t100k")
 # DataNode -> NameNode protocol methods: not the client's calls.
 DN_METHODS = {"SendHeartbeat", "BlockReceivedAndDeleted", "BlockReport", "CacheReport",
@@ -445,6 +449,18 @@ def run_partitions(cluster, name, args):
         res["phases"][step] = r
         if r["rc"] != 0:
             break
+    # Iceberg's Spark procedure on the same table, which our revert has just made a Hive table
+    # again (same files, same partitions).
+    if not args.skip_spark and res["phases"].get("iceberg revert", {}).get("rc") == 0:
+        env = dict(os.environ, JAVA_HOME=JAVA_HOME, PYSPARK_PYTHON=VENV_PY,
+                   SPARK_LOCAL_IP="127.0.0.1")
+        r = measure(f"{name}.spark_migrate",
+                    [VENV_PY, os.path.join(ROOT, "scripts", "harness", "bench", "spark_migrate.py"),
+                     "--table", table, "--iceberg-jar", ICEBERG_SPARK_JAR], cluster, env=env)
+        out = last_json(r["stdout"])
+        r.update(status=out.get("status"), timed_seconds=out.get("timed_seconds"),
+                 steps=out.get("steps"), migrated_files=out.get("migrated_files"))
+        res["phases"]["spark_migrate"] = r
     drop(cluster, name)
     return res
 
@@ -458,6 +474,8 @@ def partitions_report(runs):
         for step, r in d["phases"].items():
             bad = "" if r["rc"] == 0 else f" (exit {r['rc']})"
             rate = d["files"] / r["wall_s"] if r["wall_s"] and "revert" not in step else None
+            if step == "spark_migrate" and r.get("timed_seconds"):
+                step = f"Spark migrate (procedure alone {r['timed_seconds']:.1f} s)"
             lines.append(f"| {d['partitions']:,} | {d['files']:,} | {step}{bad} | "
                          f"{r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['peak_rss_mib']:.0f} | "
                          f"{'–' if rate is None else f'{rate:,.0f}'} | {r.get('nn_rpcs', '')} | "
