@@ -659,7 +659,7 @@ async fn run_verify(
     let metastore = options.connect().await?;
     let report = verify::verify(&metastore, &options.hdfs(), table, partition, checksums).await?;
     render::verify(&mut stdout(), &mut stderr(), &report, options.format)?;
-    Ok(report.exit_code())
+    Ok(report.outcome.exit_code())
 }
 
 async fn run_iceberg(options: &Options, command: &IcebergOptions) -> anyhow::Result<ExitCode> {

@@ -256,7 +256,8 @@ impl BatchSummary {
             | Status::Cleaned
             | Status::Migrated
             | Status::Reverted
-            | Status::Ready => return,
+            | Status::Ready
+            | Status::Verified => return,
         };
         *counter += 1;
         if r.outcome.status.exit_code() != ExitCode::Ok {

@@ -25,6 +25,8 @@ pub enum Status {
     Reverted,
     /// `iceberg check`: nothing blocks the move. `inspect`: the tool would not refuse it.
     Ready,
+    /// `verify`: the files, the metastore's statistics and the journal agree.
+    Verified,
     NothingToDo,
     DryRun,
     /// Not attempted: a selection threshold or budget left it out (the reason says which).
@@ -45,6 +47,7 @@ impl Status {
             | Status::Migrated
             | Status::Reverted
             | Status::Ready
+            | Status::Verified
             | Status::NothingToDo
             | Status::DryRun
             | Status::Skipped => ExitCode::Ok,
@@ -64,6 +67,7 @@ impl Status {
             Status::Migrated => "migrated",
             Status::Reverted => "reverted",
             Status::Ready => "ready",
+            Status::Verified => "verified",
             Status::NothingToDo => "nothing to do",
             Status::DryRun => "dry run",
             Status::Skipped => "skipped",

@@ -16,10 +16,10 @@ use serde::Serialize;
 use tracing::Instrument;
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::exit::ExitCode;
 use crate::hdfs::{Hdfs, Location};
 use crate::journal::{self, Journal, JournalOutput};
 use crate::metastore::Metastore;
+use crate::operations::outcome::{Outcome, Status};
 use crate::orc::{digest_file, Digests, OrcError};
 use crate::resolve::{self, ResolveError, TableName};
 use crate::snapshot::{DataFile, Snapshot};
@@ -27,11 +27,12 @@ use crate::snapshot::{DataFile, Snapshot};
 /// Largest read while hashing: memory stays bounded whatever the stripe size.
 const CHUNK: u64 = 8 * 1024 * 1024;
 
-/// What `--json` prints.
+/// What `--json` prints: the outcome (`verified`, or `verification-failed` with the first
+/// mismatch and their count as reason), then what was checked.
 #[derive(Debug, Serialize)]
 pub struct VerifyReport {
-    pub table: String,
-    pub partition: String,
+    #[serde(flatten)]
+    pub outcome: Outcome,
     pub location: String,
     pub files: usize,
     pub bytes: u64,
@@ -53,11 +54,17 @@ pub struct VerifyReport {
 }
 
 impl VerifyReport {
-    pub fn exit_code(&self) -> ExitCode {
-        if self.mismatches.is_empty() {
-            ExitCode::Ok
-        } else {
-            ExitCode::VerificationFailed
+    /// The verdict, once every check has run.
+    fn settle(&mut self) {
+        match self.mismatches.as_slice() {
+            [] => self.outcome.status = Status::Verified,
+            [first, rest @ ..] => {
+                self.outcome.status = Status::VerificationFailed;
+                self.outcome.reason = Some(match rest.len() {
+                    0 => first.clone(),
+                    more => format!("{first} (and {more} more)"),
+                });
+            }
         }
     }
 }
@@ -72,9 +79,11 @@ pub async fn verify(
     checksums: bool,
 ) -> anyhow::Result<VerifyReport> {
     let span = tracing::info_span!("partition", table = %table, partition = spec);
-    verify_partition(metastore, hdfs, table, spec, checksums)
+    let mut report = verify_partition(metastore, hdfs, table, spec, checksums)
         .instrument(span)
-        .await
+        .await?;
+    report.settle();
+    Ok(report)
 }
 
 async fn verify_partition(
@@ -97,8 +106,7 @@ async fn verify_partition(
         .ok_or_else(|| anyhow!("the partition has no location"))?;
     let location = Location::parse(location)?;
     let mut report = VerifyReport {
-        table: info.qualified_name(),
-        partition: spec.name(),
+        outcome: Outcome::new(&info.qualified_name(), &spec.name()),
         location: location.to_string(),
         files: 0,
         bytes: 0,
@@ -146,8 +154,8 @@ async fn verify_partition(
     }
     let run = journal::current_run(
         hdfs,
-        &report.table,
-        &report.partition,
+        &report.outcome.table,
+        &report.outcome.partition,
         &spec.values,
         &partition.params,
         &location,

@@ -4,7 +4,7 @@ use std::io::Write;
 
 use hive_orc_compactor::operations::verify::VerifyReport;
 
-use super::{json, size, Format};
+use super::{headline, json, size, Format};
 
 pub fn verify(
     out: &mut dyn Write,
@@ -15,12 +15,7 @@ pub fn verify(
     if format == Format::Json {
         return json(out, r);
     }
-    let verdict = if r.mismatches.is_empty() {
-        "verified"
-    } else {
-        "MISMATCH"
-    };
-    writeln!(out, "{verdict}: {} partition {}", r.table, r.partition)?;
+    headline(out, &r.outcome)?;
     writeln!(out, "  location  {}", r.location)?;
     writeln!(
         out,
@@ -43,7 +38,11 @@ pub fn verify(
         writeln!(out, "  mismatch  {m}")?;
     }
     for m in &r.mismatches {
-        writeln!(err, "mismatch: {} partition {}: {m}", r.table, r.partition)?;
+        writeln!(
+            err,
+            "mismatch: {} partition {}: {m}",
+            r.outcome.table, r.outcome.partition
+        )?;
     }
     Ok(())
 }
@@ -52,12 +51,18 @@ pub fn verify(
 mod tests {
     use super::*;
     use crate::render::testing::{object, printed};
+    use hive_orc_compactor::operations::outcome::{Outcome, Status};
     use std::collections::BTreeMap;
 
     fn report(mismatches: Vec<String>) -> VerifyReport {
+        let mut outcome = Outcome::new("d.t", "dt=1");
+        outcome.status = if mismatches.is_empty() {
+            Status::Verified
+        } else {
+            Status::VerificationFailed
+        };
         VerifyReport {
-            table: "d.t".into(),
-            partition: "dt=1".into(),
+            outcome,
             location: "hdfs://nn/t/dt=1".into(),
             files: 2,
             bytes: 2048,
@@ -88,7 +93,7 @@ mod tests {
     fn a_mismatch_is_named_on_stdout_and_stderr() {
         let r = report(vec!["a.orc: 3 rows, the journal says 4".into()]);
         let (out, err) = printed(|o, e| verify(o, e, &r, Format::Text));
-        assert!(out.starts_with("MISMATCH: d.t partition dt=1\n"));
+        assert!(out.starts_with("VERIFICATION FAILED: d.t partition dt=1\n"));
         assert!(out.contains("  mismatch  a.orc: 3 rows, the journal says 4\n"));
         assert_eq!(
             err,
@@ -98,6 +103,8 @@ mod tests {
         let v = object(&out);
         assert_eq!(v["mismatches"][0], "a.orc: 3 rows, the journal says 4");
         assert_eq!(v["checksums_checked"], 4);
+        assert_eq!(v["status"], "verification-failed");
+        assert_eq!(v["table"], "d.t");
         assert!(err.is_empty(), "with --json the object says it all");
     }
 }
