@@ -6,7 +6,9 @@ which makes the environment, not this).
              writes (char and varchar it cannot), about one value in ten null, deterministic
              for a seed, a bloom filter on c_string. Without
              --timestamps no column is a timestamp; with it, c_ts and c_tsl are, and hold
-             pre-1970 values with sub-second parts among others.
+             pre-1970 values with sub-second parts among others. With --union, c_union
+             is a union column (the tool never re-encodes those, so the tests of re-encoding
+             leave it out).
   rows FILE  each file read by the C++ reader, one JSON object per file per line:
              {"file", "rows": [[value per column] per row], "stripes", "compression",
              "writer", "schema"}. Values in a form that survives JSON exactly: timestamps as
@@ -26,7 +28,7 @@ import pyarrow.orc as orc
 CODECS = ["zlib", "snappy", "zstd", "lz4", "uncompressed"]
 
 
-def schema(timestamps):
+def schema(timestamps, union):
     fields = [
         ("c_boolean", pa.bool_()),
         ("c_tinyint", pa.int8()),
@@ -50,8 +52,10 @@ def schema(timestamps):
         ("c_array", pa.list_(pa.int32())),
         ("c_map", pa.map_(pa.string(), pa.int32())),
         ("c_struct", pa.struct([("a", pa.int32()), ("b", pa.string())])),
-        ("c_union", pa.sparse_union([pa.field("i", pa.int32()), pa.field("s", pa.string())])),
     ]
+    if union:
+        fields.append(
+            ("c_union", pa.sparse_union([pa.field("i", pa.int32()), pa.field("s", pa.string())])))
     return pa.schema(fields)
 
 
@@ -95,7 +99,7 @@ def column(name, typ, n, rnd, base):
 def write(args):
     os.makedirs(args.dir, exist_ok=True)
     rnd = random.Random(args.seed)
-    s = schema(args.timestamps)
+    s = schema(args.timestamps, args.union)
     for f in range(args.files):
         codec = args.codec or CODECS[f % len(CODECS)]
         base = f * args.rows
@@ -164,6 +168,7 @@ def main():
     w.add_argument("--seed", type=int, default=1)
     w.add_argument("--stride", type=int, default=10000, help="rows per row group")
     w.add_argument("--timestamps", action="store_true")
+    w.add_argument("--union", action="store_true")
     r = sub.add_parser("rows")
     r.add_argument("files", nargs="+")
     args = p.parse_args()

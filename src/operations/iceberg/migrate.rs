@@ -12,9 +12,7 @@ use iceberg::spec::{
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use super::scan::{
-    list_files, paths_and_lengths, scan, CheckOptions, Costs, Count, FileFacts, FileSink,
-};
+use super::scan::{list_files, scan, CheckOptions, Costs, Count, FileFacts, FileSink, Fingerprint};
 use super::source::{load, table_blocks, table_exists, Source};
 use super::{unblocked, under_table_lock};
 use crate::eligibility::{Refusal, Rule};
@@ -298,7 +296,7 @@ async fn write_table(
     plan: &Plan,
     options: &MigrateOptions,
     report: &mut MigrateReport,
-) -> Result<(Written, Vec<(String, u64)>), Stop> {
+) -> Result<(Written, Fingerprint), Stop> {
     let Plan {
         source,
         converted,
@@ -428,7 +426,7 @@ async fn commit_in_place(
     hdfs: &Hdfs,
     plan: &Plan,
     written: &Written,
-    scanned: &[(String, u64)],
+    scanned: &Fingerprint,
     options: &MigrateOptions,
     report: &mut MigrateReport,
 ) -> Result<(), Stop> {
@@ -450,7 +448,7 @@ async fn commit_in_place(
     // Listings only: footers are not read again while the lock keeps Hive's queries waiting.
     let (mut c, mut b) = (Costs::default(), vec![]);
     let now_files = list_files(hdfs, &now, &options.check, &mut c, &mut b).await?;
-    if paths_and_lengths(&now_files) != *scanned {
+    if Fingerprint::of(&now_files) != *scanned {
         return Err(Stop::Busy(format!(
             "files of {db}.{name} changed while the Iceberg metadata was written; nothing \
              changed, run again"

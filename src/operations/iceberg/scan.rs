@@ -102,11 +102,33 @@ pub(super) struct Scan {
     pub(super) costs: Costs,
     pub(super) blocks: Vec<Refusal>,
     /// Every data file listed, with its length: what a commit checks is still there.
-    pub(super) files: Vec<(String, u64)>,
+    pub(super) files: Fingerprint,
 }
 
-pub(super) fn paths_and_lengths(files: &[Listed]) -> Vec<(String, u64)> {
-    files.iter().map(|(_, l, n)| (l.to_string(), *n)).collect()
+/// Which files a listing found, in order, with their lengths: what a commit compares with a
+/// listing taken under the lock. A hash rather than the paths, so a table of a million files
+/// is not held twice more (as scanned, and as listed again) while the lock is taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Fingerprint {
+    files: usize,
+    hash: u128,
+}
+
+impl Fingerprint {
+    pub(super) fn of(files: &[Listed]) -> Self {
+        let mut h = xxhash_rust::xxh3::Xxh3::new();
+        for (_, location, length) in files {
+            let path = location.to_string();
+            // Lengths delimit the paths: no two listings hash alike by shifting bytes.
+            h.update(&(path.len() as u64).to_le_bytes());
+            h.update(path.as_bytes());
+            h.update(&length.to_le_bytes());
+        }
+        Fingerprint {
+            files: files.len(),
+            hash: h.digest128(),
+        }
+    }
 }
 
 /// A data file to describe: the partition it belongs to (index into the source's
@@ -221,7 +243,7 @@ pub(super) async fn scan(
     let mut unreadable = Problems::default();
     let mut mismatched = Problems::default();
     let files = list_files(hdfs, source, options, &mut costs, &mut blocks).await?;
-    let listed = paths_and_lengths(&files);
+    let listed = Fingerprint::of(&files);
     let facts = futures::stream::iter(files)
         .map(|(partition, location, length)| async move {
             let tail = match hdfs.open(&location).await {
@@ -290,4 +312,31 @@ pub(super) async fn scan(
         blocks,
         files: listed,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listed(files: &[(&str, u64)]) -> Vec<Listed> {
+        files
+            .iter()
+            .map(|(p, n)| (None, Location::parse(p).unwrap(), *n))
+            .collect()
+    }
+
+    #[test]
+    fn a_fingerprint_changes_with_any_path_length_or_order() {
+        let a = listed(&[("hdfs://nn/t/p=1/a", 10), ("hdfs://nn/t/p=1/b", 20)]);
+        assert_eq!(Fingerprint::of(&a), Fingerprint::of(&a.clone()));
+        for other in [
+            listed(&[("hdfs://nn/t/p=1/a", 10), ("hdfs://nn/t/p=1/b", 21)]),
+            listed(&[("hdfs://nn/t/p=1/a", 10), ("hdfs://nn/t/p=1/c", 20)]),
+            listed(&[("hdfs://nn/t/p=1/b", 20), ("hdfs://nn/t/p=1/a", 10)]),
+            listed(&[("hdfs://nn/t/p=1/a", 10)]),
+            listed(&[("hdfs://nn/t/p=1/ab", 10), ("hdfs://nn/t/p=1/", 20)]),
+        ] {
+            assert_ne!(Fingerprint::of(&a), Fingerprint::of(&other), "{other:?}");
+        }
+    }
 }
