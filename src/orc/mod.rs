@@ -39,6 +39,8 @@ pub use copy::{copy_pieces, Discard, Piece, ReadAhead};
 pub use digest::{ColumnDigest, Digester, Digests};
 pub use error::{OrcError, VerifyFailure};
 pub use io::{RangeRead, Sink};
+#[cfg(test)]
+pub use key::key_of;
 pub use key::{group_tails, merge_key, schema_groups, Grouping, MergeGroup, MergeKey, Unmergeable};
 pub use merge::{write_merged, MergedOutput, StripeChecksum};
 pub use plan::{

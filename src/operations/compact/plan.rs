@@ -495,7 +495,7 @@ fn plan_members(
             merged.map(|s| s.length).sum(),
         ),
         writer,
-        &key.schema,
+        key,
     );
     let inputs = plan.outputs.iter().flat_map(|o| &o.inputs);
     let shape = OutputShape::dominant(inputs.map(|&f| tails[f]))

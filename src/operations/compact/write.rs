@@ -15,10 +15,11 @@ use super::options::{CompactOptions, Stripes};
 use crate::hdfs::{Hdfs, Location};
 use crate::operations::outcome::Stop;
 use crate::orc::{
-    self, copy_pieces, Discard, MergedOutput, OrcError, OrcTail, OutputPlan, OutputShape, Piece,
-    ReadAhead, ReencodedOutput, WriterOptions,
+    self, copy_pieces, Discard, MergeKey, MergedOutput, OrcError, OrcTail, OutputPlan, OutputShape,
+    Piece, ReadAhead, ReencodedOutput, WriterOptions,
 };
 use crate::snapshot::DataFile;
+use orc_rust::proto::r#type::Kind;
 
 /// What makes a merged output from its inputs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -85,7 +86,7 @@ pub(super) const JAVA_WRITER: u32 = 0;
 /// same way on both reads, which the digests cannot catch: orc-rust misreads some pre-1970
 /// sub-second timestamps written by writers other than the Java one (the C++ writer's at
 /// least), so groups from those writers with a timestamp column are copied.
-pub(super) fn guard_decoder(way: Way, writer: u32, schema: &str) -> Way {
+pub(super) fn guard_decoder(way: Way, writer: u32, key: &MergeKey) -> Way {
     if way.writer != OutputWriter::Rewrite {
         return way;
     }
@@ -93,7 +94,7 @@ pub(super) fn guard_decoder(way: Way, writer: u32, schema: &str) -> Way {
     // are the same value, so the second would be written back as the first: a silent change
     // that neither the digests (taken of decoded values on both sides) nor the recorded
     // statistics can see. Any writer, any union: copied.
-    if schema.contains("uniontype<") {
+    if key.holds(Kind::Union) {
         return Way {
             writer: OutputWriter::StripeCopy,
             why: format!(
@@ -103,7 +104,7 @@ pub(super) fn guard_decoder(way: Way, writer: u32, schema: &str) -> Way {
             ),
         };
     }
-    if writer != JAVA_WRITER && schema.contains("timestamp") {
+    if writer != JAVA_WRITER && (key.holds(Kind::Timestamp) || key.holds(Kind::TimestampInstant)) {
         return Way {
             writer: OutputWriter::StripeCopy,
             why: format!(
@@ -393,30 +394,35 @@ fn copy_stop(what: &str, e: OrcError) -> Stop {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::orc::key_of;
 
     #[test]
     fn timestamps_of_other_writers_are_copied_not_re_encoded() {
         let rewrite = choose(&CompactOptions::default(), 1000, 4000 * 1024);
-        let schema = "struct<id:bigint,ts:timestamp>";
-        let cpp = guard_decoder(rewrite.clone(), 1, schema);
+        let key = key_of(&[("id", Kind::Long), ("ts", Kind::Timestamp)]);
+        let cpp = guard_decoder(rewrite.clone(), 1, &key);
         assert_eq!(cpp.writer, OutputWriter::StripeCopy);
         assert!(cpp.why.contains("timestamp"), "{}", cpp.why);
-        assert_eq!(guard_decoder(rewrite.clone(), JAVA_WRITER, schema), rewrite);
+        assert_eq!(guard_decoder(rewrite.clone(), JAVA_WRITER, &key), rewrite);
+        let local = key_of(&[("ts", Kind::TimestampInstant)]);
         assert_eq!(
-            guard_decoder(rewrite.clone(), 1, "struct<id:bigint>"),
-            rewrite
+            guard_decoder(rewrite.clone(), 1, &local).writer,
+            OutputWriter::StripeCopy
         );
+        // A name that spells a type is only a name.
+        let named = key_of(&[("event_timestamp", Kind::Long)]);
+        assert_eq!(guard_decoder(rewrite.clone(), 1, &named), rewrite);
     }
 
     #[test]
     fn union_columns_are_copied_whoever_wrote_them() {
         let rewrite = choose(&CompactOptions::default(), 1000, 4000 * 1024);
-        let schema = "struct<id:bigint,u:array<uniontype<int,string>>>";
-        let java = guard_decoder(rewrite.clone(), JAVA_WRITER, schema);
+        let key = key_of(&[("id", Kind::Long), ("u", Kind::Union)]);
+        let java = guard_decoder(rewrite.clone(), JAVA_WRITER, &key);
         assert_eq!(java.writer, OutputWriter::StripeCopy);
         assert!(java.why.contains("union"), "{}", java.why);
         assert_eq!(
-            guard_decoder(rewrite.clone(), 1, schema).writer,
+            guard_decoder(rewrite.clone(), 1, &key).writer,
             OutputWriter::StripeCopy
         );
     }
