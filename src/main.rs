@@ -136,7 +136,8 @@ and median file size, small files (below --small-file-size), the files its data 
 the tool may compact it (the refusal rule and reason otherwise). Sorted by excess files, most \
 first; then totals per table and overall. Read-only: one listing per partition directory, no \
 ORC file read, unless --deep, which plans every eligible partition as compact --dry-run does \
-and shows its merge groups, stripes and files after.
+and shows its merge groups, stripes and files after, and which way each group's stripes would \
+be made (copy or re-encode, by --stripes, --min-stripe-size and --stripe-size as in compact).
 
 Unpartitioned tables show one row for the table directory; a refused table one row with the \
 rule. Output: an aligned table; --json one object per partition per line, then one \
@@ -156,6 +157,8 @@ Examples:
         /// Also read every ORC tail and plan as compact --dry-run (slower: reads every file's footer)
         #[arg(long)]
         deep: bool,
+        #[command(flatten)]
+        stripes: StripeArgs,
         /// CSV instead of a table
         #[arg(long, conflicts_with = "json")]
         csv: bool,
@@ -249,19 +252,8 @@ Examples:
         /// checksums of what was written and HDFS's own write checksums) [env: HOC_VERIFY]
         #[arg(long, value_name = "full|tail", value_parser = parse_verify, env = "HOC_VERIFY", hide_env = true)]
         verify: Option<VerifyLevel>,
-        /// How merged files get their stripes: copied byte for byte (copy), or the rows decoded
-        /// and re-encoded into stripes of --stripe-size (rewrite); auto (the default)
-        /// re-encodes a merge group whose mean input stripe is under --min-stripe-size and
-        /// copies the others [env: HOC_STRIPES]
-        #[arg(long, value_name = "auto|copy|rewrite", value_parser = parse_stripes, env = "HOC_STRIPES", hide_env = true)]
-        stripes: Option<Stripes>,
-        /// With --stripes auto: re-encode groups whose mean input stripe is smaller (default
-        /// 8MiB) [env: HOC_MIN_STRIPE_SIZE]
-        #[arg(long, value_name = "SIZE", value_parser = parse_bytes, env = "HOC_MIN_STRIPE_SIZE", hide_env = true)]
-        min_stripe_size: Option<u64>,
-        /// Stripe size of re-encoded files (default 64MiB) [env: HOC_STRIPE_SIZE]
-        #[arg(long, value_name = "SIZE", value_parser = parse_stripe_size, env = "HOC_STRIPE_SIZE", hide_env = true)]
-        stripe_size: Option<u64>,
+        #[command(flatten)]
+        stripes: StripeArgs,
     },
     /// Swap a compacted partition back to the files it had before
     #[command(long_about = "\
@@ -478,6 +470,24 @@ struct Scope {
     /// With --database: only tables whose name matches this glob, e.g. 'events_*'
     #[arg(long, value_name = "GLOB", requires = "database")]
     tables: Option<String>,
+}
+
+/// How merged files get their stripes, shared by compact and analyze --deep.
+#[derive(Args)]
+struct StripeArgs {
+    /// How merged files get their stripes: copied byte for byte (copy), or the rows decoded
+    /// and re-encoded into stripes of --stripe-size (rewrite); auto (the default)
+    /// re-encodes a merge group whose mean input stripe is under --min-stripe-size and
+    /// copies the others [env: HOC_STRIPES]
+    #[arg(long, value_name = "auto|copy|rewrite", value_parser = parse_stripes, env = "HOC_STRIPES", hide_env = true)]
+    stripes: Option<Stripes>,
+    /// With --stripes auto: re-encode groups whose mean input stripe is smaller (default
+    /// 8MiB) [env: HOC_MIN_STRIPE_SIZE]
+    #[arg(long, value_name = "SIZE", value_parser = parse_bytes, env = "HOC_MIN_STRIPE_SIZE", hide_env = true)]
+    min_stripe_size: Option<u64>,
+    /// Stripe size of re-encoded files (default 64MiB) [env: HOC_STRIPE_SIZE]
+    #[arg(long, value_name = "SIZE", value_parser = parse_stripe_size, env = "HOC_STRIPE_SIZE", hide_env = true)]
+    stripe_size: Option<u64>,
 }
 
 /// Sizes shared by analyze and compact.

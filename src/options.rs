@@ -16,7 +16,7 @@ use hive_orc_compactor::operations::analyze::AnalyzeOptions;
 use hive_orc_compactor::operations::batch::{BatchOptions, Budget, Thresholds};
 use hive_orc_compactor::operations::cleanup::CleanupOptions;
 use hive_orc_compactor::operations::compact::{
-    CompactOptions, DEFAULT_MIN_STRIPE_SIZE, DEFAULT_STRIPE_SIZE, WRITE_IN_PROGRESS_AGE,
+    CompactOptions, Stripes, DEFAULT_MIN_STRIPE_SIZE, DEFAULT_STRIPE_SIZE, WRITE_IN_PROGRESS_AGE,
 };
 use hive_orc_compactor::operations::iceberg;
 use hive_orc_compactor::orc::DEFAULT_TARGET_SIZE;
@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::render::Format;
 use crate::settings::Settings;
-use crate::{Cli, Command, Global, IcebergCommand, Scope, Sizes};
+use crate::{Cli, Command, Global, IcebergCommand, Scope, Sizes, StripeArgs};
 
 /// A quarter of the default target: files this small are what compaction exists for.
 const DEFAULT_SMALL_FILE_SIZE: u64 = 64 * 1024 * 1024;
@@ -108,12 +108,20 @@ impl Options {
                 scope,
                 sizes,
                 deep,
+                stripes,
                 csv: _,
             } => CommandOptions::Analyze {
-                options: AnalyzeOptions {
-                    small_file_size: small_file_size(sizes, &settings)?,
-                    target_size: target_size(sizes, &settings)?,
-                    deep: *deep,
+                options: {
+                    let (stripes, min_stripe_size, stripe_size) =
+                        stripe_policy(stripes, &settings)?;
+                    AnalyzeOptions {
+                        small_file_size: small_file_size(sizes, &settings)?,
+                        target_size: target_size(sizes, &settings)?,
+                        deep: *deep,
+                        stripes,
+                        min_stripe_size,
+                        stripe_size,
+                    }
                 },
                 tables: tables(scope)?,
             },
@@ -269,6 +277,25 @@ fn small_file_size(sizes: &Sizes, settings: &Settings) -> anyhow::Result<u64> {
     })
 }
 
+/// The stripe mode and sizes: flags first, then the config file, then the defaults.
+fn stripe_policy(args: &StripeArgs, settings: &Settings) -> anyhow::Result<(Stripes, u64, u64)> {
+    let stripes = match args.stripes {
+        Some(mode) => mode,
+        None => settings.stripes()?.unwrap_or_default(),
+    };
+    let min_stripe_size = match args.min_stripe_size {
+        Some(s) => s,
+        None => settings
+            .min_stripe_size()?
+            .unwrap_or(DEFAULT_MIN_STRIPE_SIZE),
+    };
+    let stripe_size = match args.stripe_size {
+        Some(s) => s,
+        None => settings.stripe_size()?.unwrap_or(DEFAULT_STRIPE_SIZE),
+    };
+    Ok((stripes, min_stripe_size, stripe_size))
+}
+
 fn compact(cli: &Cli, matches: &ArgMatches, settings: &Settings) -> anyhow::Result<CommandOptions> {
     let Command::Compact {
         scope,
@@ -289,8 +316,6 @@ fn compact(cli: &Cli, matches: &ArgMatches, settings: &Settings) -> anyhow::Resu
         lock_timeout,
         verify,
         stripes,
-        min_stripe_size,
-        stripe_size,
     } = &cli.command
     else {
         unreachable!("called for compact only")
@@ -322,6 +347,7 @@ fn compact(cli: &Cli, matches: &ArgMatches, settings: &Settings) -> anyhow::Resu
             None => settings.min_age()?.unwrap_or(DEFAULT_MIN_AGE),
         }),
     };
+    let (stripes, min_stripe_size, stripe_size) = stripe_policy(stripes, settings)?;
     let options = BatchOptions {
         compact: CompactOptions {
             target_size: target_size(sizes, settings)?,
@@ -330,20 +356,9 @@ fn compact(cli: &Cli, matches: &ArgMatches, settings: &Settings) -> anyhow::Resu
                 Some(level) => *level,
                 None => settings.verify()?.unwrap_or_default(),
             },
-            stripes: match stripes {
-                Some(mode) => *mode,
-                None => settings.stripes()?.unwrap_or_default(),
-            },
-            min_stripe_size: match min_stripe_size {
-                Some(s) => *s,
-                None => settings
-                    .min_stripe_size()?
-                    .unwrap_or(DEFAULT_MIN_STRIPE_SIZE),
-            },
-            stripe_size: match stripe_size {
-                Some(s) => *s,
-                None => settings.stripe_size()?.unwrap_or(DEFAULT_STRIPE_SIZE),
-            },
+            stripes,
+            min_stripe_size,
+            stripe_size,
             lock: LockOptions {
                 mode: match (no_lock, require_lock) {
                     (true, _) => LockMode::Off,

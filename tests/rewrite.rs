@@ -485,9 +485,9 @@ fn re_encoded_statistics_are_those_of_the_same_rows_written_by_java() {
     }
 }
 
-/// `compact --dry-run` (text and `--json`) and `analyze --deep` (`--json` and `--csv`) say per
-/// group which way its outputs are made and why: C++ files with timestamps are copied (the
-/// decoder's guard), without them re-encoded (tiny stripes).
+/// `compact --dry-run` (text and `--json`) and `analyze --deep` (`--json` and `--csv`, with
+/// compact's `--stripes`) say per group which way its outputs are made and why: C++ files with
+/// timestamps are copied (the decoder's guard), without them re-encoded (tiny stripes).
 #[test]
 fn dry_runs_and_deep_analysis_say_which_way_and_why() {
     use common::{run, stdout};
@@ -564,6 +564,26 @@ fn dry_runs_and_deep_analysis_say_which_way_and_why() {
                 assert_eq!(o["made_by"], way, "{row}");
                 assert!(o["why"].as_str().unwrap().contains(reason), "{row}");
             }
+        }
+    }
+    // analyze takes compact's stripe flags: forced copies are planned as copies.
+    let o = run(&[
+        "analyze",
+        "--table",
+        &table,
+        "--deep",
+        "--stripes",
+        "copy",
+        "--json",
+    ]);
+    let plain = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|r| r["partition"] == "p=plain")
+        .unwrap();
+    for g in plain["plan"]["groups"].as_array().unwrap() {
+        for o in g["outputs"].as_array().unwrap() {
+            assert_eq!(o["made_by"], "copy", "{plain}");
         }
     }
     let csv = stdout(&run(&["analyze", "--table", &table, "--deep", "--csv"]));

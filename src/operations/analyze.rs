@@ -17,7 +17,7 @@ use crate::eligibility::Rule;
 use crate::fleet::{self, Partitions, Selection, Survey, Tables};
 use crate::hdfs::Hdfs;
 use crate::metastore::Metastore;
-use crate::operations::compact::{self, CompactOptions, GroupReport, Quiet};
+use crate::operations::compact::{self, CompactOptions, GroupReport, Quiet, Stripes};
 use crate::operations::outcome::Status;
 use crate::table::TableInfo;
 
@@ -32,6 +32,11 @@ pub struct AnalyzeOptions {
     pub target_size: u64,
     /// Also read ORC tails and plan, as `compact --dry-run`.
     pub deep: bool,
+    /// How `deep` plans each group's stripes (as `compact --stripes`, `--min-stripe-size`,
+    /// `--stripe-size`).
+    pub stripes: Stripes,
+    pub min_stripe_size: u64,
+    pub stripe_size: u64,
 }
 
 /// One partition, or an unpartitioned table's directory (`partition` empty), or a refused or
@@ -279,6 +284,9 @@ async fn deepen(
     let compact_options = CompactOptions {
         target_size: options.target_size,
         dry_run: true,
+        stripes: options.stripes,
+        min_stripe_size: options.min_stripe_size,
+        stripe_size: options.stripe_size,
         ..CompactOptions::default()
     };
     let report = compact::compact_partition(
