@@ -548,7 +548,15 @@ fn dry_runs_and_deep_analysis_say_which_way_and_why() {
         "{text}"
     );
 
-    let o = run(&["analyze", "--table", &table, "--deep", "--json"]);
+    let o = run(&[
+        "analyze",
+        "--table",
+        &table,
+        "--deep",
+        "--stripes",
+        "auto",
+        "--json",
+    ]);
     let rows: Vec<Value> = stdout(&o)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -586,7 +594,15 @@ fn dry_runs_and_deep_analysis_say_which_way_and_why() {
             assert_eq!(o["made_by"], "copy", "{plain}");
         }
     }
-    let csv = stdout(&run(&["analyze", "--table", &table, "--deep", "--csv"]));
+    let csv = stdout(&run(&[
+        "analyze",
+        "--table",
+        &table,
+        "--deep",
+        "--stripes",
+        "auto",
+        "--csv",
+    ]));
     let mut lines = csv.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
     let ways = header
