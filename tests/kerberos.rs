@@ -106,15 +106,17 @@ fn sd(location: &str) -> StorageDescriptor {
 }
 
 const FILES: usize = 4;
+/// `events` is compacted, `to_iceberg` migrated and reverted, by tests that run at once.
+const TABLES: [&str; 2] = ["events", "to_iceberg"];
 
-/// A database with one external ORC table partitioned by dt, one partition of FILES copies of
-/// a small ORC file, all made over SASL and Kerberos HDFS by the library; its name.
+/// A database with two external ORC tables (TABLES) partitioned by dt, each one partition of
+/// FILES copies of a small ORC file, all made over SASL and Kerberos HDFS by the library; its
+/// name.
 fn fixture(s: &Secure) -> &'static str {
     static DB: OnceLock<String> = OnceLock::new();
     DB.get_or_init(|| {
         let db = format!("krb_{}", std::process::id());
         let root = format!("{}/user/hive/external/{db}", s.hdfs_url);
-        let part = format!("{root}/events/dt=2026-11-01");
         let orc = std::fs::read(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/tests/data/orc/multi_stripe_zstd.orc"
@@ -127,40 +129,43 @@ fn fixture(s: &Secure) -> &'static str {
                 .await
                 .unwrap_or_else(|e| panic!("{e}"));
             let hdfs = Hdfs::new();
-            let dir = Location::parse(&part).unwrap();
-            hdfs.mkdirs(&dir, 0o755)
-                .await
-                .unwrap_or_else(|e| panic!("{e}"));
-            for i in 0..FILES {
-                let mut w = hdfs
-                    .create(&dir.child(&format!("part-{i:05}.orc")), 0o644)
-                    .await
-                    .unwrap_or_else(|e| panic!("{e}"));
-                w.write_bytes(orc.clone().into()).await.unwrap();
-                w.close().await.unwrap();
-            }
             ms.create_database(common::database(&db, &root, "tester", None))
                 .await
                 .unwrap_or_else(|e| panic!("{e}"));
-            ms.create_table(common::external_table(
-                &db,
-                "events",
-                "tester",
-                sd(&format!("{root}/events")),
-                vec![col("dt", "string")],
-                BTreeMap::from([("EXTERNAL".into(), "TRUE".into())]),
-            ))
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-            ms.add_partitions(vec![common::new_partition(
-                &db,
-                "events",
-                &["2026-11-01"],
-                sd(&part),
-                BTreeMap::new(),
-            )])
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+            for table in TABLES {
+                let part = format!("{root}/{table}/dt=2026-11-01");
+                let dir = Location::parse(&part).unwrap();
+                hdfs.mkdirs(&dir, 0o755)
+                    .await
+                    .unwrap_or_else(|e| panic!("{e}"));
+                for i in 0..FILES {
+                    let mut w = hdfs
+                        .create(&dir.child(&format!("part-{i:05}.orc")), 0o644)
+                        .await
+                        .unwrap_or_else(|e| panic!("{e}"));
+                    w.write_bytes(orc.clone().into()).await.unwrap();
+                    w.close().await.unwrap();
+                }
+                ms.create_table(common::external_table(
+                    &db,
+                    table,
+                    "tester",
+                    sd(&format!("{root}/{table}")),
+                    vec![col("dt", "string")],
+                    BTreeMap::from([("EXTERNAL".into(), "TRUE".into())]),
+                ))
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+                ms.add_partitions(vec![common::new_partition(
+                    &db,
+                    table,
+                    &["2026-11-01"],
+                    sd(&part),
+                    BTreeMap::new(),
+                )])
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            }
         });
         db
     })
@@ -215,6 +220,34 @@ fn inspect_analyze_and_compact_over_sasl_and_kerberos_hdfs() {
     assert_eq!(report["files_after"], 1, "{report}");
     // Nothing secret in what the tool said: no keytab bytes, no ticket.
     assert!(!stderr(&o).contains("BEGIN"), "{}", stderr(&o));
+}
+
+/// The Iceberg hand-over over Kerberos: the footers are read over SASL HDFS, the commit goes
+/// through the SASL metastore under its lock, and revert gives the Hive table back.
+#[test]
+fn iceberg_check_migrate_and_revert_over_kerberos() {
+    let Some(s) = secure() else { return };
+    let table = format!("{}.to_iceberg", fixture(s));
+    let step = |command: &str, code: i32| {
+        let o = run(
+            s,
+            &with_keytab(s, &["iceberg", command, "--table", &table, "--json"]),
+            &[],
+        );
+        assert_eq!(o.status.code(), Some(code), "{}", describe(&o));
+        json(&o)
+    };
+    let check = |code: i32, status: &str| {
+        let report = step("check", code);
+        assert_eq!(report["tables"][0]["status"], status, "{report}");
+    };
+    check(0, "ready");
+    let migrated = step("migrate", 0);
+    assert_eq!(migrated["status"], "migrated", "{migrated}");
+    assert_eq!(migrated["costs"]["files"], FILES as u64, "{migrated}");
+    check(3, "refused");
+    assert_eq!(step("revert", 0)["status"], "reverted");
+    check(0, "ready");
 }
 
 #[test]
