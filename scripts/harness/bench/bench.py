@@ -658,7 +658,11 @@ def report(results, many, reencode, machine, args):
                  f"{machine['load_end']}; other engineers' cargo/rustc/java processes at start "
                  f"{machine['others_start']}, at end {machine['others_end']}.")
     if not results:
-        return "\n".join(lines + partitions_report(many) + reencode_report(reencode)) + "\n"
+        if many:
+            lines.extend(partitions_report(many))
+        if reencode:
+            lines.extend(reencode_report(reencode))
+        return "\n".join(lines) + "\n"
     lines.append("")
     lines.append("| dataset | tool | wall s | CPU s | peak RSS MiB | MiB/s | files before → after "
                  "| HDFS MiB read / written | NN RPCs | HMS calls |")
