@@ -350,9 +350,7 @@ def run_dataset(cluster, name, args):
     if not big and not args.skip_orc:
         # The same files on local disk for ORC's merge (not timed).
         shutil.rmtree(os.path.join(STATE, "orc-merge", name), ignore_errors=True)
-        os.makedirs(os.path.dirname(local_in), exist_ok=True)
-        subprocess.run([os.path.join(ROOT, "scripts", "cluster"), "fs", "-get", loc, local_in],
-                       check=True, cwd=ROOT, stderr=subprocess.DEVNULL)
+        fetch_local(loc, local_in)
 
     # (a) raw copy
     dst = table_dir + "/.bench-rawcopy"
