@@ -10,6 +10,11 @@ For each dataset, one after another, on the same files:
                same merge on the files in HDFS (outputs written to HDFS), like for like
   spark        pyspark 3.5 local[2]: read, coalesce(n), write staging, count check,
                INSERT OVERWRITE through the metastore (or a directory swap with --spark-mode path)
+The re-encode sets (REENCODE_SETS) run a flow of their own instead, on one partition of tiny
+stripes: ours with --stripes rewrite, Apache ORC C++ (pyarrow) decoding and re-encoding local
+copies of the same files into one file, the Spark rewrite; then each output, copied to local
+disk, is read back (pyarrow whole and one column, a Spark scan decoding every column) and
+weighed.
 Each command runs under /usr/bin/time -v while a sampler follows its process tree in /proc
 (JVMs started by Python are counted), and the NameNode's JMX, the DataNode's byte counters and
 the metastore's audit log are read before and after.
@@ -28,7 +33,8 @@ import threading
 import time
 import urllib.request
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 STATE = os.environ.get("CLUSTER_DIR", os.path.join(ROOT, ".cluster", "bench"))
 PAGE = os.sysconf("SC_PAGE_SIZE")
 TICK = os.sysconf("SC_CLK_TCK")
@@ -50,7 +56,16 @@ DATASETS = {
     "bench_t10k": ("T10k: 10,000 x 16 KiB, snappy", "snappy"),
     "bench_t100k": ("T100k: 100,000 x 16 KiB, snappy", "snappy"),
     "bench_w2k": ("W2k: 2,000 x 256 KiB, 200 cols, zlib", "zlib"),
+    "bench_r": ("R: 10,000 x 60 rows, 11 cols, zlib", "zlib"),
+    "bench_rbig": ("RBIG: 2,500 x 2,500 rows, 11 cols, zlib", "zlib"),
 }
+# Sets for `compact --stripes rewrite` (run_reencode), and whether Spark's rewrite runs on them
+# whatever --spark-sets says: R is the comparison the re-encode is judged by; RBIG (output of
+# several 64 MiB stripes) is for our memory, and Spark adds minutes there without a target.
+REENCODE_SETS = {"bench_r": True, "bench_rbig": False}
+STRIPE_SIZE = 64 << 20
+# The column the one-column read takes (a string: dictionary or direct, per stripe).
+READ_COLUMN = "name"
 # Sets of many partitions of tiny files, timed per command over the whole table instead of
 # `compact` on one partition: what costs there is the partition count (memory, metastore pages,
 # one listing each) and one footer per file.
@@ -312,6 +327,11 @@ def orc_tools_classpath():
     return f"{conf}:{cp}" if conf else cp
 
 
+def spark_env():
+    return dict(os.environ, JAVA_HOME=JAVA_HOME, PYSPARK_PYTHON=VENV_PY,
+                SPARK_LOCAL_IP="127.0.0.1")
+
+
 def run_dataset(cluster, name, args):
     what, codec = DATASETS[name]
     res = {"dataset": name, "what": what, "phases": {}}
@@ -330,9 +350,7 @@ def run_dataset(cluster, name, args):
     if not big and not args.skip_orc:
         # The same files on local disk for ORC's merge (not timed).
         shutil.rmtree(os.path.join(STATE, "orc-merge", name), ignore_errors=True)
-        os.makedirs(os.path.dirname(local_in), exist_ok=True)
-        subprocess.run([os.path.join(ROOT, "scripts", "cluster"), "fs", "-get", loc, local_in],
-                       check=True, cwd=ROOT, stderr=subprocess.DEVNULL)
+        fetch_local(loc, local_in)
 
     # (a) raw copy
     dst = table_dir + "/.bench-rawcopy"
@@ -385,13 +403,11 @@ def run_dataset(cluster, name, args):
 
     # (c) Spark
     if not big and not args.skip_spark and name in args.spark_sets.split(","):
-        env = dict(os.environ, JAVA_HOME=JAVA_HOME, PYSPARK_PYTHON=VENV_PY,
-                   SPARK_LOCAL_IP="127.0.0.1")
         r = measure(f"{name}.spark",
-                    [VENV_PY, os.path.join(ROOT, "scripts", "harness", "bench", "spark_rewrite.py"),
+                    [VENV_PY, os.path.join(HERE, "spark_rewrite.py"),
                      "--table", table, "--partition", PARTITION, "--original", loc,
                      "--bytes", str(part["total_bytes"]), "--codec", codec,
-                     "--mode", args.spark_mode], cluster, env=env)
+                     "--mode", args.spark_mode], cluster, env=spark_env())
         out = last_json(r["stdout"])
         r.update(files_after=out.get("files_after"), rows_after=out.get("rows_after"),
                  timed_seconds=out.get("timed_seconds"), steps=out.get("steps"),
@@ -427,6 +443,152 @@ def drop(cluster, name):
     cluster.delete(f"/user/{getpass.getuser()}/.Trash")
 
 
+# ------------------------------------------------------------------------------- re-encode
+
+def fetch_local(src, dst):
+    """Copies an HDFS directory to local disk (not timed), as the ORC merge's inputs are."""
+    shutil.rmtree(dst, ignore_errors=True)
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    subprocess.run([os.path.join(ROOT, "scripts", "cluster"), "fs", "-get", src, dst],
+                   check=True, cwd=ROOT, stderr=subprocess.DEVNULL)
+
+
+def data_bytes(d):
+    """Bytes of the ORC files of a local directory, hidden ones (._SUCCESS.crc, _SUCCESS) aside."""
+    return sum(e.stat().st_size for e in os.scandir(d)
+               if e.is_file() and not e.name.startswith((".", "_")))
+
+
+def run_reencode(cluster, name, args):
+    """Ours (--stripes rewrite), ORC C++ through pyarrow and Spark re-encoding one partition of
+    tiny stripes; then each output on local disk read back and weighed."""
+    what, codec = DATASETS[name]
+    res = {"dataset": name, "what": what, "phases": {}, "reads": {}}
+    log(f"== {what}: generating")
+    m = generate(name, args, res)
+    part = m["tables"][0]["partitions"][0]
+    loc = part["location"]
+    res.update(files_before=part["file_count"], bytes_before=part["total_bytes"],
+               rows=part["rows"], location=loc)
+    log(f"{name}: {part['file_count']} files, {part['total_bytes'] / 2**20:.0f} MiB, "
+        f"{part['rows']} rows in {res['generate_s']} s")
+    table = f"{name}.{name}"
+    work = os.path.join(STATE, "reencode", name)
+    shutil.rmtree(work, ignore_errors=True)
+    local_in = os.path.join(work, "in")
+    fetch_local(loc, local_in)
+    outputs = {}
+
+    out = run_ours(cluster, res, name, "ours", table, ["--stripes", "rewrite"])
+    if out.get("status") == "compacted":
+        outputs["ours"] = os.path.join(work, "ours")
+        fetch_local(out["new_location"], outputs["ours"])
+
+    if not args.skip_pyarrow:
+        d = os.path.join(work, "pyarrow")
+        os.makedirs(d)
+        r = measure(f"{name}.pyarrow",
+                    [PYARROW_PY, os.path.join(HERE, "pyarrow_orc.py"), "reencode", "--input",
+                     local_in, "--output", os.path.join(d, "000000_0"), "--codec", codec,
+                     "--stripe-size", str(STRIPE_SIZE)])
+        o = last_json(r["stdout"])
+        r.update(files_after=o.get("files_out"), rows_after=o.get("rows"),
+                 timed_seconds=o.get("seconds"))
+        res["phases"]["pyarrow"] = r
+        if r["rc"] == 0:
+            outputs["pyarrow"] = d
+
+    if not args.skip_spark and (REENCODE_SETS[name] or name in args.spark_sets.split(",")):
+        r = measure(f"{name}.spark",
+                    [VENV_PY, os.path.join(HERE, "spark_rewrite.py"), "--table", table,
+                     "--partition", PARTITION, "--original", loc,
+                     "--bytes", str(part["total_bytes"]), "--codec", codec,
+                     "--mode", args.spark_mode], cluster, env=spark_env())
+        o = last_json(r["stdout"])
+        r.update(files_after=o.get("files_after"), rows_after=o.get("rows_after"),
+                 timed_seconds=o.get("timed_seconds"), steps=o.get("steps"))
+        res["phases"]["spark"] = r
+        if r["rc"] == 0 and o.get("location_after"):
+            outputs["spark"] = os.path.join(work, "spark")
+            fetch_local(o["location_after"], outputs["spark"])
+
+    for label, d in outputs.items():
+        res["reads"][label] = {"bytes": data_bytes(d)}
+        for key, col in (("pyarrow_whole", []), ("pyarrow_column", ["--column", READ_COLUMN])):
+            r = measure(f"{name}.read_{label}_{key}",
+                        [PYARROW_PY, os.path.join(HERE, "pyarrow_orc.py"), "read", "--input", d,
+                         *col])
+            o = last_json(r["stdout"])
+            res["reads"][label].update({key: o.get("median_s"), f"{key}_runs": o.get("runs"),
+                                        "files": o.get("files"), "rows": o.get("rows"),
+                                        "stripes": o.get("stripes")})
+    if outputs and not args.skip_spark:
+        r = measure(f"{name}.read_spark_scan",
+                    [VENV_PY, os.path.join(HERE, "spark_scan.py"),
+                     *[f"--input={label}={d}" for label, d in outputs.items()]], env=spark_env())
+        o = last_json(r["stdout"])
+        for label, v in o.items():
+            res["reads"][label].update(spark_scan=v["median_s"], spark_scan_runs=v["runs"],
+                                       sum_hash=v["sum_hash"])
+    shutil.rmtree(work, ignore_errors=True)
+    drop(cluster, name)
+    return res
+
+
+def reencode_report(runs):
+    lines = ["", "Stripe re-encode (`compact --stripes rewrite`, 64 MiB stripes) on partitions of "
+             "tiny stripes; ORC C++ is pyarrow on a local-disk copy of the same files, writing "
+             "one file:", "",
+             "| dataset | tool | wall s | CPU s | peak RSS MiB | files before → after | rows |",
+             "|---|---|--:|--:|--:|---|--:|"]
+    labels = {"ours": "hive-orc-compactor --stripes rewrite", "pyarrow": "ORC C++ (pyarrow, local)",
+              "spark": "Spark 3.5 rewrite"}
+    for d in runs:
+        for key, label in labels.items():
+            r = d["phases"].get(key)
+            if not r:
+                continue
+            bad = "" if r["rc"] == 0 else f" (exit {r['rc']})"
+            if key == "spark" and r.get("timed_seconds"):
+                label += f" (rewrite alone {r['timed_seconds']:.1f} s)"
+            lines.append(f"| {d['what']} | {label}{bad} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | "
+                         f"{r['peak_rss_mib']:.0f} | {d['files_before']:,} → "
+                         f"{r.get('files_after')} | {r.get('rows_after') or d['rows']:,} |")
+    lines += ["", "Reading the outputs back (local disk, median of 3 after one untimed pass; "
+              f"one column: `{READ_COLUMN}`; the Spark scan is `sum(hash(*))`, every column "
+              "decoded, and its sums must agree):", "",
+              "| dataset | output | files | stripes | MiB | pyarrow whole s | pyarrow one column "
+              "s | Spark scan s | sum(hash(*)) |", "|---|---|--:|--:|--:|--:|--:|--:|--:|"]
+    f = lambda v: "–" if v is None else f"{v:.3f}"
+    for d in runs:
+        for label, v in d["reads"].items():
+            lines.append(f"| {d['what']} | {label} | {v.get('files')} | {v.get('stripes')} | "
+                         f"{v['bytes'] / 2**20:,.1f} | {f(v.get('pyarrow_whole'))} | "
+                         f"{f(v.get('pyarrow_column'))} | {f(v.get('spark_scan'))} | "
+                         f"{v.get('sum_hash', '–')} |")
+    lines += ["", "| dataset | Spark / ours (wall; target ≥ 10) | Spark rewrite only / ours | "
+              "ORC C++ / ours (wall = throughput ratio; target ≥ 0.8) | ours / Spark output: "
+              "pyarrow whole, one column, Spark scan (target ≤ 1.2) | ours / Spark output bytes "
+              "(target ≤ 1.1) | ours peak RSS MiB (target < 512) |",
+              "|---|--:|--:|--:|---|--:|--:|"]
+    for d in runs:
+        ph, rd = d["phases"], d["reads"]
+        o = ph.get("ours")
+        if not o or not o["wall_s"]:
+            continue
+        ratio = lambda a, b: "–" if not a or not b else f"{a / b:.2f}"
+        sp, pa = ph.get("spark", {}), ph.get("pyarrow", {})
+        mine, theirs = rd.get("ours", {}), rd.get("spark", {})
+        reads = ", ".join(ratio(mine.get(k), theirs.get(k))
+                          for k in ("pyarrow_whole", "pyarrow_column", "spark_scan"))
+        lines.append(f"| {d['what']} | {ratio(sp.get('wall_s'), o['wall_s'])} | "
+                     f"{ratio(sp.get('timed_seconds'), o['wall_s'])} | "
+                     f"{ratio(pa.get('wall_s'), o['wall_s'])} | {reads} | "
+                     f"{ratio(mine.get('bytes'), theirs.get('bytes'))} | "
+                     f"{o['peak_rss_mib']:.0f} |")
+    return lines
+
+
 # ------------------------------------------------------------------------------- Iceberg
 
 def run_partitions(cluster, name, args):
@@ -452,11 +614,9 @@ def run_partitions(cluster, name, args):
     # Iceberg's Spark procedure on the same table, which our revert has just made a Hive table
     # again (same files, same partitions).
     if not args.skip_spark and res["phases"].get("iceberg revert", {}).get("rc") == 0:
-        env = dict(os.environ, JAVA_HOME=JAVA_HOME, PYSPARK_PYTHON=VENV_PY,
-                   SPARK_LOCAL_IP="127.0.0.1")
         r = measure(f"{name}.spark_migrate",
-                    [VENV_PY, os.path.join(ROOT, "scripts", "harness", "bench", "spark_migrate.py"),
-                     "--table", table, "--iceberg-jar", ICEBERG_SPARK_JAR], cluster, env=env)
+                    [VENV_PY, os.path.join(HERE, "spark_migrate.py"),
+                     "--table", table, "--iceberg-jar", ICEBERG_SPARK_JAR], cluster, env=spark_env())
         out = last_json(r["stdout"])
         r.update(status=out.get("status"), timed_seconds=out.get("timed_seconds"),
                  steps=out.get("steps"), migrated_files=out.get("migrated_files"))
@@ -489,14 +649,18 @@ def mib(b):
     return "" if b is None else f"{b / 2**20:,.0f}"
 
 
-def report(results, many, machine, args):
+def report(results, many, reencode, machine, args):
     lines = []
     lines.append(f"Run {machine['when']} ({'quick, ' if args.quick else ''}scale "
                  f"{args.scale}); load average at start {machine['load_start']}, at end "
                  f"{machine['load_end']}; other engineers' cargo/rustc/java processes at start "
                  f"{machine['others_start']}, at end {machine['others_end']}.")
     if not results:
-        return "\n".join(lines + partitions_report(many)) + "\n"
+        if many:
+            lines.extend(partitions_report(many))
+        if reencode:
+            lines.extend(reencode_report(reencode))
+        return "\n".join(lines) + "\n"
     lines.append("")
     lines.append("| dataset | tool | wall s | CPU s | peak RSS MiB | MiB/s | files before → after "
                  "| HDFS MiB read / written | NN RPCs | HMS calls |")
@@ -581,6 +745,8 @@ def report(results, many, machine, args):
                          f"{rss('rawcopy')} | {rpcs if rpcs is not None else '–'} | {per} |")
     if many:
         lines.extend(partitions_report(many))
+    if reencode:
+        lines.extend(reencode_report(reencode))
     return "\n".join(lines) + "\n"
 
 
@@ -598,7 +764,7 @@ def machine_facts():
 
 
 def main():
-    global RESULTS, TOOL, RAWCOPY, VENV_PY
+    global RESULTS, TOOL, RAWCOPY, VENV_PY, PYARROW_PY
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--big", action=argparse.BooleanOptionalAction, default=True)
@@ -612,10 +778,13 @@ def main():
     ap.add_argument("--spark-sets")
     ap.add_argument("--skip-orc", action="store_true")
     ap.add_argument("--skip-tail", action="store_true")
+    ap.add_argument("--skip-pyarrow", action="store_true")
     ap.add_argument("--results", required=True)
     ap.add_argument("--tool", required=True)
     ap.add_argument("--rawcopy", required=True)
     ap.add_argument("--venv-python", required=True)
+    # pyarrow's venv (scripts/install-prereqs): the re-encode sets' ORC C++ and output reads.
+    ap.add_argument("--pyarrow-python", required=True)
     args = ap.parse_args()
     if args.scale is None:
         args.scale = 0.02 if args.quick else 1.0
@@ -625,6 +794,7 @@ def main():
         # B (the small-file case, 640 MiB) and --scale 0.1 runs show it on A too.
         args.spark_sets = "bench_a" if args.quick else ("bench_b" if args.scale >= 1 else "bench_a,bench_b")
     RESULTS, TOOL, RAWCOPY, VENV_PY = args.results, args.tool, args.rawcopy, args.venv_python
+    PYARROW_PY = args.pyarrow_python
     os.makedirs(RESULTS, exist_ok=True)
     cluster = Cluster()
     sets = [s for s in args.sets.split(",") if s]
@@ -632,17 +802,21 @@ def main():
         sets.append("bench_big")
     machine = machine_facts()
     machine.update(load_start=round(os.getloadavg()[0], 2), others_start=other_load())
-    results, many = [], []
+    results, many, reencode = [], [], []
     for s in sets:
         if s in PARTITION_SETS:
             many.append(run_partitions(cluster, s, args))
+        elif s in REENCODE_SETS:
+            reencode.append(run_reencode(cluster, s, args))
         else:
             results.append(run_dataset(cluster, s, args))
-        json.dump({"machine": machine, "results": results, "many_partitions": many},
+        json.dump({"machine": machine, "results": results, "many_partitions": many,
+                   "reencode": reencode},
                   open(os.path.join(RESULTS, "results.json"), "w"), indent=1)
     machine.update(load_end=round(os.getloadavg()[0], 2), others_end=other_load())
-    md = report(results, many, machine, args)
-    json.dump({"machine": machine, "args": vars(args), "results": results, "many_partitions": many},
+    md = report(results, many, reencode, machine, args)
+    json.dump({"machine": machine, "args": vars(args), "results": results, "many_partitions": many,
+               "reencode": reencode},
               open(os.path.join(RESULTS, "results.json"), "w"), indent=1)
     open(os.path.join(RESULTS, "results.md"), "w").write(md)
     print(md)
