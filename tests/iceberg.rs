@@ -49,11 +49,6 @@ fn partitions_at(m: &Metastore, db: &str, name: &str) -> Vec<Partition> {
     })
 }
 
-/// What a migrate or revert report says happened.
-fn status(report: &Value) -> &Value {
-    &report["status"]
-}
-
 fn code(o: &Output) -> i32 {
     o.status.code().unwrap_or(-1)
 }
@@ -434,7 +429,7 @@ fn migrates_and_reverts_on_hms_3_1() {
     let out = common::run_against(&uri, &["iceberg", "migrate", "--table", &name, "--json"]);
     assert_eq!(code(&out), 0, "{}", describe(&out));
     let report = json(&out);
-    assert_eq!(status(&report), "migrated", "{report}");
+    assert_eq!(report["status"], "migrated", "{report}");
     let metadata = report["metadata_location"].as_str().unwrap().to_string();
     let params = get_table_at(&m, &db, "escaped")
         .unwrap()

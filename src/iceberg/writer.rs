@@ -19,9 +19,12 @@ use iceberg::spec::{
 
 use crate::hdfs::{Hdfs, Location};
 
-/// Entries per manifest: Iceberg's own writers target 8 MB manifests, which is about this many
-/// ORC data files with metrics for a few dozen columns.
-pub const FILES_PER_MANIFEST: usize = 20_000;
+/// Entries per manifest. The crate's manifest writer holds every entry until the manifest is
+/// closed, then encodes it whole (and the bytes pass through memory once more on their way to
+/// HDFS), so this bounds what a migration holds: a few MB for entries with metrics for a few
+/// dozen columns. Iceberg's own writers roll at 8 MB of manifest (several times this many
+/// entries); more, smaller manifests cost query planning next to nothing.
+pub const FILES_PER_MANIFEST: usize = 4_000;
 
 /// What a written table version is made of.
 #[derive(Debug, Clone, serde::Serialize)]
