@@ -205,6 +205,10 @@ async fn execute(
     let (written, scanned) = write_table(metastore, hdfs, plan, options, report).await?;
     report.metadata_location = Some(written.metadata_location.clone());
     report.manifests = written.manifests;
+    // Test builds can pause here (`FAILPOINTS=iceberg::before-commit=sleep(4000)`), to prove
+    // that the commit notices files changed since they were described.
+    #[cfg(feature = "failpoints")]
+    fail::fail_point!("iceberg::before-commit");
     let committed = if plan.in_place {
         let (db, name) = (&plan.source.info.db, &plan.source.info.name);
         let mut warnings = vec![];
