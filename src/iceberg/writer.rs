@@ -130,8 +130,9 @@ impl<'a> TableWriter<'a> {
         }
     }
 
-    /// Adds one data file to the snapshot, rolling to a new manifest when the current is full.
-    pub async fn add(&mut self, file: DataFile) -> anyhow::Result<()> {
+    /// Adds one data file to the snapshot's current manifest; [`TableWriter::roll`] writes the
+    /// manifest out once it is full.
+    pub fn add(&mut self, file: DataFile) -> anyhow::Result<()> {
         if self.current.is_none() {
             let path = self.metadata_dir.child(&format!(
                 "{}-m{}.avro",
@@ -157,6 +158,13 @@ impl<'a> TableWriter<'a> {
             .expect("a manifest is open")
             .add_file(file, -1)?;
         self.in_current += 1;
+        Ok(())
+    }
+
+    /// Writes the current manifest out if it holds [`FILES_PER_MANIFEST`] files or more. Call
+    /// it when no other HDFS read of the caller is left unpolled: a write waiting on the
+    /// DataNodes while reads hold their connections can wait forever.
+    pub async fn roll(&mut self) -> anyhow::Result<()> {
         if self.in_current >= FILES_PER_MANIFEST {
             self.close_manifest().await?;
         }

@@ -253,7 +253,7 @@ struct Describe<'w, 'h> {
 }
 
 impl FileSink for Describe<'_, '_> {
-    async fn take(&mut self, f: FileFacts) -> anyhow::Result<()> {
+    fn take(&mut self, f: FileFacts) -> anyhow::Result<()> {
         let Ok(Some(tail)) = f.tail else {
             bail!("{}: not a readable ORC file", f.location);
         };
@@ -296,7 +296,11 @@ impl FileSink for Describe<'_, '_> {
             .partition_spec_id(self.spec_id)
             .build()
             .map_err(|e| anyhow!("describing {}: {e}", f.location))?;
-        self.writer.add(file).await
+        self.writer.add(file)
+    }
+
+    async fn settle(&mut self) -> anyhow::Result<()> {
+        self.writer.roll().await
     }
 }
 

@@ -101,14 +101,21 @@ impl Problems {
 
 /// Takes each readable data file of a scan, in order, while nothing blocks the move.
 pub(super) trait FileSink {
-    async fn take(&mut self, file: FileFacts) -> anyhow::Result<()>;
+    /// Called while the window's other footer reads are in flight, unpolled: no I/O here.
+    fn take(&mut self, file: FileFacts) -> anyhow::Result<()>;
+    /// Called between windows, when no footer read is in flight: the place for writes.
+    async fn settle(&mut self) -> anyhow::Result<()>;
 }
 
 /// A scan that only counts (`check`, a dry run).
 pub(super) struct Count;
 
 impl FileSink for Count {
-    async fn take(&mut self, _: FileFacts) -> anyhow::Result<()> {
+    fn take(&mut self, _: FileFacts) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    async fn settle(&mut self) -> anyhow::Result<()> {
         Ok(())
     }
 }
@@ -440,9 +447,10 @@ pub(super) async fn scan(
                 }
             }
             if !walk.blocked() && unreadable.count == 0 && mismatched.count == 0 {
-                sink.take(f).await?;
+                sink.take(f)?;
             }
         }
+        sink.settle().await?;
     }
     let (costs, mut blocks, listing) = walk.finish();
     blocks.extend(unreadable.block(Rule::UnreadableFile, "files are not readable ORC"));
