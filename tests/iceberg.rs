@@ -49,11 +49,6 @@ fn partitions_at(m: &Metastore, db: &str, name: &str) -> Vec<Partition> {
     })
 }
 
-/// What a migrate or revert report says happened.
-fn status(report: &Value) -> &Value {
-    &report["status"]
-}
-
 fn code(o: &Output) -> i32 {
     o.status.code().unwrap_or(-1)
 }
@@ -418,6 +413,65 @@ fn a_locked_table_is_busy_and_untouched() {
     rt().block_on(held.release()).expect("unlock");
 }
 
+/// A file added between the scan and the commit makes the migration busy (exit 4): the re-check
+/// under the lock lists the table again and compares it with what was described, so nothing is
+/// committed and the metadata written is deleted.
+#[cfg(feature = "failpoints")]
+#[test]
+fn a_file_added_before_the_commit_makes_it_busy_and_untouched() {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let fx = db();
+    let table = "managed_p1";
+    let before = get_table(table).unwrap();
+    let location = before.sd.as_ref().unwrap().location.clone().unwrap();
+    let partition = partitions(table)[0]
+        .sd
+        .as_ref()
+        .unwrap()
+        .location
+        .clone()
+        .unwrap();
+    let metadata = Location::parse(&format!("{location}/metadata")).unwrap();
+    let child = common::command(&env("HMS_URI"))
+        .args(["iceberg", "migrate", "--table", &fx.qualified(table)])
+        .env("FAILPOINTS", "iceberg::before-commit=sleep(4000)")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary starts");
+    // The metadata JSON is the last file written before the pause.
+    let hdfs = Hdfs::new();
+    let t0 = Instant::now();
+    while !rt()
+        .block_on(hdfs.list(&metadata))
+        .expect("HDFS answers")
+        .is_some_and(|l| l.files.iter().any(|f| f.name.ends_with(".metadata.json")))
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no metadata written"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let added = Location::parse(&format!("{partition}/added-meanwhile")).unwrap();
+    rt().block_on(async {
+        let mut w = hdfs.create(&added, 0o644).await.expect("create");
+        w.close().await.expect("close");
+    });
+    let out = child.wait_with_output().expect("the run ends");
+    rt().block_on(hdfs.delete(&added, false)).expect("delete");
+    assert_eq!(code(&out), 4, "{}", describe(&out));
+    assert!(describe(&out).contains("changed"), "{}", describe(&out));
+    assert!(differences(&before, &get_table(table).unwrap()).is_empty());
+    assert!(get_table(&format!("{table}__hive_backup")).is_none());
+    let listing = rt().block_on(hdfs.list(&metadata)).expect("HDFS answers");
+    assert!(
+        listing.is_none(),
+        "the metadata written is deleted: {listing:?}"
+    );
+}
+
 /// HMS 3.1.3: migrated in place there, the table loads through Iceberg's HiveCatalog (Hive
 /// 3.1.3's client) and reads back exactly, null partition and pruning included; revert gives
 /// back the Hive table and its partitions as they were.
@@ -434,7 +488,7 @@ fn migrates_and_reverts_on_hms_3_1() {
     let out = common::run_against(&uri, &["iceberg", "migrate", "--table", &name, "--json"]);
     assert_eq!(code(&out), 0, "{}", describe(&out));
     let report = json(&out);
-    assert_eq!(status(&report), "migrated", "{report}");
+    assert_eq!(report["status"], "migrated", "{report}");
     let metadata = report["metadata_location"].as_str().unwrap().to_string();
     let params = get_table_at(&m, &db, "escaped")
         .unwrap()

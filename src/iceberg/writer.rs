@@ -19,9 +19,12 @@ use iceberg::spec::{
 
 use crate::hdfs::{Hdfs, Location};
 
-/// Entries per manifest: Iceberg's own writers target 8 MB manifests, which is about this many
-/// ORC data files with metrics for a few dozen columns.
-pub const FILES_PER_MANIFEST: usize = 20_000;
+/// Entries per manifest. The crate's manifest writer holds every entry until the manifest is
+/// closed, then encodes it whole (and the bytes pass through memory once more on their way to
+/// HDFS), so this bounds what a migration holds: a few MB for entries with metrics for a few
+/// dozen columns. Iceberg's own writers roll at 8 MB of manifest (several times this many
+/// entries); more, smaller manifests cost query planning next to nothing.
+pub const FILES_PER_MANIFEST: usize = 4_000;
 
 /// What a written table version is made of.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -127,8 +130,9 @@ impl<'a> TableWriter<'a> {
         }
     }
 
-    /// Adds one data file to the snapshot, rolling to a new manifest when the current is full.
-    pub async fn add(&mut self, file: DataFile) -> anyhow::Result<()> {
+    /// Adds one data file to the snapshot's current manifest; [`TableWriter::roll`] writes the
+    /// manifest out once it is full.
+    pub fn add(&mut self, file: DataFile) -> anyhow::Result<()> {
         if self.current.is_none() {
             let path = self.metadata_dir.child(&format!(
                 "{}-m{}.avro",
@@ -154,6 +158,13 @@ impl<'a> TableWriter<'a> {
             .expect("a manifest is open")
             .add_file(file, -1)?;
         self.in_current += 1;
+        Ok(())
+    }
+
+    /// Writes the current manifest out if it holds [`FILES_PER_MANIFEST`] files or more. Call
+    /// it when no other HDFS read of the caller is left unpolled: a write waiting on the
+    /// DataNodes while reads hold their connections can wait forever.
+    pub async fn roll(&mut self) -> anyhow::Result<()> {
         if self.in_current >= FILES_PER_MANIFEST {
             self.close_manifest().await?;
         }

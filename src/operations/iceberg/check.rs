@@ -90,6 +90,7 @@ async fn assess(
     }
     let scan = scan(
         hdfs,
+        metastore,
         &source,
         options,
         &CancellationToken::new(),

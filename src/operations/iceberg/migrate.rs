@@ -12,7 +12,7 @@ use iceberg::spec::{
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use super::scan::{list_files, scan, CheckOptions, Costs, Count, FileFacts, FileSink, Fingerprint};
+use super::scan::{relist, scan, CheckOptions, Costs, Count, FileFacts, FileSink, Listing};
 use super::source::{load, table_blocks, table_exists, Source};
 use super::{unblocked, under_table_lock};
 use crate::eligibility::{Refusal, Rule};
@@ -99,7 +99,7 @@ pub async fn migrate(
         manifests: 0,
     };
     let ended = match plan(metastore, name, &iceberg_name, options, &mut report).await {
-        Ok(plan) if options.dry_run => count(hdfs, &plan, options, &mut report).await,
+        Ok(plan) if options.dry_run => count(metastore, hdfs, &plan, options, &mut report).await,
         Ok(plan) => execute(metastore, hdfs, &plan, &iceberg_name, options, &mut report).await,
         Err(stop) => Err(stop),
     };
@@ -172,6 +172,7 @@ async fn plan(
 
 /// The dry run: lists and reads every footer as `execute` would, and writes nothing.
 async fn count(
+    metastore: &Metastore,
     hdfs: &Hdfs,
     plan: &Plan,
     options: &MigrateOptions,
@@ -179,6 +180,7 @@ async fn count(
 ) -> Result<Status, Stop> {
     let scan = scan(
         hdfs,
+        metastore,
         &plan.source,
         &options.check,
         &options.cancel,
@@ -200,9 +202,13 @@ async fn execute(
     options: &MigrateOptions,
     report: &mut MigrateReport,
 ) -> Result<Status, Stop> {
-    let (written, scanned) = write_table(hdfs, plan, options, report).await?;
+    let (written, scanned) = write_table(metastore, hdfs, plan, options, report).await?;
     report.metadata_location = Some(written.metadata_location.clone());
     report.manifests = written.manifests;
+    // Test builds can pause here (`FAILPOINTS=iceberg::before-commit=sleep(4000)`), to prove
+    // that the commit notices files changed since they were described.
+    #[cfg(feature = "failpoints")]
+    fail::fail_point!("iceberg::before-commit");
     let committed = if plan.in_place {
         let (db, name) = (&plan.source.info.db, &plan.source.info.name);
         let mut warnings = vec![];
@@ -241,13 +247,13 @@ struct Describe<'w, 'h> {
     /// top-level primitive columns only).
     columns: Vec<(i32, HiveType, Option<PrimitiveType>)>,
     data_names: Vec<String>,
-    /// Per partition of the source, its Iceberg partition tuple.
-    partition_values: Vec<Struct>,
+    /// The partition keys' Hive types, to turn a partition's values into Iceberg's tuple.
+    key_types: Vec<HiveType>,
     spec_id: i32,
 }
 
 impl FileSink for Describe<'_, '_> {
-    async fn take(&mut self, f: FileFacts) -> anyhow::Result<()> {
+    fn take(&mut self, f: FileFacts) -> anyhow::Result<()> {
         let Ok(Some(tail)) = f.tail else {
             bail!("{}: not a readable ORC file", f.location);
         };
@@ -266,10 +272,15 @@ impl FileSink for Describe<'_, '_> {
             }
         }
         let m = metrics::of_file(tail.rows, tail.writer_version, &cols);
-        let partition = f
-            .partition
-            .map(|i| self.partition_values[i].clone())
-            .unwrap_or_else(Struct::empty);
+        let partition = match &f.partition {
+            Some(values) => Struct::from_iter(
+                self.key_types
+                    .iter()
+                    .zip(values.iter())
+                    .map(|(t, v)| partition::value(t, v).ok().flatten()),
+            ),
+            None => Struct::empty(),
+        };
         let file = DataFileBuilder::default()
             .content(DataContentType::Data)
             .file_path(f.location.to_string())
@@ -285,18 +296,23 @@ impl FileSink for Describe<'_, '_> {
             .partition_spec_id(self.spec_id)
             .build()
             .map_err(|e| anyhow!("describing {}: {e}", f.location))?;
-        self.writer.add(file).await
+        self.writer.add(file)
+    }
+
+    async fn settle(&mut self) -> anyhow::Result<()> {
+        self.writer.roll().await
     }
 }
 
 /// Writes manifests, manifest list and metadata JSON; refused when the scan finds blocks (then
 /// nothing is left behind).
 async fn write_table(
+    metastore: &Metastore,
     hdfs: &Hdfs,
     plan: &Plan,
     options: &MigrateOptions,
     report: &mut MigrateReport,
-) -> Result<(Written, Fingerprint), Stop> {
+) -> Result<(Written, Listing), Stop> {
     let Plan {
         source,
         converted,
@@ -335,26 +351,22 @@ async fn write_table(
         .iter()
         .map(|(_, t)| t.clone())
         .collect();
-    let partition_values: Vec<Struct> = source
-        .partitions
-        .iter()
-        .map(|p| {
-            Struct::from_iter(
-                key_types
-                    .iter()
-                    .zip(p.values.iter().flatten())
-                    .map(|(t, v)| partition::value(t, v).ok().flatten()),
-            )
-        })
-        .collect();
     let mut sink = Describe {
         writer: &mut writer,
         columns,
         data_names,
-        partition_values,
+        key_types,
         spec_id,
     };
-    let scan = scan(hdfs, source, &options.check, &options.cancel, &mut sink).await;
+    let scan = scan(
+        hdfs,
+        metastore,
+        source,
+        &options.check,
+        &options.cancel,
+        &mut sink,
+    )
+    .await;
     let scan = match scan {
         Ok(s) => s,
         Err(e) => {
@@ -376,7 +388,7 @@ async fn write_table(
     );
     properties.insert("engine.hive.enabled".into(), "true".into());
     writer.set_properties(properties);
-    Ok((writer.finish().await?, scan.files))
+    Ok((writer.finish().await?, scan.listing))
 }
 
 fn extra_params(written: &Written) -> BTreeMap<String, String> {
@@ -426,7 +438,7 @@ async fn commit_in_place(
     hdfs: &Hdfs,
     plan: &Plan,
     written: &Written,
-    scanned: &Fingerprint,
+    scanned: &Listing,
     options: &MigrateOptions,
     report: &mut MigrateReport,
 ) -> Result<(), Stop> {
@@ -438,17 +450,22 @@ async fn commit_in_place(
     } = plan;
     let (db, name) = (&source.info.db, &source.info.name);
     // The expected previous state: the table, its partitions and their files as scanned.
-    let now = load(metastore, db, name).await?;
-    if now.raw != source.raw || now.partitions != source.partitions {
-        return Err(Stop::Busy(format!(
+    let metastore_changed = || {
+        Stop::Busy(format!(
             "{db}.{name} or its partitions changed in the metastore while the Iceberg metadata \
              was written; nothing changed, run again"
-        )));
+        ))
+    };
+    let now = load(metastore, db, name).await?;
+    if now.raw != source.raw || now.partition_names != source.partition_names {
+        return Err(metastore_changed());
     }
     // Listings only: footers are not read again while the lock keeps Hive's queries waiting.
-    let (mut c, mut b) = (Costs::default(), vec![]);
-    let now_files = list_files(hdfs, &now, &options.check, &mut c, &mut b).await?;
-    if Fingerprint::of(&now_files) != *scanned {
+    let now_listed = relist(hdfs, metastore, &now, &options.check).await?;
+    if now_listed.partitions != scanned.partitions {
+        return Err(metastore_changed());
+    }
+    if now_listed.files != scanned.files {
         return Err(Stop::Busy(format!(
             "files of {db}.{name} changed while the Iceberg metadata was written; nothing \
              changed, run again"

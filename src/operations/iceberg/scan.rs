@@ -1,9 +1,16 @@
 //! Listing a table's files and reading every ORC footer: what `check` counts, what `migrate`
 //! describes to Iceberg, and what blocks either.
+//!
+//! Memory stays flat in the size of the table: partitions are read from the metastore a page
+//! at a time, directories are listed a window of files at a time, the window's footers are read
+//! and handed on, and only counts, a few examples and two running hashes outlive the window.
+
+use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Context};
 use futures::StreamExt;
 use serde::Serialize;
+use thrift::protocol::{TBinaryOutputProtocol, TSerializable};
 use tokio_util::sync::CancellationToken;
 
 use super::source::Source;
@@ -12,6 +19,7 @@ use crate::hdfs::{Hdfs, Location};
 use crate::iceberg::hive_type::HiveType;
 use crate::iceberg::partition::{self, HIVE_DEFAULT_PARTITION};
 use crate::iceberg::schema;
+use crate::metastore::{Metastore, Partition};
 use crate::orc::{read_tail, OrcTail};
 
 /// What a scan counts as small, and the size compaction would aim for (the files it would
@@ -25,6 +33,10 @@ pub struct CheckOptions {
 /// Footers read at once: enough to hide the NameNode and DataNode round trips, few enough that
 /// the tails in flight stay small (a tail is usually a few KB, at most a few MB).
 const FOOTERS_IN_FLIGHT: usize = 16;
+/// Files listed ahead of their footers: whole directories are listed until a window holds this
+/// many, so tiny partitions still keep [`FOOTERS_IN_FLIGHT`] reads busy while a window's paths
+/// stay a few hundred KB.
+const FILES_PER_WINDOW: usize = 1024;
 /// Examples kept per kind of problem; the counts cover all of them.
 const EXAMPLES: usize = 5;
 
@@ -50,9 +62,13 @@ pub struct Costs {
     pub non_canonical_partitions: Vec<String>,
 }
 
+/// A partition's values as the metastore holds them (`None` for an unpartitioned table),
+/// shared by the files listed in it.
+pub(super) type Values = Option<Arc<[String]>>;
+
 /// One data file as a migration sees it.
 pub(super) struct FileFacts {
-    pub(super) partition: Option<usize>,
+    pub(super) partition: Values,
     pub(super) location: Location,
     pub(super) length: u64,
     pub(super) tail: Result<Option<OrcTail>, String>,
@@ -83,16 +99,23 @@ impl Problems {
     }
 }
 
-/// Takes each readable data file of a scan, in order.
+/// Takes each readable data file of a scan, in order, while nothing blocks the move.
 pub(super) trait FileSink {
-    async fn take(&mut self, file: FileFacts) -> anyhow::Result<()>;
+    /// Called while the window's other footer reads are in flight, unpolled: no I/O here.
+    fn take(&mut self, file: FileFacts) -> anyhow::Result<()>;
+    /// Called between windows, when no footer read is in flight: the place for writes.
+    async fn settle(&mut self) -> anyhow::Result<()>;
 }
 
-/// A scan that only counts (`check`, the recount before a commit).
+/// A scan that only counts (`check`, a dry run).
 pub(super) struct Count;
 
 impl FileSink for Count {
-    async fn take(&mut self, _: FileFacts) -> anyhow::Result<()> {
+    fn take(&mut self, _: FileFacts) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    async fn settle(&mut self) -> anyhow::Result<()> {
         Ok(())
     }
 }
@@ -101,207 +124,335 @@ impl FileSink for Count {
 pub(super) struct Scan {
     pub(super) costs: Costs,
     pub(super) blocks: Vec<Refusal>,
-    /// Every data file listed, with its length: what a commit checks is still there.
+    /// What a commit checks is still there.
+    pub(super) listing: Listing,
+}
+
+/// What a walk over the table saw: the partitions as the metastore described them, and the
+/// data files with their lengths, each in order. Hashes rather than copies, so a table of a
+/// million files is not held again while the commit's lock is taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Listing {
+    pub(super) partitions: Fingerprint,
     pub(super) files: Fingerprint,
 }
 
-/// Which files a listing found, in order, with their lengths: what a commit compares with a
-/// listing taken under the lock. A hash rather than the paths, so a table of a million files
-/// is not held twice more (as scanned, and as listed again) while the lock is taken.
+/// How many items were hashed, and their 128-bit hash.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Fingerprint {
-    files: usize,
+    items: u64,
     hash: u128,
 }
 
-impl Fingerprint {
-    pub(super) fn of(files: &[Listed]) -> Self {
-        let mut h = xxhash_rust::xxh3::Xxh3::new();
-        for (_, location, length) in files {
-            let path = location.to_string();
-            // Lengths delimit the paths: no two listings hash alike by shifting bytes.
-            h.update(&(path.len() as u64).to_le_bytes());
-            h.update(path.as_bytes());
-            h.update(&length.to_le_bytes());
+/// Folds items into a [`Fingerprint`] as they are seen.
+#[derive(Default, Clone)]
+pub(super) struct Hasher {
+    items: u64,
+    state: xxhash_rust::xxh3::Xxh3,
+}
+
+impl Hasher {
+    /// The file `name` in `dir`, from the location's parts, so no path is built to hash it.
+    pub(super) fn file(&mut self, dir: &Location, name: &str, length: u64) {
+        self.items += 1;
+        for part in [&dir.fs, &dir.path, name] {
+            // Lengths delimit the parts: no two listings hash alike by shifting bytes.
+            self.state.update(&(part.len() as u64).to_le_bytes());
+            self.state.update(part.as_bytes());
         }
+        self.state.update(&length.to_le_bytes());
+    }
+
+    /// Everything the metastore says of a partition, as its Thrift encoding (self-delimiting).
+    pub(super) fn partition(&mut self, p: &Partition) -> anyhow::Result<()> {
+        self.items += 1;
+        p.write_to_out_protocol(&mut TBinaryOutputProtocol::new(&mut *self, true))?;
+        Ok(())
+    }
+
+    pub(super) fn finish(&self) -> Fingerprint {
         Fingerprint {
-            files: files.len(),
-            hash: h.digest128(),
+            items: self.items,
+            hash: self.state.digest128(),
         }
     }
 }
 
-/// A data file to describe: the partition it belongs to (index into the source's
-/// partitions; `None` for an unpartitioned table), its path and length.
-pub(super) type Listed = (Option<usize>, Location, u64);
+impl std::io::Write for Hasher {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.state.update(bytes);
+        Ok(bytes.len())
+    }
 
-/// Lists every partition's directory (or the table directory), checking partition values and
-/// directories on the way; fills the listing part of `costs` and pushes blocks.
-pub(super) async fn list_files(
-    hdfs: &Hdfs,
-    source: &Source,
-    options: &CheckOptions,
-    costs: &mut Costs,
-    blocks: &mut Vec<Refusal>,
-) -> anyhow::Result<Vec<Listed>> {
-    let mut values = Problems::default();
-    let mut subdirs = Problems::default();
-    let table_location = source.location()?;
-    let keys = source.partition_keys();
-    let key_types: Vec<&HiveType> = source.columns[source.data_columns..]
-        .iter()
-        .map(|(_, t)| t)
-        .collect();
-    // (partition index, directory) of every directory to list.
-    let mut dirs: Vec<(Option<usize>, Location)> = vec![];
-    if keys.is_empty() {
-        dirs.push((None, table_location.clone()));
-    } else {
-        costs.partitions = source.partitions.len();
-        for (i, p) in source.partitions.iter().enumerate() {
-            let name = source.partition_name(p);
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A data file to describe: its partition's values, its path and length.
+pub(super) type Listed = (Values, Location, u64);
+
+/// Walks a table's directories in order of partition names: a page of partitions from the
+/// metastore at a time, checking partition values and directories on the way, listing
+/// directories a window of files at a time.
+struct Walk<'a> {
+    hdfs: &'a Hdfs,
+    metastore: &'a Metastore,
+    source: &'a Source,
+    options: &'a CheckOptions,
+    table_location: Location,
+    key_types: Vec<&'a HiveType>,
+    pages: std::slice::Chunks<'a, String>,
+    page: std::vec::IntoIter<Partition>,
+    /// The table directory of an unpartitioned table, until it is listed.
+    unpartitioned: Option<Location>,
+    values: Problems,
+    subdirs: Problems,
+    partitions: Hasher,
+    files: Hasher,
+    costs: Costs,
+    blocks: Vec<Refusal>,
+}
+
+impl<'a> Walk<'a> {
+    fn new(
+        hdfs: &'a Hdfs,
+        metastore: &'a Metastore,
+        source: &'a Source,
+        options: &'a CheckOptions,
+    ) -> anyhow::Result<Self> {
+        let table_location = source.location()?;
+        let unpartitioned = source
+            .partition_keys()
+            .is_empty()
+            .then(|| table_location.clone());
+        Ok(Walk {
+            hdfs,
+            metastore,
+            source,
+            options,
+            table_location,
+            key_types: source.columns[source.data_columns..]
+                .iter()
+                .map(|(_, t)| t)
+                .collect(),
+            pages: source.partition_pages(),
+            page: Vec::new().into_iter(),
+            unpartitioned,
+            values: Problems::default(),
+            subdirs: Problems::default(),
+            partitions: Hasher::default(),
+            files: Hasher::default(),
+            costs: Costs::default(),
+            blocks: vec![],
+        })
+    }
+
+    /// Whether anything found so far blocks the move.
+    fn blocked(&self) -> bool {
+        !self.blocks.is_empty() || self.values.count > 0 || self.subdirs.count > 0
+    }
+
+    /// The next directory to list, with its partition's values; partitions that cannot move
+    /// are counted as blocks and skipped.
+    async fn next_dir(&mut self) -> anyhow::Result<Option<(Values, Location)>> {
+        if let Some(dir) = self.unpartitioned.take() {
+            return Ok(Some((None, dir)));
+        }
+        loop {
+            let Some(p) = self.page.next() else {
+                let Some(names) = self.pages.next() else {
+                    return Ok(None);
+                };
+                let page = self.source.partition_page(self.metastore, names).await?;
+                self.page = page.into_iter();
+                continue;
+            };
+            self.partitions.partition(&p)?;
+            self.costs.partitions += 1;
+            let name = self.source.partition_name(&p);
             let vals = p.values.clone().unwrap_or_default();
             if vals.iter().any(|v| v == HIVE_DEFAULT_PARTITION) {
-                costs.null_partitions += 1;
+                self.costs.null_partitions += 1;
             }
-            for (t, v) in key_types.iter().zip(&vals) {
+            for (t, v) in self.key_types.iter().zip(&vals) {
                 if let Err(e) = partition::value(t, v) {
-                    values.add(format!("{name}: {e}"));
+                    self.values.add(format!("{name}: {e}"));
                 }
             }
-            let info = crate::table::PartitionInfo::from(p);
+            let info = crate::table::PartitionInfo::from(&p);
             if let Err(r) = eligibility::check_partition(&info.storage) {
-                blocks.push(Refusal::new(
+                self.blocks.push(Refusal::new(
                     r.rule,
                     format!("partition {name}: {}", r.reason),
                 ));
                 continue;
             }
             let Some(loc) = info.storage.location.as_deref() else {
-                blocks.push(Refusal::new(
+                self.blocks.push(Refusal::new(
                     Rule::NotHdfs,
                     format!("partition {name} has no location"),
                 ));
                 continue;
             };
             let loc = Location::parse(loc).map_err(|e| anyhow!("partition {name}: {e}"))?;
-            if loc != table_location.child(&name) {
-                costs
+            if loc != self.table_location.child(&name) {
+                self.costs
                     .non_canonical_partitions
                     .push(format!("{name} at {loc}"));
             }
-            dirs.push((Some(i), loc));
+            return Ok(Some((Some(vals.into()), loc)));
         }
     }
-    let mut files: Vec<Listed> = vec![];
-    for (partition, dir) in &dirs {
-        let listing = hdfs
-            .list(dir)
-            .await
-            .with_context(|| format!("listing {dir}"))?
-            .ok_or_else(|| {
-                anyhow!("{dir} does not exist; run MSCK REPAIR or drop the partition")
-            })?;
-        if !listing.subdirs.is_empty() {
-            subdirs.add(format!("{dir}: {}", listing.subdirs.join(", ")));
+
+    /// The next files in order: whole directories, until at least [`FILES_PER_WINDOW`] or the
+    /// end of the table (then none). Fills the listing part of the costs and the fingerprints.
+    async fn next_window(&mut self) -> anyhow::Result<Vec<Listed>> {
+        let mut window = vec![];
+        while window.len() < FILES_PER_WINDOW {
+            let Some((partition, dir)) = self.next_dir().await? else {
+                break;
+            };
+            let listing = self
+                .hdfs
+                .list(&dir)
+                .await
+                .with_context(|| format!("listing {dir}"))?
+                .ok_or_else(|| {
+                    anyhow!("{dir} does not exist; run MSCK REPAIR or drop the partition")
+                })?;
+            if !listing.subdirs.is_empty() {
+                self.subdirs
+                    .add(format!("{dir}: {}", listing.subdirs.join(", ")));
+            }
+            let bytes: u64 = listing.files.iter().map(|f| f.length).sum();
+            self.costs.small_files += listing
+                .files
+                .iter()
+                .filter(|f| f.length < self.options.small_file_size)
+                .count() as u64;
+            let needed = bytes.div_ceil(self.options.target_size.max(1));
+            self.costs.excess_files += (listing.files.len() as u64).saturating_sub(needed);
+            for f in listing.files {
+                self.files.file(&dir, &f.name, f.length);
+                window.push((partition.clone(), dir.child(&f.name), f.length));
+            }
         }
-        let sizes: Vec<u64> = listing.files.iter().map(|f| f.length).collect();
-        let bytes: u64 = sizes.iter().sum();
-        costs.small_files += sizes
-            .iter()
-            .filter(|&&s| s < options.small_file_size)
-            .count() as u64;
-        let needed = bytes.div_ceil(options.target_size.max(1));
-        costs.excess_files += (sizes.len() as u64).saturating_sub(needed);
-        for f in listing.files {
-            files.push((*partition, dir.child(&f.name), f.length));
-        }
+        Ok(window)
     }
-    blocks.extend(values.block(
-        Rule::PartitionValue,
-        "partition values Iceberg cannot express",
-    ));
-    blocks.extend(subdirs.block(
-        Rule::Subdirectories,
-        "directories hold subdirectories Hive does not read and Iceberg would not list",
-    ));
-    Ok(files)
+
+    /// The costs, every block found while listing, and what was listed.
+    fn finish(mut self) -> (Costs, Vec<Refusal>, Listing) {
+        self.blocks.extend(self.values.block(
+            Rule::PartitionValue,
+            "partition values Iceberg cannot express",
+        ));
+        self.blocks.extend(self.subdirs.block(
+            Rule::Subdirectories,
+            "directories hold subdirectories Hive does not read and Iceberg would not list",
+        ));
+        let listing = Listing {
+            partitions: self.partitions.finish(),
+            files: self.files.finish(),
+        };
+        (self.costs, self.blocks, listing)
+    }
 }
 
-/// Lists every partition (or the table directory), then reads every footer,
-/// [`FOOTERS_IN_FLIGHT`] at a time, handing each readable file to `sink` in order while no
-/// block is found.
+/// Lists the table again without reading a footer: what a commit compares with its scan's
+/// [`Listing`] while its lock keeps Hive's queries waiting.
+pub(super) async fn relist(
+    hdfs: &Hdfs,
+    metastore: &Metastore,
+    source: &Source,
+    options: &CheckOptions,
+) -> anyhow::Result<Listing> {
+    let mut walk = Walk::new(hdfs, metastore, source, options)?;
+    while !walk.next_window().await?.is_empty() {}
+    Ok(walk.finish().2)
+}
+
+/// Lists every partition (or the table directory) a window at a time and reads the window's
+/// footers, [`FOOTERS_IN_FLIGHT`] at a time, handing each readable file to `sink` in order
+/// while no block is found.
 pub(super) async fn scan(
     hdfs: &Hdfs,
+    metastore: &Metastore,
     source: &Source,
     options: &CheckOptions,
     cancel: &CancellationToken,
     sink: &mut impl FileSink,
 ) -> anyhow::Result<Scan> {
-    let mut costs = Costs::default();
-    let mut blocks = vec![];
+    let mut walk = Walk::new(hdfs, metastore, source, options)?;
     let mut unreadable = Problems::default();
     let mut mismatched = Problems::default();
-    let files = list_files(hdfs, source, options, &mut costs, &mut blocks).await?;
-    let listed = Fingerprint::of(&files);
-    let facts = futures::stream::iter(files)
-        .map(|(partition, location, length)| async move {
-            let tail = match hdfs.open(&location).await {
-                Ok(reader) => read_tail(&reader).await.map_err(|e| e.to_string()),
-                Err(e) => Err(e.to_string()),
-            };
-            FileFacts {
-                partition,
-                location,
-                length,
-                tail,
-            }
-        })
-        .buffered(FOOTERS_IN_FLIGHT);
-    futures::pin_mut!(facts);
     let data_columns: Vec<String> = source.columns[..source.data_columns]
         .iter()
         .map(|(n, _)| n.clone())
         .collect();
-    while let Some(f) = facts.next().await {
-        if cancel.is_cancelled() {
-            bail!("interrupted");
+    loop {
+        let window = walk.next_window().await?;
+        if window.is_empty() {
+            break;
         }
-        costs.files += 1;
-        costs.bytes += f.length;
-        match &f.tail {
-            Err(e) => {
-                unreadable.add(format!("{}: {e}", f.location));
-                continue;
-            }
-            Ok(None) => {
-                costs.empty_files += 1;
-                continue;
-            }
-            Ok(Some(tail)) => {
-                costs.rows += tail.rows;
-                if schema::has_positional_names(&tail.footer.types) {
-                    costs.positional_name_files += 1;
+        let facts = futures::stream::iter(window)
+            .map(|(partition, location, length)| async move {
+                let tail = match hdfs.open(&location).await {
+                    Ok(reader) => read_tail(&reader).await.map_err(|e| e.to_string()),
+                    Err(e) => Err(e.to_string()),
+                };
+                FileFacts {
+                    partition,
+                    location,
+                    length,
+                    tail,
                 }
-                if let Some(m) = schema::unreadable_by_iceberg(&tail.footer.types) {
-                    mismatched.add(format!("{}: {m}", f.location));
+            })
+            .buffered(FOOTERS_IN_FLIGHT);
+        futures::pin_mut!(facts);
+        while let Some(f) = facts.next().await {
+            if cancel.is_cancelled() {
+                bail!("interrupted");
+            }
+            let costs = &mut walk.costs;
+            costs.files += 1;
+            costs.bytes += f.length;
+            match &f.tail {
+                Err(e) => {
+                    unreadable.add(format!("{}: {e}", f.location));
                     continue;
                 }
-                let at = schema::file_columns(&tail.footer.types, &data_columns);
-                let mismatch = at.iter().zip(&source.columns).find_map(|(id, (name, t))| {
-                    let m = schema::file_type_mismatch(&tail.footer.types, (*id)?, t)?;
-                    Some(format!("{}: column {name}: {m}", f.location))
-                });
-                if let Some(m) = mismatch {
-                    mismatched.add(m);
+                Ok(None) => {
+                    costs.empty_files += 1;
                     continue;
                 }
+                Ok(Some(tail)) => {
+                    costs.rows += tail.rows;
+                    if schema::has_positional_names(&tail.footer.types) {
+                        costs.positional_name_files += 1;
+                    }
+                    if let Some(m) = schema::unreadable_by_iceberg(&tail.footer.types) {
+                        mismatched.add(format!("{}: {m}", f.location));
+                        continue;
+                    }
+                    let at = schema::file_columns(&tail.footer.types, &data_columns);
+                    let mismatch = at.iter().zip(&source.columns).find_map(|(id, (name, t))| {
+                        let m = schema::file_type_mismatch(&tail.footer.types, (*id)?, t)?;
+                        Some(format!("{}: column {name}: {m}", f.location))
+                    });
+                    if let Some(m) = mismatch {
+                        mismatched.add(m);
+                        continue;
+                    }
+                }
+            }
+            if !walk.blocked() && unreadable.count == 0 && mismatched.count == 0 {
+                sink.take(f)?;
             }
         }
-        if blocks.is_empty() && unreadable.count == 0 && mismatched.count == 0 {
-            sink.take(f).await?;
-        }
+        sink.settle().await?;
     }
+    let (costs, mut blocks, listing) = walk.finish();
     blocks.extend(unreadable.block(Rule::UnreadableFile, "files are not readable ORC"));
     blocks.extend(mismatched.block(
         Rule::FileSchema,
@@ -310,7 +461,7 @@ pub(super) async fn scan(
     Ok(Scan {
         costs,
         blocks,
-        files: listed,
+        listing,
     })
 }
 
@@ -318,25 +469,62 @@ pub(super) async fn scan(
 mod tests {
     use super::*;
 
-    fn listed(files: &[(&str, u64)]) -> Vec<Listed> {
-        files
-            .iter()
-            .map(|(p, n)| (None, Location::parse(p).unwrap(), *n))
-            .collect()
+    fn fingerprint(files: &[(&str, &str, u64)]) -> Fingerprint {
+        let mut h = Hasher::default();
+        for (dir, name, length) in files {
+            h.file(&Location::parse(dir).unwrap(), name, *length);
+        }
+        h.finish()
     }
 
     #[test]
     fn a_fingerprint_changes_with_any_path_length_or_order() {
-        let a = listed(&[("hdfs://nn/t/p=1/a", 10), ("hdfs://nn/t/p=1/b", 20)]);
-        assert_eq!(Fingerprint::of(&a), Fingerprint::of(&a.clone()));
+        let a = [("hdfs://nn/t/p=1", "a", 10), ("hdfs://nn/t/p=1", "b", 20)];
+        assert_eq!(fingerprint(&a), fingerprint(&a));
         for other in [
-            listed(&[("hdfs://nn/t/p=1/a", 10), ("hdfs://nn/t/p=1/b", 21)]),
-            listed(&[("hdfs://nn/t/p=1/a", 10), ("hdfs://nn/t/p=1/c", 20)]),
-            listed(&[("hdfs://nn/t/p=1/b", 20), ("hdfs://nn/t/p=1/a", 10)]),
-            listed(&[("hdfs://nn/t/p=1/a", 10)]),
-            listed(&[("hdfs://nn/t/p=1/ab", 10), ("hdfs://nn/t/p=1/", 20)]),
+            vec![("hdfs://nn/t/p=1", "a", 10), ("hdfs://nn/t/p=1", "b", 21)],
+            vec![("hdfs://nn/t/p=1", "a", 10), ("hdfs://nn/t/p=1", "c", 20)],
+            vec![("hdfs://nn/t/p=1", "b", 20), ("hdfs://nn/t/p=1", "a", 10)],
+            vec![("hdfs://nn/t/p=1", "a", 10)],
+            vec![("hdfs://nn/t/p=1", "ab", 10), ("hdfs://nn/t/p=1", "", 20)],
+            vec![("hdfs://nn/t/p=2", "a", 10), ("hdfs://nn/t/p=1", "b", 20)],
+            vec![
+                ("hdfs://other/t/p=1", "a", 10),
+                ("hdfs://nn/t/p=1", "b", 20),
+            ],
         ] {
-            assert_ne!(Fingerprint::of(&a), Fingerprint::of(&other), "{other:?}");
+            assert_ne!(fingerprint(&a), fingerprint(&other), "{other:?}");
         }
+    }
+
+    #[test]
+    fn a_partition_fingerprint_changes_with_anything_the_metastore_says() {
+        let p = Partition::new(
+            vec!["2024-01-01".to_string()],
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        );
+        let of = |ps: &[&Partition]| {
+            let mut h = Hasher::default();
+            for p in ps {
+                h.partition(p).unwrap();
+            }
+            h.finish()
+        };
+        assert_eq!(of(&[&p]), of(&[&p.clone()]));
+        let mut changed = p.clone();
+        changed.parameters = Some([("k".to_string(), "v".to_string())].into());
+        assert_ne!(of(&[&p]), of(&[&changed]));
+        assert_ne!(of(&[&p]), of(&[&p, &p]));
     }
 }

@@ -22,7 +22,9 @@ pub(super) struct Source {
     pub(super) columns: Vec<(String, HiveType)>,
     pub(super) data_columns: usize,
     pub(super) converted: Result<Converted, schema::Blocked>,
-    pub(super) partitions: Vec<Partition>,
+    /// Every partition's name, sorted; the partitions themselves are read a page at a time
+    /// ([`Source::partition_pages`]), so a table of many partitions is never held whole.
+    pub(super) partition_names: Vec<String>,
 }
 
 impl Source {
@@ -38,6 +40,25 @@ impl Source {
 
     pub(super) fn partition_keys(&self) -> Vec<String> {
         self.info.partition_keys.clone()
+    }
+
+    /// The partitions, read from the metastore in pages of [`PARTITIONS_PER_PAGE`] names, in
+    /// the order of the names. A name the metastore no longer holds is left out, as the page
+    /// it was in says.
+    pub(super) fn partition_pages(&self) -> std::slice::Chunks<'_, String> {
+        self.partition_names.chunks(PARTITIONS_PER_PAGE)
+    }
+
+    pub(super) async fn partition_page(
+        &self,
+        metastore: &Metastore,
+        names: &[String],
+    ) -> anyhow::Result<Vec<Partition>> {
+        let (db, name) = (&self.info.db, &self.info.name);
+        metastore
+            .partitions_by_names(db, name, names)
+            .await
+            .with_context(|| format!("reading the partitions of {db}.{name}; run again"))
     }
 
     pub(super) fn partition_name(&self, p: &Partition) -> String {
@@ -81,21 +102,13 @@ pub(super) async fn load(metastore: &Metastore, db: &str, name: &str) -> anyhow:
             )
         })
         .collect();
-    let mut partitions = vec![];
+    let mut partition_names = vec![];
     if !keys.is_empty() && eligibility::check_table(&info).is_ok() {
-        let mut names = metastore
+        partition_names = metastore
             .partition_names(db, name)
             .await
             .with_context(|| format!("listing the partitions of {db}.{name}"))?;
-        names.sort();
-        for page in names.chunks(PARTITIONS_PER_PAGE) {
-            partitions.extend(
-                metastore
-                    .partitions_by_names(db, name, page)
-                    .await
-                    .with_context(|| format!("reading the partitions of {db}.{name}"))?,
-            );
-        }
+        partition_names.sort();
     }
     Ok(Source {
         raw,
@@ -103,7 +116,7 @@ pub(super) async fn load(metastore: &Metastore, db: &str, name: &str) -> anyhow:
         columns,
         data_columns: data.len(),
         converted,
-        partitions,
+        partition_names,
     })
 }
 
