@@ -21,6 +21,8 @@ import decimal
 import hashlib
 import json
 import os
+import shutil
+import tempfile
 
 from pyspark.sql import SparkSession
 
@@ -71,6 +73,15 @@ def main():
     ap.add_argument("--hive-jars", required=True, help="directory of the Hive 3.1.3 client jars")
     a = ap.parse_args()
 
+    # Hive's session leaves its scratch and resources directories behind: in one of ours.
+    scratch = tempfile.mkdtemp(prefix="hoc-spark-read-")
+    try:
+        run(a, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def run(a, scratch):
     spark = (SparkSession.builder.master("local[1]").appName("hoc-spark-read")
              .config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false")
@@ -87,7 +98,11 @@ def main():
              .config("spark.sql.hive.metastore.jars", "path")
              .config("spark.sql.hive.metastore.jars.path",
                      "file://" + os.path.abspath(a.hive_jars) + "/*.jar")
-             .config("spark.sql.warehouse.dir", "/tmp/hoc-spark-warehouse")
+             .config("spark.sql.warehouse.dir", os.path.join(scratch, "warehouse"))
+             .config("spark.local.dir", os.path.join(scratch, "local"))
+             .config("spark.hadoop.hive.exec.local.scratchdir", os.path.join(scratch, "hive"))
+             .config("spark.hadoop.hive.downloaded.resources.dir",
+                     os.path.join(scratch, "resources"))
              .enableHiveSupport()
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
