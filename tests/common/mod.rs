@@ -1,6 +1,6 @@
 //! Shared by the integration tests: the running cluster's addresses, the fixture manifest that
 //! `scripts/fixtures` wrote, a way to run the real binary, and the readers that check what it
-//! did (HDFS, the metastore, Java orc-tools).
+//! did (HDFS, the metastore, Java orc-tools, ORC C++, Spark).
 //!
 //! These tests need the real services `scripts/test` starts. Without them they fail loudly
 //! rather than pass vacuously.
@@ -19,6 +19,7 @@ pub mod orc_tools;
 pub mod partition;
 pub mod proxy;
 pub mod pyorc;
+pub mod spark;
 pub mod stats;
 pub mod tool;
 
