@@ -13,6 +13,7 @@ use super::io::{RangeRead, Sink};
 use super::key::{merge_key, user_metadata};
 use super::plan::{layout, OutputPlan};
 use super::stats::merge_file_statistics;
+use super::stored_statistics::StoredStatistics;
 use super::tail::OrcTail;
 use super::ORC_MAGIC;
 
@@ -169,10 +170,7 @@ fn build_tail(plan: &OutputPlan, tails: &[&OrcTail]) -> Result<Bytes, OrcError> 
             }
         })
         .collect();
-    let file_stats: Vec<&[proto::ColumnStatistics]> = tails
-        .iter()
-        .map(|t| t.footer.statistics.as_slice())
-        .collect();
+    let file_stats: Vec<&StoredStatistics> = tails.iter().map(|t| &t.statistics).collect();
     let footer = proto::Footer {
         header_length: Some(ORC_MAGIC.len() as u64),
         content_length: Some(plan.content_length),
@@ -245,6 +243,7 @@ mod tests {
     use crate::orc::testutil::{block_on, MemFile, VecSink, ALL_TYPES_LZ4, MULTI_STRIPE_ZSTD};
     use crate::orc::verify::{verify_output, verify_tail};
     use crate::orc::{group_tails, plan_group, PlanOptions, VerifyFailure};
+    use std::sync::Arc;
 
     /// An opener over in-memory files, as `write_merged` takes one.
     fn opener<'a>(
@@ -341,8 +340,15 @@ mod tests {
             assert_eq!(tail.writer_version, input.writer_version);
             assert_eq!(tail.software_version, input.software_version);
             assert_eq!(
-                tail.footer.statistics[0].number_of_values,
-                Some(3 * input.footer.statistics[0].number_of_values.unwrap())
+                tail.statistics.column(0).unwrap().number_of_values,
+                Some(
+                    3 * input
+                        .statistics
+                        .column(0)
+                        .unwrap()
+                        .number_of_values
+                        .unwrap()
+                )
             );
             block_on(verify_output(&plan, &merged, &tail, &reader, &chunks(64))).unwrap();
             block_on(verify_tail(&plan, &merged, &tail, &reader)).unwrap();
@@ -457,15 +463,19 @@ mod tests {
         assert!(sink.data.is_empty());
 
         let mut conflicting = a.clone();
-        conflicting.footer.metadata.push(proto::UserMetadataItem {
-            name: Some("k".into()),
-            value: Some(b"1".to_vec()),
-        });
+        Arc::make_mut(&mut conflicting.footer)
+            .metadata
+            .push(proto::UserMetadataItem {
+                name: Some("k".into()),
+                value: Some(b"1".to_vec()),
+            });
         let mut conflicting2 = a.clone();
-        conflicting2.footer.metadata.push(proto::UserMetadataItem {
-            name: Some("k".into()),
-            value: Some(b"2".to_vec()),
-        });
+        Arc::make_mut(&mut conflicting2.footer)
+            .metadata
+            .push(proto::UserMetadataItem {
+                name: Some("k".into()),
+                value: Some(b"2".to_vec()),
+            });
         let files: [&[u8]; 2] = [MULTI_STRIPE_ZSTD, MULTI_STRIPE_ZSTD];
         let err = block_on(write_merged(
             &plan,
