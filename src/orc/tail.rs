@@ -256,16 +256,8 @@ pub async fn read_tail<R: RangeRead>(reader: &R) -> Result<Option<OrcTail>, OrcE
         &footer_bytes,
         "Footer",
     )?;
-    // Decoded here only to check it parses and to count its entries; see StoredMetadata.
     let metadata = StoredMetadata {
-        entries: decode_section::<proto::Metadata>(
-            compression,
-            compression_block_size,
-            &metadata_bytes,
-            "Metadata",
-        )?
-        .stripe_stats
-        .len(),
+        entries: count_stripe_statistics(compression, compression_block_size, &metadata_bytes)?,
         bytes: Bytes::copy_from_slice(&metadata_bytes),
     };
 
@@ -306,6 +298,31 @@ pub async fn read_tail<R: RangeRead>(reader: &R) -> Result<Option<OrcTail>, OrcE
         compression_block_size,
         file_version,
     }))
+}
+
+/// The Metadata section's entries, each as its encoded bytes.
+#[derive(Clone, PartialEq, prost::Message)]
+struct MetadataEntries {
+    #[prost(bytes = "bytes", repeated, tag = "1")]
+    stripe_stats: Vec<Bytes>,
+}
+
+/// How many stripe statistics a stored Metadata section holds, each checked to parse (see
+/// [`StoredMetadata`]). Decoded one at a time: decoded all at once, a merged output's 10,000
+/// stripes of 16 columns took 80 MiB while it was verified.
+fn count_stripe_statistics(
+    compression: Compression,
+    block_size: u64,
+    bytes: &Bytes,
+) -> Result<usize, OrcError> {
+    let plain = Bytes::from(decompress(compression, block_size, bytes, "Metadata")?);
+    let entries = MetadataEntries::decode(plain)
+        .map_err(|e| corrupt(format!("Metadata does not parse: {e}")))?;
+    for entry in &entries.stripe_stats {
+        proto::StripeStatistics::decode(entry.as_ref())
+            .map_err(|e| corrupt(format!("Metadata does not parse: {e}")))?;
+    }
+    Ok(entries.stripe_stats.len())
 }
 
 fn decode_section<M: Message + Default>(
@@ -393,6 +410,20 @@ mod tests {
 
     fn read(bytes: Vec<u8>) -> Result<Option<OrcTail>, OrcError> {
         block_on(read_tail(&MemFile::new(bytes)))
+    }
+
+    #[test]
+    fn stripe_statistics_are_counted_and_each_checked_to_parse() {
+        let count = |bytes: Vec<u8>| {
+            count_stripe_statistics(Compression::None, DEFAULT_BLOCK_SIZE, &Bytes::from(bytes))
+        };
+        let two = proto::Metadata {
+            stripe_stats: vec![proto::StripeStatistics::default(); 2],
+        };
+        assert_eq!(count(two.encode_to_vec()).unwrap(), 2);
+        assert_eq!(count(vec![]).unwrap(), 0);
+        // One entry whose first field claims 5 bytes and has 1.
+        assert!(count(vec![0x0a, 0x03, 0x0a, 0x05, 0x01]).is_err());
     }
 
     #[test]
