@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::eligibility::{Refusal, Rule};
 use crate::hdfs::{FsError, Hdfs, Listing, Location};
-use crate::orc::{read_tail, OrcError, OrcTail};
+use crate::orc::{read_tail, OrcError, OrcTail, SharedFooters};
 
 /// How many tails are read at once: enough to hide NameNode and DataNode latency, few enough
 /// to stay gentle with a busy cluster.
@@ -184,6 +184,7 @@ impl Snapshot {
     pub async fn take(hdfs: &Hdfs, dir: &Location) -> Result<Snapshot, SnapshotError> {
         let listing = check_listing(dir, hdfs.list(dir).await?)?;
         let client = hdfs.client(dir)?;
+        let mut footers = SharedFooters::default();
         let files = futures::stream::iter(listing.files.into_iter().enumerate())
             .map(|(i, entry)| {
                 let client = client.clone();
@@ -233,6 +234,12 @@ impl Snapshot {
                 }
             })
             .buffered(TAIL_READS_IN_FLIGHT)
+            .map_ok(|mut file: DataFile| {
+                if let Some(tail) = &mut file.tail {
+                    footers.share(tail);
+                }
+                file
+            })
             .try_collect()
             .await?;
         Ok(Snapshot {

@@ -3,9 +3,10 @@
 //! chunks with read-ahead, handed in order to one sink.
 //!
 //! Opens and chunk reads run as spawned tokio tasks, ahead of the sink: up to
-//! `opens_in_flight` files open at once and up to `bytes_in_flight` bytes of chunks read (or
-//! being read) and not yet written. Memory stays bounded by those numbers, never by the file
-//! count or file sizes: at most `bytes_in_flight` plus the chunk being written. A file is opened
+//! `opens_in_flight` files open at once, up to `bytes_in_flight` bytes of chunks read (or
+//! being read) and not yet written, and as many reads at once as the larger of
+//! `opens_in_flight` and the chunks that fit in `bytes_in_flight`. Memory stays bounded by those
+//! numbers, never by the file count, file sizes or piece sizes: at most `bytes_in_flight` plus the chunk being written. A file is opened
 //! only shortly before its bytes are needed, and closed once its last chunk is read.
 //!
 //! Why tasks, not a stream of futures polled beside the write: a future queued in a
@@ -226,6 +227,15 @@ where
         .max(chunk)
         .min(Semaphore::MAX_PERMITS as u64) as usize;
     let budget = Arc::new(Semaphore::new(budget));
+    // Reads at once, whatever their size: the byte budget alone would let many small pieces of
+    // one source (a merged output's tiny stripes, read back for verification) run thousands of
+    // reads together, each with its own DataNode connection and buffers: 10,000 stripes of 16
+    // KiB took 110 MiB that way. As many reads as open sources, or as chunks fit in the budget.
+    let reads = Arc::new(Semaphore::new(
+        opts.opens_in_flight
+            .max((opts.bytes_in_flight / chunk) as usize)
+            .max(1),
+    ));
     let (chunk_tx, mut chunk_rx) = mpsc::unbounded_channel::<Task<Result<Chunk, OrcError>>>();
 
     // Opens, in order, as slots free up; each open is checked for length. A source's slot is
@@ -258,10 +268,15 @@ where
                         .acquire_many_owned((range.end - range.start) as u32)
                         .await
                         .expect("the semaphore is never closed");
+                    let reading = Arc::clone(&reads)
+                        .acquire_owned()
+                        .await
+                        .expect("the semaphore is never closed");
                     let opened = Arc::clone(&opened);
                     let task = Task::spawn(async move {
                         let bytes =
                             read_checked(&opened.value, range.clone(), len, "piece").await?;
+                        drop(reading);
                         Ok(Chunk {
                             piece,
                             start: range.start,

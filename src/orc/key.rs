@@ -63,16 +63,15 @@ pub fn merge_key(tail: &OrcTail) -> Result<MergeKey, String> {
         return Err("compressed with LZO, which this tool cannot rewrite".into());
     }
     let columns = tail.footer.types.len();
-    if tail.footer.statistics.len() != columns {
+    if tail.statistics.len() != columns {
         return Err(format!(
             "has file statistics for {} of {columns} columns",
-            tail.footer.statistics.len()
+            tail.statistics.len()
         ));
     }
     // Without a value count a merged count would be a guess, and Java reads a missing one as
     // "no values", which lets it skip the data: such files are left as they are.
     if let Some(c) = tail
-        .footer
         .statistics
         .iter()
         .position(|s| s.number_of_values.is_none())
@@ -312,6 +311,8 @@ mod tests {
     use super::*;
     use crate::orc::tail::read_tail;
     use crate::orc::testutil::{block_on, MemFile, ALL_TYPES_LZ4, MULTI_STRIPE_ZSTD};
+    use crate::orc::StoredStatistics;
+    use std::sync::Arc;
 
     #[test]
     fn holds_looks_at_types_not_at_names() {
@@ -348,10 +349,12 @@ mod tests {
         let b = tail(MULTI_STRIPE_ZSTD);
         let with_meta = |t: &OrcTail, v: &str| {
             let mut t = t.clone();
-            t.footer.metadata.push(proto::UserMetadataItem {
-                name: Some("spark.version".into()),
-                value: Some(v.as_bytes().to_vec()),
-            });
+            Arc::make_mut(&mut t.footer)
+                .metadata
+                .push(proto::UserMetadataItem {
+                    name: Some("spark.version".into()),
+                    value: Some(v.as_bytes().to_vec()),
+                });
             t
         };
         let a1 = with_meta(&a, "3.5.1");
@@ -372,17 +375,19 @@ mod tests {
             Box::new(|t| t.writer = 1),
             Box::new(|t| t.writer_version += 1),
             Box::new(|t| t.software_version = Some("ORC C++ 1.7.0".into())),
-            Box::new(|t| t.footer.row_index_stride = Some(5000)),
-            Box::new(|t| t.footer.calendar = Some(2)),
+            Box::new(|t| Arc::make_mut(&mut t.footer).row_index_stride = Some(5000)),
+            Box::new(|t| Arc::make_mut(&mut t.footer).calendar = Some(2)),
             Box::new(|t| t.file_version = vec![0, 11]),
             Box::new(|t| t.metadata = Default::default()),
             Box::new(|t| {
-                t.footer.types[1].attributes.push(proto::StringPair {
-                    key: Some("k".into()),
-                    value: Some("v".into()),
-                })
+                Arc::make_mut(&mut t.footer).types[1]
+                    .attributes
+                    .push(proto::StringPair {
+                        key: Some("k".into()),
+                        value: Some("v".into()),
+                    })
             }),
-            Box::new(|t| t.footer.types[0].field_names[0] = "renamed".into()),
+            Box::new(|t| Arc::make_mut(&mut t.footer).types[0].field_names[0] = "renamed".into()),
         ];
         for (i, change) in variants.iter().enumerate() {
             let mut b = a.clone();
@@ -399,23 +404,27 @@ mod tests {
         zlib.compression = Compression::Zlib;
         let mut cpp = a.clone();
         cpp.writer = 1;
-        cpp.footer.row_index_stride = Some(5000);
+        Arc::make_mut(&mut cpp.footer).row_index_stride = Some(5000);
         let mut julian = a.clone();
-        julian.footer.calendar = Some(2);
+        Arc::make_mut(&mut julian.footer).calendar = Some(2);
         let other = tail(ALL_TYPES_LZ4);
         let mut conflicting = a.clone();
         conflicting.compression = Compression::Snappy;
-        conflicting.footer.metadata = a.footer.metadata.clone();
-        conflicting.footer.metadata.push(proto::UserMetadataItem {
-            name: Some("k".into()),
-            value: Some(b"1".to_vec()),
-        });
+        Arc::make_mut(&mut conflicting.footer).metadata = a.footer.metadata.clone();
+        Arc::make_mut(&mut conflicting.footer)
+            .metadata
+            .push(proto::UserMetadataItem {
+                name: Some("k".into()),
+                value: Some(b"1".to_vec()),
+            });
         let mut agreeing = a.clone();
         agreeing.compression = Compression::Lz4;
-        agreeing.footer.metadata.push(proto::UserMetadataItem {
-            name: Some("k".into()),
-            value: Some(b"2".to_vec()),
-        });
+        Arc::make_mut(&mut agreeing.footer)
+            .metadata
+            .push(proto::UserMetadataItem {
+                name: Some("k".into()),
+                value: Some(b"2".to_vec()),
+            });
         let tails = [&a, &zlib, &cpp, &julian, &other, &agreeing, &conflicting];
         let g = group_tails(&tails);
         assert_eq!(g.groups.len(), 7, "every file a merge key of its own");
@@ -431,11 +440,13 @@ mod tests {
     fn unmergeable_files_carry_a_reason() {
         let a = tail(MULTI_STRIPE_ZSTD);
         let mut encrypted = a.clone();
-        encrypted.footer.encryption = Some(proto::Encryption::default());
+        Arc::make_mut(&mut encrypted.footer).encryption = Some(proto::Encryption::default());
         let mut no_count = a.clone();
-        no_count.footer.statistics[1].number_of_values = None;
+        let mut columns = a.statistics.decode_all();
+        columns[1].number_of_values = None;
+        no_count.statistics = StoredStatistics::new(&columns);
         let mut no_stats = a.clone();
-        no_stats.footer.statistics.clear();
+        no_stats.statistics = StoredStatistics::default();
         let g = group_tails(&[&encrypted, &no_count, &no_stats, &a]);
         assert_eq!(g.groups.len(), 1);
         assert_eq!(g.groups[0].files, vec![3]);

@@ -13,6 +13,7 @@ use super::io::{RangeRead, Sink};
 use super::key::{merge_key, user_metadata};
 use super::plan::{layout, OutputPlan};
 use super::stats::merge_file_statistics;
+use super::stored_statistics::StoredStatistics;
 use super::tail::OrcTail;
 use super::ORC_MAGIC;
 
@@ -169,10 +170,7 @@ fn build_tail(plan: &OutputPlan, tails: &[&OrcTail]) -> Result<Bytes, OrcError> 
             }
         })
         .collect();
-    let file_stats: Vec<&[proto::ColumnStatistics]> = tails
-        .iter()
-        .map(|t| t.footer.statistics.as_slice())
-        .collect();
+    let file_stats: Vec<&StoredStatistics> = tails.iter().map(|t| &t.statistics).collect();
     let footer = proto::Footer {
         header_length: Some(ORC_MAGIC.len() as u64),
         content_length: Some(plan.content_length),
@@ -187,33 +185,32 @@ fn build_tail(plan: &OutputPlan, tails: &[&OrcTail]) -> Result<Bytes, OrcError> 
         calendar: first.footer.calendar,
         software_version: first.footer.software_version.clone(),
     };
-    let metadata = if key.stripe_statistics {
-        // Appended as they come, one input's statistics decoded at a time (the plan takes each
-        // input's stripes together), not every input's held decoded at once.
-        let mut stripe_stats = Vec::with_capacity(plan.stripes.len());
+    // The Metadata message is its stripe statistics, each a length-delimited field 1: appended
+    // encoded as they come, one input's decoded at a time (the plan takes each input's stripes
+    // together), the bytes are those of the whole message encoded at once, without every
+    // stripe's statistics held decoded.
+    let mut metadata = Vec::new();
+    if key.stripe_statistics {
         let mut current: Option<(usize, Vec<proto::StripeStatistics>)> = None;
         for s in &plan.stripes {
             if current.as_ref().map(|(input, _)| *input) != Some(s.input) {
                 current = Some((s.input, tails[s.input].stripe_statistics()?));
             }
-            let (_, stats) = current.as_mut().expect("set just above");
-            // The merge key says every input has one entry per stripe; each stripe is taken once.
-            let entry = stats.get_mut(s.input_stripe).map(std::mem::take);
-            stripe_stats.push(entry.ok_or_else(|| {
+            let (_, stats) = current.as_ref().expect("set just above");
+            // The merge key says every input has one entry per stripe.
+            let entry = stats.get(s.input_stripe).ok_or_else(|| {
                 OrcError::Plan(format!(
                     "input {} has no statistics for its stripe {}",
                     s.input, s.input_stripe
                 ))
-            })?);
+            })?;
+            prost::encoding::message::encode(1, entry, &mut metadata);
         }
-        proto::Metadata { stripe_stats }
-    } else {
-        proto::Metadata::default()
-    };
+    }
 
     let kind = first.compression;
     let block = first.compression_block_size;
-    let metadata_bytes = compress(kind, block, &metadata.encode_to_vec())?;
+    let metadata_bytes = compress(kind, block, &metadata)?;
     let footer_bytes = compress(kind, block, &footer.encode_to_vec())?;
     let postscript = proto::PostScript {
         footer_length: Some(footer_bytes.len() as u64),
@@ -245,6 +242,7 @@ mod tests {
     use crate::orc::testutil::{block_on, MemFile, VecSink, ALL_TYPES_LZ4, MULTI_STRIPE_ZSTD};
     use crate::orc::verify::{verify_output, verify_tail};
     use crate::orc::{group_tails, plan_group, PlanOptions, VerifyFailure};
+    use std::sync::Arc;
 
     /// An opener over in-memory files, as `write_merged` takes one.
     fn opener<'a>(
@@ -306,6 +304,21 @@ mod tests {
             .stripe_stats
     }
 
+    /// The Metadata encoded entry by entry is the message encoded whole.
+    #[test]
+    fn metadata_encoded_entry_by_entry_is_the_whole_message() {
+        let tail = block_on(read_tail(&MemFile::new(MULTI_STRIPE_ZSTD.to_vec())))
+            .unwrap()
+            .unwrap();
+        let stripe_stats = tail.stripe_statistics().unwrap();
+        assert!(stripe_stats.len() > 1);
+        let mut streamed = Vec::new();
+        for entry in &stripe_stats {
+            prost::encoding::message::encode(1, entry, &mut streamed);
+        }
+        assert_eq!(streamed, proto::Metadata { stripe_stats }.encode_to_vec());
+    }
+
     /// Stripe statistics folded one input at a time are the inputs' entries in stripe order,
     /// identical to those decoded whole from each input's Metadata section.
     #[test]
@@ -341,8 +354,15 @@ mod tests {
             assert_eq!(tail.writer_version, input.writer_version);
             assert_eq!(tail.software_version, input.software_version);
             assert_eq!(
-                tail.footer.statistics[0].number_of_values,
-                Some(3 * input.footer.statistics[0].number_of_values.unwrap())
+                tail.statistics.column(0).unwrap().number_of_values,
+                Some(
+                    3 * input
+                        .statistics
+                        .column(0)
+                        .unwrap()
+                        .number_of_values
+                        .unwrap()
+                )
             );
             block_on(verify_output(&plan, &merged, &tail, &reader, &chunks(64))).unwrap();
             block_on(verify_tail(&plan, &merged, &tail, &reader)).unwrap();
@@ -457,15 +477,19 @@ mod tests {
         assert!(sink.data.is_empty());
 
         let mut conflicting = a.clone();
-        conflicting.footer.metadata.push(proto::UserMetadataItem {
-            name: Some("k".into()),
-            value: Some(b"1".to_vec()),
-        });
+        Arc::make_mut(&mut conflicting.footer)
+            .metadata
+            .push(proto::UserMetadataItem {
+                name: Some("k".into()),
+                value: Some(b"1".to_vec()),
+            });
         let mut conflicting2 = a.clone();
-        conflicting2.footer.metadata.push(proto::UserMetadataItem {
-            name: Some("k".into()),
-            value: Some(b"2".to_vec()),
-        });
+        Arc::make_mut(&mut conflicting2.footer)
+            .metadata
+            .push(proto::UserMetadataItem {
+                name: Some("k".into()),
+                value: Some(b"2".to_vec()),
+            });
         let files: [&[u8]; 2] = [MULTI_STRIPE_ZSTD, MULTI_STRIPE_ZSTD];
         let err = block_on(write_merged(
             &plan,

@@ -27,6 +27,7 @@ mod plan;
 mod reencode;
 mod shape;
 mod stats;
+mod stored_statistics;
 mod tail;
 mod verify;
 mod write;
@@ -49,7 +50,8 @@ pub use plan::{
 pub use reencode::{digest_file, reencode, ReencodedOutput};
 pub use shape::OutputShape;
 pub use stats::{merge_column_statistics, merge_file_statistics};
-pub use tail::{read_tail, OrcTail, StripeInfo};
+pub use stored_statistics::StoredStatistics;
+pub use tail::{read_tail, OrcTail, SharedFooters, StripeInfo};
 pub use verify::{verify_output, verify_tail};
 pub use write::{OrcWriter, WriterOptions, WrittenFile};
 

@@ -10,7 +10,7 @@
 use std::future::Future;
 
 use arrow::record_batch::RecordBatch;
-use orc_rust::proto::{r#type::Kind, ColumnStatistics};
+use orc_rust::proto::r#type::Kind;
 
 use super::copy::{open_ahead, Opens, ReadAhead};
 use super::decode::Decoder;
@@ -18,6 +18,7 @@ use super::digest::{Digester, Digests};
 use super::error::OrcError;
 use super::io::{RangeRead, Sink};
 use super::stats::{contradictions, merge_file_statistics};
+use super::stored_statistics::StoredStatistics;
 use super::tail::OrcTail;
 use super::write::{OrcWriter, WriterOptions};
 
@@ -93,10 +94,7 @@ where
     let ((), (writer, digester)) = tokio::try_join!(opener, decode)?;
     let (written, _) = writer.finish().await?;
     // Independent of our decoder: what the original writers recorded about these values.
-    let recorded: Vec<&[ColumnStatistics]> = tails
-        .iter()
-        .map(|t| t.footer.statistics.as_slice())
-        .collect();
+    let recorded: Vec<&StoredStatistics> = tails.iter().map(|t| &t.statistics).collect();
     // The table's own columns (the root's children) but unions, where writers count alike.
     let types = &tails[0].footer.types;
     let roots = types.first().map_or(&[][..], |root| &root.subtypes[..]);

@@ -66,6 +66,7 @@ impl std::fmt::Display for OutputShape {
 mod tests {
     use super::*;
     use crate::orc::testutil::{block_on, MemFile, MULTI_STRIPE_ZSTD};
+    use std::sync::Arc;
 
     fn tail(compression: Compression, length: u64) -> OrcTail {
         let mut t = block_on(crate::orc::read_tail(&MemFile::new(MULTI_STRIPE_ZSTD)))
@@ -95,7 +96,7 @@ mod tests {
         assert_eq!(OutputShape::dominant(&[]), None);
 
         let mut strided = tail(Compression::Zlib, 500);
-        strided.footer.row_index_stride = Some(5000);
+        Arc::make_mut(&mut strided.footer).row_index_stride = Some(5000);
         let shape = OutputShape::dominant([&tails[0], &strided]).unwrap();
         assert_eq!(shape.row_index_stride, 5000);
         assert_eq!(

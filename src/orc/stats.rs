@@ -11,19 +11,21 @@
 
 use std::cmp::Ordering;
 
+use super::stored_statistics::StoredStatistics;
 use orc_rust::proto::{
     BinaryStatistics, BucketStatistics, CollectionStatistics, ColumnStatistics, DateStatistics,
     DecimalStatistics, DoubleStatistics, IntegerStatistics, StringStatistics, TimestampStatistics,
 };
 
-/// Merges the file-level statistics of several files with the same type tree, column by column.
-/// Every input must have one entry per column (the merge key checks this).
-pub fn merge_file_statistics(inputs: &[&[ColumnStatistics]]) -> Vec<ColumnStatistics> {
+/// Merges the file-level statistics of several files with the same type tree, column by column,
+/// decoding one column of every input at a time. Every input must have one entry per column
+/// (the merge key checks this).
+pub fn merge_file_statistics(inputs: &[&StoredStatistics]) -> Vec<ColumnStatistics> {
     let columns = inputs.iter().map(|s| s.len()).min().unwrap_or(0);
     (0..columns)
         .map(|c| {
-            let column: Vec<&ColumnStatistics> = inputs.iter().map(|s| &s[c]).collect();
-            merge_column_statistics(&column)
+            let column: Vec<ColumnStatistics> = inputs.iter().filter_map(|s| s.column(c)).collect();
+            merge_column_statistics(&column.iter().collect::<Vec<_>>())
         })
         .collect()
 }
@@ -1037,6 +1039,7 @@ mod tests {
     fn file_statistics_merge_column_by_column() {
         let a = vec![col(3, false), int(1, 2, Some(3))];
         let b = vec![col(4, false), int(-1, 0, Some(-1))];
+        let (a, b) = (StoredStatistics::new(&a), StoredStatistics::new(&b));
         let merged = merge_file_statistics(&[&a, &b]);
         assert_eq!(merged.len(), 2);
         assert_eq!(merged[0].number_of_values, Some(7));

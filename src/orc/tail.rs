@@ -1,5 +1,8 @@
 //! Reading an ORC file's tail: PostScript, Footer and Metadata.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use bytes::{Bytes, BytesMut};
 use orc_rust::proto;
 use prost::Message;
@@ -7,6 +10,7 @@ use prost::Message;
 use super::compress::{decompress, Compression};
 use super::error::{corrupt, OrcError};
 use super::io::{read_checked, RangeRead};
+use super::stored_statistics::StoredStatistics;
 use super::ORC_MAGIC;
 
 /// How much of the end of a file is read before knowing the tail's size. Most tails of small
@@ -41,7 +45,13 @@ impl StripeInfo {
 #[derive(Clone, Debug)]
 pub struct OrcTail {
     pub postscript: proto::PostScript,
-    pub footer: proto::Footer,
+    /// The Footer without what is the file's own: its stripes, column statistics and row count
+    /// (kept as `stripes`, `statistics` and `rows`) and its header and content lengths. What
+    /// remains (types, user metadata, writer) is usually the same for every file of a
+    /// partition, so a snapshot shares one copy among them ([`SharedFooters`]).
+    pub footer: Arc<proto::Footer>,
+    /// The file-level column statistics, as the Footer holds them.
+    pub statistics: StoredStatistics,
     /// The per-stripe statistics, as stored; empty when the file has none.
     pub metadata: StoredMetadata,
     pub file_length: u64,
@@ -99,6 +109,27 @@ pub struct StoredMetadata {
     bytes: Bytes,
     /// How many stripe statistics the section holds.
     entries: usize,
+}
+
+/// The footers of many tails, each distinct one held once: a partition's tails, held from
+/// planning to the write, then cost their own parts only (stripes, statistics, lengths).
+#[derive(Default)]
+pub struct SharedFooters {
+    /// Each distinct footer by its encoding.
+    seen: HashMap<Vec<u8>, Arc<proto::Footer>>,
+}
+
+impl SharedFooters {
+    /// Points `tail` at the footer already seen that equals its own, else remembers its own.
+    pub fn share(&mut self, tail: &mut OrcTail) {
+        let encoded = tail.footer.encode_to_vec();
+        match self.seen.get(&encoded) {
+            Some(footer) => tail.footer = Arc::clone(footer),
+            None => {
+                self.seen.insert(encoded, Arc::clone(&tail.footer));
+            }
+        }
+    }
 }
 
 /// Reads and validates the tail of one file.
@@ -219,22 +250,14 @@ pub async fn read_tail<R: RangeRead>(reader: &R) -> Result<Option<OrcTail>, OrcE
     let metadata_bytes = tail.slice(..metadata_len as usize);
     let footer_bytes = tail.slice(metadata_len as usize..(metadata_len + footer_len) as usize);
 
-    let footer = decode_section::<proto::Footer>(
+    let mut footer = decode_section::<proto::Footer>(
         compression,
         compression_block_size,
         &footer_bytes,
         "Footer",
     )?;
-    // Decoded here only to check it parses and to count its entries; see StoredMetadata.
     let metadata = StoredMetadata {
-        entries: decode_section::<proto::Metadata>(
-            compression,
-            compression_block_size,
-            &metadata_bytes,
-            "Metadata",
-        )?
-        .stripe_stats
-        .len(),
+        entries: count_stripe_statistics(compression, compression_block_size, &metadata_bytes)?,
         bytes: Bytes::copy_from_slice(&metadata_bytes),
     };
 
@@ -254,12 +277,18 @@ pub async fn read_tail<R: RangeRead>(reader: &R) -> Result<Option<OrcTail>, OrcE
         )));
     }
 
+    footer.stripes = Vec::new();
+    footer.number_of_rows = None;
+    footer.header_length = None;
+    footer.content_length = None;
+    let statistics = StoredStatistics::new(&std::mem::take(&mut footer.statistics));
     Ok(Some(OrcTail {
         writer: footer.writer.unwrap_or(0),
         writer_version: postscript.writer_version.unwrap_or(0),
         software_version: footer.software_version.clone(),
         postscript,
-        footer,
+        footer: Arc::new(footer),
+        statistics,
         metadata,
         file_length,
         tail_length,
@@ -269,6 +298,31 @@ pub async fn read_tail<R: RangeRead>(reader: &R) -> Result<Option<OrcTail>, OrcE
         compression_block_size,
         file_version,
     }))
+}
+
+/// The Metadata section's entries, each as its encoded bytes.
+#[derive(Clone, PartialEq, prost::Message)]
+struct MetadataEntries {
+    #[prost(bytes = "bytes", repeated, tag = "1")]
+    stripe_stats: Vec<Bytes>,
+}
+
+/// How many stripe statistics a stored Metadata section holds, each checked to parse (see
+/// [`StoredMetadata`]). Decoded one at a time: decoded all at once, a merged output's 10,000
+/// stripes of 16 columns took 80 MiB while it was verified.
+fn count_stripe_statistics(
+    compression: Compression,
+    block_size: u64,
+    bytes: &Bytes,
+) -> Result<usize, OrcError> {
+    let plain = Bytes::from(decompress(compression, block_size, bytes, "Metadata")?);
+    let entries = MetadataEntries::decode(plain)
+        .map_err(|e| corrupt(format!("Metadata does not parse: {e}")))?;
+    for entry in &entries.stripe_stats {
+        proto::StripeStatistics::decode(entry.as_ref())
+            .map_err(|e| corrupt(format!("Metadata does not parse: {e}")))?;
+    }
+    Ok(entries.stripe_stats.len())
 }
 
 fn decode_section<M: Message + Default>(
@@ -359,6 +413,38 @@ mod tests {
     }
 
     #[test]
+    fn stripe_statistics_are_counted_and_each_checked_to_parse() {
+        let count = |bytes: Vec<u8>| {
+            count_stripe_statistics(Compression::None, DEFAULT_BLOCK_SIZE, &Bytes::from(bytes))
+        };
+        let two = proto::Metadata {
+            stripe_stats: vec![proto::StripeStatistics::default(); 2],
+        };
+        assert_eq!(count(two.encode_to_vec()).unwrap(), 2);
+        assert_eq!(count(vec![]).unwrap(), 0);
+        // One entry whose first field claims 5 bytes and has 1.
+        assert!(count(vec![0x0a, 0x03, 0x0a, 0x05, 0x01]).is_err());
+    }
+
+    #[test]
+    fn equal_footers_are_held_once() {
+        let mut footers = SharedFooters::default();
+        let mut a = read(MULTI_STRIPE_ZSTD.to_vec()).unwrap().unwrap();
+        let mut b = read(MULTI_STRIPE_ZSTD.to_vec()).unwrap().unwrap();
+        let mut other = read(ALL_TYPES_LZ4.to_vec()).unwrap().unwrap();
+        assert!(!Arc::ptr_eq(&a.footer, &b.footer));
+        for t in [&mut a, &mut b, &mut other] {
+            footers.share(t);
+        }
+        assert!(Arc::ptr_eq(&a.footer, &b.footer));
+        assert!(!Arc::ptr_eq(&a.footer, &other.footer));
+        assert_ne!(a.footer, other.footer);
+        // What differs between files is not in the shared footer.
+        assert!(a.footer.stripes.is_empty() && a.footer.statistics.is_empty());
+        assert_eq!(a.footer.number_of_rows, None);
+    }
+
+    #[test]
     fn reads_java_written_tails() {
         let tail = read(ALL_TYPES_LZ4.to_vec()).unwrap().unwrap();
         assert_eq!(tail.rows, 3);
@@ -369,7 +455,7 @@ mod tests {
         assert_eq!(tail.writer, 0);
         assert_eq!(tail.software_version.as_deref(), Some("1.9.5"));
         assert!(tail.has_stripe_statistics());
-        assert_eq!(tail.footer.statistics.len(), tail.footer.types.len());
+        assert_eq!(tail.statistics.len(), tail.footer.types.len());
 
         let tail = read(MULTI_STRIPE_ZSTD.to_vec()).unwrap().unwrap();
         assert_eq!(tail.compression, Compression::Zstd);

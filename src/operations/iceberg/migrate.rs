@@ -258,10 +258,11 @@ impl FileSink for Describe<'_, '_> {
             bail!("{}: not a readable ORC file", f.location);
         };
         let at = schema::file_columns(&tail.footer.types, &self.data_names);
+        let statistics = tail.statistics.decode_all();
         let mut cols = vec![];
         for ((id, hive, prim), at) in self.columns.iter().zip(&at) {
             if let (Some(prim), Some(at)) = (prim, at) {
-                if let Some(stats) = tail.footer.statistics.get(*at as usize) {
+                if let Some(stats) = statistics.get(*at as usize) {
                     cols.push(FileColumn {
                         field_id: *id,
                         hive,
