@@ -513,24 +513,17 @@ fn dry_runs_and_deep_analysis_say_which_way_and_why() {
         "plain",
         &["--files", "4", "--rows", "100", "--codec", "snappy"],
     );
-    let dry = copied.ok("compact", &["--stripes", "auto", "--dry-run"], 0);
-    all_made_by(&dry, "copy");
-    assert!(
-        outputs(&dry)[0]["why"]
-            .as_str()
-            .unwrap()
-            .contains("timestamp"),
-        "{dry}"
-    );
-    let dry = rewritten.ok("compact", &["--stripes", "auto", "--dry-run"], 0);
-    all_made_by(&dry, "rewrite");
-    assert!(
-        outputs(&dry)[0]["why"]
-            .as_str()
-            .unwrap()
-            .contains("--min-stripe-size"),
-        "{dry}"
-    );
+    for (partition, way, reason) in [
+        (&copied, "copy", "timestamp"),
+        (&rewritten, "rewrite", "--min-stripe-size"),
+    ] {
+        let dry = partition.ok("compact", &["--stripes", "auto", "--dry-run"], 0);
+        all_made_by(&dry, way);
+        assert!(
+            outputs(&dry)[0]["why"].as_str().unwrap().contains(reason),
+            "{dry}"
+        );
+    }
 
     let table = format!("{db}.cpp_ways");
     let text = stdout(&run(&[
@@ -548,20 +541,24 @@ fn dry_runs_and_deep_analysis_say_which_way_and_why() {
         "{text}"
     );
 
-    let o = run(&[
-        "analyze",
-        "--table",
-        &table,
-        "--deep",
-        "--stripes",
-        "auto",
-        "--json",
-    ]);
-    let rows: Vec<Value> = stdout(&o)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .filter(|v: &Value| v.get("partition").is_some())
-        .collect();
+    // The partition rows of `analyze --deep --json` under a stripe mode.
+    let deep_rows = |stripes: &str| -> Vec<Value> {
+        let o = run(&[
+            "analyze",
+            "--table",
+            &table,
+            "--deep",
+            "--stripes",
+            stripes,
+            "--json",
+        ]);
+        stdout(&o)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .filter(|v: &Value| v.get("partition").is_some())
+            .collect()
+    };
+    let rows = deep_rows("auto");
     for (spec, way, reason) in [
         ("p=ts", "copy", "timestamp"),
         ("p=plain", "rewrite", "--min-stripe-size"),
@@ -575,18 +572,8 @@ fn dry_runs_and_deep_analysis_say_which_way_and_why() {
         }
     }
     // analyze takes compact's stripe flags: forced copies are planned as copies.
-    let o = run(&[
-        "analyze",
-        "--table",
-        &table,
-        "--deep",
-        "--stripes",
-        "copy",
-        "--json",
-    ]);
-    let plain = stdout(&o)
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+    let plain = deep_rows("copy")
+        .into_iter()
         .find(|r| r["partition"] == "p=plain")
         .unwrap();
     for g in plain["plan"]["groups"].as_array().unwrap() {
