@@ -104,18 +104,18 @@ struct Chunk {
     budget: Option<OwnedSemaphorePermit>,
 }
 
-/// A spawned task that is aborted when its handle is dropped: a copy that fails or is dropped
-/// leaves no reads or opens running behind it.
-struct Task<T>(JoinHandle<T>);
+/// A spawned task that is aborted when its handle is dropped: a copy (or re-encode) that fails
+/// or is dropped leaves no reads, opens or decoding running behind it.
+pub(crate) struct Task<T>(JoinHandle<T>);
 
 impl<T: Send + 'static> Task<T> {
-    fn spawn(f: impl Future<Output = T> + Send + 'static) -> Self {
+    pub(crate) fn spawn(f: impl Future<Output = T> + Send + 'static) -> Self {
         Task(tokio::spawn(f))
     }
 }
 
 impl<T> Task<Result<T, OrcError>> {
-    async fn join(mut self) -> Result<T, OrcError> {
+    pub(crate) async fn join(mut self) -> Result<T, OrcError> {
         (&mut self.0)
             .await
             .map_err(|e| OrcError::Io(io::Error::other(format!("a read task ended: {e}"))))?

@@ -11,8 +11,9 @@ use std::future::Future;
 
 use arrow::record_batch::RecordBatch;
 use orc_rust::proto::r#type::Kind;
+use tokio::sync::mpsc;
 
-use super::copy::{open_ahead, Opens, ReadAhead};
+use super::copy::{open_ahead, Opens, ReadAhead, Task};
 use super::decode::Decoder;
 use super::digest::{Digester, Digests};
 use super::error::OrcError;
@@ -21,6 +22,10 @@ use super::stats::{contradictions, merge_file_statistics};
 use super::stored_statistics::StoredStatistics;
 use super::tail::OrcTail;
 use super::write::{OrcWriter, WriterOptions};
+
+/// Decoded batches queued between the decoding task and the encoding: enough that neither
+/// waits on the other's every batch, few enough that memory holds only a handful.
+const DECODED_AHEAD: usize = 4;
 
 /// What a re-encoded file holds, as written.
 #[derive(Clone, Debug)]
@@ -62,36 +67,28 @@ where
         let prefetch = if i == 0 { u64::MAX } else { prefetch };
         async move { Decoder::open(file.await?, &tail, prefetch).await }
     });
-    let decode = async move {
-        let mut decoder = next_decoder(&mut opens).await?;
-        options.bloom_filter_columns = decoder.bloom_columns.clone().unwrap_or_default();
+    // Decoding (and digesting) runs in a task of its own, a few batches ahead of the encoding
+    // here: on a multi-threaded runtime the two take a core each, and neither waits on the
+    // other but for a full or empty queue.
+    let rows: Vec<u64> = tails.iter().map(|t| t.rows).collect();
+    let write = async move {
+        let first = next_decoder(&mut opens).await?;
+        options.bloom_filter_columns = first.bloom_columns.clone().unwrap_or_default();
+        let (decoded, mut batches) = mpsc::channel(DECODED_AHEAD);
+        let decoding = Task::spawn(decode_all(first, opens, rows, decoded));
         let mut writer = OrcWriter::new(sink, options).await?;
-        let mut digester = Digester::new(&decoder.schema());
-        for (i, tail) in tails.iter().enumerate() {
-            if i > 0 {
-                decoder = next_decoder(&mut opens).await?;
-            }
-            let mut rows = 0;
-            while let Some(batch) = decoder.next().await? {
-                let batch = as_decoded(batch)?;
-                digester.update(&batch)?;
-                rows += batch.num_rows() as u64;
-                writer.write_batch(&as_written(batch)?).await?;
-            }
-            if rows != tail.rows {
-                return Err(OrcError::Decode(format!(
-                    "input {i}: {rows} rows decoded, its footer says {}",
-                    tail.rows
-                )));
-            }
+        while let Some(batch) = batches.recv().await {
+            writer.write_batch(&as_written(batch)?).await?;
         }
-        Ok((writer, digester))
+        // The queue closes when the decoding ends, whether it finished or failed.
+        let digester = decoding.join().await?;
+        Ok::<_, OrcError>((writer, digester))
     };
     let opener = async {
         opener.await;
-        Ok(())
+        Ok::<_, OrcError>(())
     };
-    let ((), (writer, digester)) = tokio::try_join!(opener, decode)?;
+    let ((), (writer, digester)) = tokio::try_join!(opener, write)?;
     let (written, _) = writer.finish().await?;
     // Independent of our decoder: what the original writers recorded about these values.
     let recorded: Vec<&StoredStatistics> = tails.iter().map(|t| &t.statistics).collect();
@@ -134,6 +131,39 @@ async fn next_decoder<R: RangeRead + Send + 'static>(
     let next = opens.next().await;
     let (_, opened) = next.ok_or_else(|| OrcError::Plan("an output without inputs".into()))??;
     Ok(opened.into_inner())
+}
+
+/// Decodes every input, `first` and then the rest out of `opens`, in order: each batch is
+/// digested and handed to `decoded`, and each input's decoded rows are checked against its
+/// footer's count (`rows`). Ends early, with `Ok`, when the encoding side has stopped listening.
+async fn decode_all<R: RangeRead + Send + 'static>(
+    first: Decoder<R>,
+    mut opens: Opens<usize, Decoder<R>>,
+    rows: Vec<u64>,
+    decoded: mpsc::Sender<RecordBatch>,
+) -> Result<Digester, OrcError> {
+    let mut digester = Digester::new(&first.schema());
+    let mut decoder = first;
+    for (i, expected) in rows.into_iter().enumerate() {
+        if i > 0 {
+            decoder = next_decoder(&mut opens).await?;
+        }
+        let mut rows = 0;
+        while let Some(batch) = decoder.next().await? {
+            let batch = as_decoded(batch)?;
+            digester.update(&batch)?;
+            rows += batch.num_rows() as u64;
+            if decoded.send(batch).await.is_err() {
+                return Ok(digester);
+            }
+        }
+        if rows != expected {
+            return Err(OrcError::Decode(format!(
+                "input {i}: {rows} rows decoded, its footer says {expected}"
+            )));
+        }
+    }
+    Ok(digester)
 }
 
 /// Decodes the file `tail` belongs to and returns its rows and column digests.
