@@ -437,6 +437,18 @@ impl Hdfs {
         }
     }
 
+    /// The ACL entries of a path: empty when it has none (or is gone), `None` when the
+    /// NameNode has ACLs disabled, so that no path has one.
+    pub async fn acl(&self, target: &Location) -> Result<Option<Vec<AclEntry>>, FsError> {
+        let client = self.client(target)?;
+        match client.get_acl_status(&target.path).await {
+            Ok(a) => Ok(Some(a.entries)),
+            Err(HdfsError::FileNotFound(_)) => Ok(Some(vec![])),
+            Err(HdfsError::RPCError(class, _)) if class.ends_with("AclException") => Ok(None),
+            Err(e) => Err(Self::io("reading the ACL of", target)(e)),
+        }
+    }
+
     /// Gives `target` the access `want`, as far as the user we act as may: ACL and permission
     /// first (its owner may set them), owner and group last (changing the owner takes an HDFS
     /// superuser; afterwards we may no longer be the owner). Returns what could not be set.

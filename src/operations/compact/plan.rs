@@ -2,7 +2,7 @@
 //! and their tails, group them by merge key and plan the outputs. No side effects but the lock:
 //! exactly what `--dry-run` prints.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::anyhow;
 use futures::{StreamExt, TryStreamExt};
@@ -109,9 +109,20 @@ pub(super) async fn plan(
     if !options.dry_run {
         *lock = take_lock(metastore, table, &found.spec, options, report).await?;
     }
+    let started = Instant::now();
     let snapshot = take_snapshot(hdfs, &found.location).await?;
+    tracing::debug!(
+        files = snapshot.files.len(),
+        seconds = started.elapsed().as_secs_f64(),
+        "listed and read every tail"
+    );
     check_no_write_in_progress(&snapshot, options.write_in_progress_age, SystemTime::now())?;
+    let started = Instant::now();
     check_one_access(hdfs, &snapshot).await?;
+    tracing::debug!(
+        seconds = started.elapsed().as_secs_f64(),
+        "checked the files' access"
+    );
     report.files_before = snapshot.files.len();
     report.bytes_before = snapshot.bytes();
     report.rows = snapshot.rows();
@@ -203,9 +214,12 @@ fn is_write_in_progress(length: u64, modified: u64, age: Duration, now_ms: u64) 
 /// Refuses a partition whose data files differ in who may read them: owner, group, permission
 /// bits or ACL entries. One output gets one access, so merging them (or copying them with the
 /// first file's access) would change who may read some rows. Zero-length files hold no rows and
-/// are left out. A Hadoop 3 listing marks files with an ACL only in a flag hdfs-native does not
-/// pass on, so once owners, groups and bits agree each file with rows has its ACL read: one
-/// more NameNode call per input, sixteen at a time.
+/// are left out.
+///
+/// A Hadoop 3 listing marks files with an ACL only in a flag hdfs-native does not pass on, so
+/// once owners, groups and bits agree each file with rows has its ACL read: one more NameNode
+/// call per input, sixteen at a time. Unless the first read finds ACLs disabled on the
+/// NameNode: then no file has one, and that one call is all.
 async fn check_one_access(hdfs: &Hdfs, snapshot: &Snapshot) -> Result<(), Stop> {
     let files: Vec<&DataFile> = snapshot.files.iter().filter(|f| f.length > 0).collect();
     let Some(first) = files.first() else {
@@ -228,26 +242,26 @@ async fn check_one_access(hdfs: &Hdfs, snapshot: &Snapshot) -> Result<(), Stop> 
             "one owner, group and mode (hdfs dfs -chown/-chmod)",
         ));
     }
-    let mut acls: Vec<(usize, Vec<AclEntry>)> =
-        futures::stream::iter(files.iter().enumerate().map(|(i, f)| async move {
-            let access = hdfs.access(&f.location).await?;
-            Ok::<_, crate::hdfs::FsError>((i, access.map(|a| a.acl).unwrap_or_default()))
-        }))
-        .buffer_unordered(16)
-        .try_collect()
-        .await
-        .map_err(|e| Stop::Failed(e.into()))?;
-    acls.sort_by_key(|(i, _)| *i);
+    let failed = |e: crate::hdfs::FsError| Stop::Failed(e.into());
+    let Some(first_acl) = hdfs.acl(&first.location).await.map_err(failed)? else {
+        return Ok(());
+    };
     let same =
-        |a: &[AclEntry], b: &[AclEntry]| a.len() == b.len() && a.iter().all(|e| b.contains(e));
-    let first_acl = &acls[0].1;
-    match acls.iter().find(|(_, acl)| !same(acl, first_acl)) {
-        Some((i, acl)) => Err(mixed(
+        |a: &[AclEntry]| a.len() == first_acl.len() && a.iter().all(|e| first_acl.contains(e));
+    let others = futures::stream::iter(files.iter().skip(1).map(|f| async move {
+        let acl = hdfs.acl(&f.location).await?.unwrap_or_default();
+        Ok::<_, crate::hdfs::FsError>((f, acl))
+    }))
+    .buffered(16)
+    .try_filter(|(_, acl)| futures::future::ready(!same(acl)));
+    let differing = std::pin::pin!(others).try_next().await.map_err(failed)?;
+    match differing {
+        Some((other, acl)) => Err(mixed(
             format!(
                 "{} ({} ACL entries) and {} ({} ACL entries)",
                 first.location,
                 first_acl.len(),
-                files[*i].location,
+                other.location,
                 acl.len()
             ),
             "one ACL (hdfs dfs -setfacl)",
