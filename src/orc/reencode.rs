@@ -5,7 +5,8 @@
 //!
 //! Memory: the decoders opened ahead hold at most a small first stripe each (`ReadAhead`'s
 //! `bytes_in_flight` shared among its `opens_in_flight`); the one being read holds one stripe
-//! and one decoded batch; the writer holds one output stripe.
+//! and one decoded batch, [`DECODED_AHEAD`] more wait for the writer, which holds the batch it
+//! encodes and one output stripe.
 
 use std::future::Future;
 
