@@ -7,7 +7,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::{StreamExt, TryStreamExt};
 use hdfs_native::file::FileReader;
@@ -49,9 +49,9 @@ impl FileSizes {
 }
 
 /// How many inputs keep the reader their tail was read with, for the copy. A kept reader is
-/// about 5.5 KiB (hdfs-native's block locations; measured on a one-block file), so 10,000 cost
-/// about 55 MiB; past that, files are opened again for the copy (two NameNode calls each
-/// instead of one) so memory stays bounded whatever the file count.
+/// about 5 KiB (hdfs-native's block locations; measured on a one-block file), so 10,000 cost
+/// about 50 MiB until the copy takes them; past that, files are opened again for the copy (two
+/// NameNode calls each instead of one) so memory stays bounded whatever the file count.
 const KEPT_READERS: usize = 10_000;
 
 #[derive(Debug, Clone)]
@@ -67,7 +67,33 @@ pub struct DataFile {
     pub tail: Option<OrcTail>,
     /// The reader its tail was read with, kept for the copy: one NameNode call per input (for
     /// the first [`KEPT_READERS`] of a partition).
-    reader: Option<KeptReader>,
+    reader: Kept,
+}
+
+/// A kept reader, handed out once ([`DataFile::open`]): what copies an input takes it, and it
+/// is freed once that input is done, not when the whole run is.
+#[derive(Debug, Default)]
+struct Kept(Mutex<Option<KeptReader>>);
+
+impl Kept {
+    fn new(reader: Option<KeptReader>) -> Self {
+        Kept(Mutex::new(reader))
+    }
+
+    fn take(&self) -> Option<KeptReader> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).take()
+    }
+}
+
+impl Clone for Kept {
+    fn clone(&self) -> Self {
+        Kept::new(
+            self.0
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone(),
+        )
+    }
 }
 
 /// An open reader of a data file: its block locations, no connection and no data.
@@ -87,7 +113,7 @@ impl DataFile {
 
     /// Opens the file to copy its bytes (for [`crate::orc::copy_pieces`]): the reader its tail
     /// was read with when the snapshot kept one, so the NameNode is asked once per file, else a
-    /// new one. The future owns what it needs, so the copy can run it as a task of its own. A
+    /// new one (also when the kept one was handed out before). The future owns what it needs, so the copy can run it as a task of its own. A
     /// file no longer of the snapshot's length is [`OrcError::Changed`]; one replaced or
     /// appended to after the snapshot is caught by the listing compared before the swap.
     pub fn open(
@@ -95,8 +121,8 @@ impl DataFile {
         hdfs: &Hdfs,
     ) -> impl Future<Output = Result<Arc<FileReader>, OrcError>> + Send + 'static {
         // The reader kept, or the client to open one with.
-        let source = match &self.reader {
-            Some(KeptReader(reader)) => Ok(Arc::clone(reader)),
+        let source = match self.reader.take() {
+            Some(KeptReader(reader)) => Ok(reader),
             None => Err(hdfs.client(&self.location)),
         };
         let location = self.location.clone();
@@ -185,6 +211,8 @@ impl Snapshot {
         let listing = check_listing(dir, hdfs.list(dir).await?)?;
         let client = hdfs.client(dir)?;
         let mut footers = SharedFooters::default();
+        // Sized once: grown by doubling, 100,000 entries left a third of it unused.
+        let files = Vec::with_capacity(listing.files.len());
         let files = futures::stream::iter(listing.files.into_iter().enumerate())
             .map(|(i, entry)| {
                 let client = client.clone();
@@ -229,7 +257,7 @@ impl Snapshot {
                         group: entry.group,
                         permission: entry.permission,
                         tail,
-                        reader,
+                        reader: Kept::new(reader),
                     })
                 }
             })
@@ -240,7 +268,10 @@ impl Snapshot {
                 }
                 file
             })
-            .try_collect()
+            .try_fold(files, |mut files, file| {
+                files.push(file);
+                futures::future::ready(Ok(files))
+            })
             .await?;
         Ok(Snapshot {
             dir: dir.clone(),
