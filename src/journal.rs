@@ -110,8 +110,6 @@ fn millis(rfc3339: &str) -> Option<i64> {
         .map(|t| t.timestamp_millis())
 }
 
-impl Journal {}
-
 /// Writes a new journal; fails if one exists.
 pub async fn write(hdfs: &impl Files, path: &Location, journal: &Journal) -> anyhow::Result<()> {
     let bytes = serde_json::to_vec_pretty(journal)?;
