@@ -171,6 +171,14 @@ pub struct Access {
     pub acl: Vec<AclEntry>,
 }
 
+/// What reading a path's ACL status found.
+enum AclRead {
+    Status(hdfs_native::acl::AclStatus),
+    Missing,
+    /// The NameNode has ACLs disabled (`dfs.namenode.acls.enabled=false`).
+    Disabled,
+}
+
 /// One part of an [`Access`] that could not be given to a path.
 #[derive(Debug)]
 pub struct NotKept {
@@ -416,35 +424,42 @@ impl Hdfs {
     /// Owner, group, permission and ACL of a path (one call); `Ok(None)` when it does not
     /// exist. On a NameNode with ACLs disabled, the ACL is empty.
     pub async fn access(&self, target: &Location) -> Result<Option<Access>, FsError> {
-        let client = self.client(target)?;
-        match client.get_acl_status(&target.path).await {
-            Ok(a) => Ok(Some(Access {
+        match self.acl_status(target).await? {
+            AclRead::Status(a) => Ok(Some(Access {
                 owner: a.owner,
                 group: a.group,
                 permission: a.permission,
                 acl: a.entries,
             })),
-            Err(HdfsError::FileNotFound(_)) => Ok(None),
-            Err(HdfsError::RPCError(class, _)) if class.ends_with("AclException") => {
-                Ok(self.status(target).await?.map(|s| Access {
-                    owner: s.owner,
-                    group: s.group,
-                    permission: s.permission,
-                    acl: vec![],
-                }))
-            }
-            Err(e) => Err(Self::io("reading the ACL of", target)(e)),
+            AclRead::Missing => Ok(None),
+            AclRead::Disabled => Ok(self.status(target).await?.map(|s| Access {
+                owner: s.owner,
+                group: s.group,
+                permission: s.permission,
+                acl: vec![],
+            })),
         }
     }
 
     /// The ACL entries of a path: empty when it has none (or is gone), `None` when the
     /// NameNode has ACLs disabled, so that no path has one.
     pub async fn acl(&self, target: &Location) -> Result<Option<Vec<AclEntry>>, FsError> {
+        Ok(match self.acl_status(target).await? {
+            AclRead::Status(a) => Some(a.entries),
+            AclRead::Missing => Some(vec![]),
+            AclRead::Disabled => None,
+        })
+    }
+
+    /// One `getAclStatus`, its two expected failures told apart from the rest.
+    async fn acl_status(&self, target: &Location) -> Result<AclRead, FsError> {
         let client = self.client(target)?;
         match client.get_acl_status(&target.path).await {
-            Ok(a) => Ok(Some(a.entries)),
-            Err(HdfsError::FileNotFound(_)) => Ok(Some(vec![])),
-            Err(HdfsError::RPCError(class, _)) if class.ends_with("AclException") => Ok(None),
+            Ok(a) => Ok(AclRead::Status(a)),
+            Err(HdfsError::FileNotFound(_)) => Ok(AclRead::Missing),
+            Err(HdfsError::RPCError(class, _)) if class.ends_with("AclException") => {
+                Ok(AclRead::Disabled)
+            }
             Err(e) => Err(Self::io("reading the ACL of", target)(e)),
         }
     }

@@ -54,7 +54,7 @@ impl FileSizes {
 /// NameNode calls each instead of one) so memory stays bounded whatever the file count.
 const KEPT_READERS: usize = 10_000;
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct DataFile {
     pub name: String,
     pub location: Location,
@@ -72,7 +72,7 @@ pub struct DataFile {
 
 /// A kept reader, handed out once ([`DataFile::open`]): what copies an input takes it, and it
 /// is freed once that input is done, not when the whole run is.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Kept(Mutex<Option<KeptReader>>);
 
 impl Kept {
@@ -82,17 +82,6 @@ impl Kept {
 
     fn take(&self) -> Option<KeptReader> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner).take()
-    }
-}
-
-impl Clone for Kept {
-    fn clone(&self) -> Self {
-        Kept::new(
-            self.0
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .clone(),
-        )
     }
 }
 
@@ -113,8 +102,8 @@ impl DataFile {
 
     /// Opens the file to copy its bytes (for [`crate::orc::copy_pieces`]): the reader its tail
     /// was read with when the snapshot kept one, so the NameNode is asked once per file, else a
-    /// new one (also when the kept one was handed out before). The future owns what it needs, so the copy can run it as a task of its own. A
-    /// file no longer of the snapshot's length is [`OrcError::Changed`]; one replaced or
+    /// new one (also when the kept one was handed out before). The future owns what it needs, so
+    /// the copy can run it as a task of its own. A file no longer of the snapshot's length is [`OrcError::Changed`]; one replaced or
     /// appended to after the snapshot is caught by the listing compared before the swap.
     pub fn open(
         &self,
@@ -153,7 +142,7 @@ impl DataFile {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Snapshot {
     pub dir: Location,
     pub files: Vec<DataFile>,
