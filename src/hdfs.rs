@@ -9,6 +9,7 @@ use std::io;
 use std::ops::Range;
 
 use bytes::Bytes;
+use futures::{Stream, StreamExt};
 use hdfs_native::acl::AclEntry;
 use hdfs_native::file::{FileReader, FileWriter};
 use hdfs_native::{Client, ClientBuilder, HdfsError, WriteOptions};
@@ -211,11 +212,13 @@ pub trait Files: Sync {
         target: &Location,
         recursive: bool,
     ) -> impl Future<Output = Result<bool, FsError>> + Send;
-    /// Creates `file`, which must not exist yet, holding `bytes`.
+    /// Creates `file`, which must not exist yet, holding the chunks as they come; an `Err`
+    /// chunk (the producer failed) fails the write and leaves no file behind, as far as a
+    /// delete can.
     fn write_new(
         &self,
         file: &Location,
-        bytes: Bytes,
+        chunks: impl Stream<Item = io::Result<Bytes>> + Send,
         permission: u16,
     ) -> impl Future<Output = anyhow::Result<()>> + Send;
 }
@@ -239,14 +242,23 @@ impl Files for Hdfs {
     async fn write_new(
         &self,
         file: &Location,
-        bytes: Bytes,
+        chunks: impl Stream<Item = io::Result<Bytes>> + Send,
         permission: u16,
     ) -> anyhow::Result<()> {
         let mut writer = self.create(file, permission).await?;
-        writer
-            .write_bytes(bytes)
-            .await
-            .map_err(|e| anyhow::anyhow!("writing {file}: {e}"))?;
+        let mut chunks = std::pin::pin!(chunks);
+        while let Some(chunk) = chunks.next().await {
+            let written = match chunk {
+                Ok(bytes) => writer.write_bytes(bytes).await.map_err(anyhow::Error::from),
+                Err(e) => Err(e.into()),
+            };
+            if let Err(e) = written {
+                drop(writer);
+                // Best effort: a half-written file must not pass for a whole one.
+                let _ = Hdfs::delete(self, file, false).await;
+                return Err(anyhow::anyhow!("writing {file}: {e}"));
+            }
+        }
         writer
             .close()
             .await
@@ -719,6 +731,8 @@ impl Sink for FileWriter {
 pub(crate) mod fake {
     use std::collections::BTreeMap;
 
+    use futures::TryStreamExt;
+
     use super::*;
 
     #[derive(Default)]
@@ -856,10 +870,12 @@ pub(crate) mod fake {
         async fn write_new(
             &self,
             file: &Location,
-            bytes: Bytes,
+            chunks: impl Stream<Item = io::Result<Bytes>> + Send,
             _permission: u16,
         ) -> anyhow::Result<()> {
             self.call("write", file)?;
+            let chunks: Vec<Bytes> = chunks.try_collect().await?;
+            let bytes = Bytes::from(chunks.concat());
             let mut state = self.state();
             let (dir, name) = parent(file);
             let length = bytes.len() as u64;

@@ -7,8 +7,11 @@
 //! rule for which files count as inputs).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufWriter, Write};
+use std::sync::Arc;
 
 use anyhow::{anyhow, Context};
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use crate::hdfs::{Files, Hdfs, Listing, Location, Probe};
@@ -110,10 +113,52 @@ fn millis(rfc3339: &str) -> Option<i64> {
         .map(|t| t.timestamp_millis())
 }
 
+/// Bytes of JSON sent to HDFS at a time.
+const CHUNK: usize = 1 << 20;
+
 /// Writes a new journal; fails if one exists.
-pub async fn write(hdfs: &impl Files, path: &Location, journal: &Journal) -> anyhow::Result<()> {
-    let bytes = serde_json::to_vec_pretty(journal)?;
-    hdfs.write_new(path, bytes.into(), 0o644).await
+///
+/// The JSON goes to HDFS a chunk at a time as it is serialised (on a blocking thread: serde's
+/// writers are synchronous), so it is never held whole: a run over 100,000 inputs has a
+/// journal of about 40 MiB, which held in one buffer was the peak of that run's memory.
+pub async fn write(
+    hdfs: &impl Files,
+    path: &Location,
+    journal: Arc<Journal>,
+) -> anyhow::Result<()> {
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<std::io::Result<Bytes>>(2);
+    let serialise = tokio::task::spawn_blocking(move || {
+        let mut out = BufWriter::with_capacity(CHUNK, Chunks(tx.clone()));
+        let done = serde_json::to_writer_pretty(&mut out, &*journal)
+            .map_err(std::io::Error::from)
+            .and_then(|()| out.flush());
+        if let Err(e) = done {
+            // The writer stops at this: a journal cut short is never closed as a whole one.
+            let _ = tx.blocking_send(Err(e));
+        }
+    });
+    let chunks = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
+    let written = hdfs.write_new(path, chunks, 0o644).await;
+    serialise
+        .await
+        .map_err(|e| anyhow!("serialising the journal {path}: {e}"))?;
+    written
+}
+
+/// The sending end of [`write`]'s chunks: each buffer the `BufWriter` hands over, in order.
+struct Chunks(tokio::sync::mpsc::Sender<std::io::Result<Bytes>>);
+
+impl Write for Chunks {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .blocking_send(Ok(Bytes::copy_from_slice(buf)))
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "writer stopped"))?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Replaces a journal atomically: the new text goes to a hidden sibling first, then one
@@ -128,7 +173,7 @@ async fn replace(hdfs: &Hdfs, path: &Location, journal: &Journal) -> anyhow::Res
             uuid::Uuid::new_v4().simple()
         ),
     };
-    write(hdfs, &tmp, journal).await?;
+    write(hdfs, &tmp, Arc::new(journal.clone())).await?;
     hdfs.replace(&tmp, path).await?;
     Ok(())
 }

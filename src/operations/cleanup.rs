@@ -36,6 +36,7 @@
 
 use futures::StreamExt;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, Context};
@@ -962,7 +963,7 @@ async fn execute_partition(
     options: &CleanupOptions,
 ) -> anyhow::Result<()> {
     for (path, j) in &p.rebuilt {
-        journal::write(hdfs, path, j).await?;
+        journal::write(hdfs, path, Arc::new(j.clone())).await?;
     }
     for dir in &p.dead_runs_removed {
         remove(

@@ -11,6 +11,7 @@
 //! partition parameters first (`journal::rebuild`).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use anyhow::anyhow;
 use serde::Serialize;
@@ -278,7 +279,7 @@ async fn execute(
 ) -> Result<(), Stop> {
     let run = &mut plan.run;
     if run.rebuilt {
-        journal::write(hdfs, &run.path, &run.journal).await?;
+        journal::write(hdfs, &run.path, Arc::new(run.journal.clone())).await?;
     }
     let j = &run.journal;
     let from = Location::parse(&j.new_location).map_err(|e| anyhow!("{e}"))?;

@@ -494,7 +494,7 @@ impl<'a, M: PartitionStore, H: Files> Run<'a, M, H> {
             _ => BTreeMap::new(),
         };
         let mtime = |t: &Location| mtimes.get(journal::file_name(&t.path)).copied();
-        let journal = Journal {
+        let journal = Arc::new(Journal {
             run_id: self.id.clone(),
             table: plan.table.qualified_name(),
             partition: plan.spec.name(),
@@ -546,9 +546,9 @@ impl<'a, M: PartitionStore, H: Files> Run<'a, M, H> {
             cleaned_at: None,
             rehomed_at: None,
             run_dir_cleaned_at: None,
-        };
+        });
         let path = layout::journal_path(&plan.home, &self.id);
-        if let Err(e) = journal::write(self.hdfs, &path, &journal).await {
+        if let Err(e) = journal::write(self.hdfs, &path, Arc::clone(&journal)).await {
             // The swap is done and correct; only the record is missing. Say so loudly.
             return Err(Stop::Failed(anyhow!(
                 "the partition was compacted and now points at {}, but writing the journal {} \
