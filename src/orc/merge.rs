@@ -215,10 +215,11 @@ fn build_tail(plan: &OutputPlan, tails: &[&OrcTail]) -> Result<Bytes, OrcError> 
     let postscript = proto::PostScript {
         footer_length: Some(footer_bytes.len() as u64),
         compression: Some(kind.to_proto()),
-        compression_block_size: first.postscript.compression_block_size,
-        version: first.file_version.clone(),
+        // Written even where the first input left them to their defaults: same meaning.
+        compression_block_size: Some(block),
+        version: first.file_version.to_vec(),
         metadata_length: Some(metadata_bytes.len() as u64),
-        writer_version: first.postscript.writer_version,
+        writer_version: Some(first.writer_version),
         stripe_statistics_length: None,
         magic: Some("ORC".into()),
     };
@@ -288,8 +289,8 @@ mod tests {
     /// A file's Metadata section decoded straight from its bytes, as the merge held it for
     /// every input before it kept the section stored.
     fn metadata_section(file: &[u8], tail: &OrcTail) -> Vec<proto::StripeStatistics> {
-        let ps = &tail.postscript;
         let ps_len = usize::from(file[file.len() - 1]);
+        let ps = proto::PostScript::decode(&file[file.len() - 1 - ps_len..file.len() - 1]).unwrap();
         let end = file.len() - 1 - ps_len - ps.footer_length.unwrap() as usize;
         let start = end - ps.metadata_length.unwrap_or(0) as usize;
         let plain = crate::orc::compress::decompress(
@@ -352,7 +353,7 @@ mod tests {
             assert_eq!(tail.stripe_statistics().unwrap().len(), tail.stripes.len());
             assert_eq!(tail.compression, input.compression);
             assert_eq!(tail.writer_version, input.writer_version);
-            assert_eq!(tail.software_version, input.software_version);
+            assert_eq!(tail.footer.software_version, input.footer.software_version);
             assert_eq!(
                 tail.statistics.column(0).unwrap().number_of_values,
                 Some(

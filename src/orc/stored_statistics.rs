@@ -14,8 +14,9 @@ use prost::Message;
 pub struct StoredStatistics {
     /// Every column's statistics, protobuf-encoded back to back.
     bytes: Box<[u8]>,
-    /// Where each column's encoding ends in `bytes`.
-    ends: Box<[usize]>,
+    /// Where each column's encoding ends in `bytes`: 4 bytes a column, not 8, since a
+    /// partition holds one of these per input (a Footer's statistics are far below 4 GiB).
+    ends: Box<[u32]>,
 }
 
 impl StoredStatistics {
@@ -24,7 +25,7 @@ impl StoredStatistics {
         let mut ends = Vec::with_capacity(columns.len());
         for c in columns {
             c.encode_raw(&mut bytes);
-            ends.push(bytes.len());
+            ends.push(u32::try_from(bytes.len()).unwrap_or(u32::MAX));
         }
         StoredStatistics {
             bytes: bytes.into_boxed_slice(),
@@ -43,8 +44,8 @@ impl StoredStatistics {
 
     /// Column `c`'s statistics, decoded.
     pub fn column(&self, c: usize) -> Option<ColumnStatistics> {
-        let end = *self.ends.get(c)?;
-        let start = if c == 0 { 0 } else { self.ends[c - 1] };
+        let end = *self.ends.get(c)? as usize;
+        let start = if c == 0 { 0 } else { self.ends[c - 1] as usize };
         // Encoded by `new` from a decoded message: it decodes.
         Some(
             ColumnStatistics::decode(&self.bytes[start..end])

@@ -44,7 +44,6 @@ impl StripeInfo {
 /// Everything the merge needs from one file's tail, already validated against the file length.
 #[derive(Clone, Debug)]
 pub struct OrcTail {
-    pub postscript: proto::PostScript,
     /// The Footer without what is the file's own: its stripes, column statistics and row count
     /// (kept as `stripes`, `statistics` and `rows`) and its header and content lengths. What
     /// remains (types, user metadata, writer) is usually the same for every file of a
@@ -65,8 +64,8 @@ pub struct OrcTail {
     pub writer: u32,
     /// The PostScript's writer version; absent means the original writer.
     pub writer_version: u32,
-    pub software_version: Option<String>,
-    pub file_version: Vec<u32>,
+    /// The PostScript's file version: `[0, 11]` or `[0, 12]`, the only ones read.
+    pub file_version: [u32; 2],
 }
 
 impl OrcTail {
@@ -84,6 +83,11 @@ impl OrcTail {
     /// The per-stripe statistics, decoded from the stored section (checked to parse when the
     /// tail was read).
     pub fn stripe_statistics(&self) -> Result<Vec<proto::StripeStatistics>, OrcError> {
+        if self.metadata.same_as_file {
+            return Ok(vec![proto::StripeStatistics {
+                col_stats: self.statistics.decode_all(),
+            }]);
+        }
         if self.metadata.entries == 0 {
             return Ok(Vec::new());
         }
@@ -105,10 +109,15 @@ impl OrcTail {
 /// write decodes one input's at a time instead ([`OrcTail::stripe_statistics`]).
 #[derive(Clone, Debug, Default)]
 pub struct StoredMetadata {
-    /// An owned copy, so the tail's read buffer is not kept alive by a slice of it.
+    /// An owned copy, so the tail's read buffer is not kept alive by a slice of it; empty when
+    /// `same_as_file`.
     bytes: Bytes,
     /// How many stripe statistics the section holds.
     entries: usize,
+    /// The section's one entry is the file's statistics, column for column (as writers make
+    /// them for a file of one stripe), so nothing more is kept: with many small files the
+    /// section would otherwise double what each input costs.
+    same_as_file: bool,
 }
 
 /// The footers of many tails, each distinct one held once: a partition's tails, held from
@@ -198,12 +207,12 @@ pub async fn read_tail<R: RangeRead>(reader: &R) -> Result<Option<OrcTail>, OrcE
             )))
         }
     }
-    let file_version = postscript.version.clone();
-    if !(file_version == [0, 11] || file_version == [0, 12]) {
-        return Err(OrcError::Unsupported(format!(
-            "file version {file_version:?}"
-        )));
-    }
+    let file_version = match postscript.version[..] {
+        [0, minor @ (11 | 12)] => [0, minor],
+        ref other => {
+            return Err(OrcError::Unsupported(format!("file version {other:?}")));
+        }
+    };
     let compression = Compression::from_proto(postscript.compression)?;
     compression.ensure_supported()?;
     let compression_block_size = postscript
@@ -256,10 +265,12 @@ pub async fn read_tail<R: RangeRead>(reader: &R) -> Result<Option<OrcTail>, OrcE
         &footer_bytes,
         "Footer",
     )?;
-    let metadata = StoredMetadata {
-        entries: count_stripe_statistics(compression, compression_block_size, &metadata_bytes)?,
-        bytes: Bytes::copy_from_slice(&metadata_bytes),
-    };
+    let metadata = stored_metadata(
+        compression,
+        compression_block_size,
+        &metadata_bytes,
+        &footer.statistics,
+    )?;
 
     let content_end = file_length - tail_length;
     let stripes = validate_stripes(&footer, content_end)?;
@@ -285,8 +296,6 @@ pub async fn read_tail<R: RangeRead>(reader: &R) -> Result<Option<OrcTail>, OrcE
     Ok(Some(OrcTail {
         writer: footer.writer.unwrap_or(0),
         writer_version: postscript.writer_version.unwrap_or(0),
-        software_version: footer.software_version.clone(),
-        postscript,
         footer: Arc::new(footer),
         statistics,
         metadata,
@@ -310,19 +319,32 @@ struct MetadataEntries {
 /// How many stripe statistics a stored Metadata section holds, each checked to parse (see
 /// [`StoredMetadata`]). Decoded one at a time: decoded all at once, a merged output's 10,000
 /// stripes of 16 columns took 80 MiB while it was verified.
-fn count_stripe_statistics(
+/// The Metadata section as kept: every entry checked to parse, and no bytes at all when its
+/// one entry equals the file statistics (then rebuilt from them on demand).
+fn stored_metadata(
     compression: Compression,
     block_size: u64,
     bytes: &Bytes,
-) -> Result<usize, OrcError> {
+    file_statistics: &[proto::ColumnStatistics],
+) -> Result<StoredMetadata, OrcError> {
     let plain = Bytes::from(decompress(compression, block_size, bytes, "Metadata")?);
     let entries = MetadataEntries::decode(plain)
         .map_err(|e| corrupt(format!("Metadata does not parse: {e}")))?;
+    let mut same_as_file = false;
     for entry in &entries.stripe_stats {
-        proto::StripeStatistics::decode(entry.as_ref())
+        let stripe = proto::StripeStatistics::decode(entry.as_ref())
             .map_err(|e| corrupt(format!("Metadata does not parse: {e}")))?;
+        same_as_file = entries.stripe_stats.len() == 1 && stripe.col_stats == file_statistics;
     }
-    Ok(entries.stripe_stats.len())
+    Ok(StoredMetadata {
+        bytes: if same_as_file {
+            Bytes::new()
+        } else {
+            Bytes::copy_from_slice(bytes)
+        },
+        entries: entries.stripe_stats.len(),
+        same_as_file,
+    })
 }
 
 fn decode_section<M: Message + Default>(
@@ -415,7 +437,8 @@ mod tests {
     #[test]
     fn stripe_statistics_are_counted_and_each_checked_to_parse() {
         let count = |bytes: Vec<u8>| {
-            count_stripe_statistics(Compression::None, DEFAULT_BLOCK_SIZE, &Bytes::from(bytes))
+            let bytes = Bytes::from(bytes);
+            stored_metadata(Compression::None, DEFAULT_BLOCK_SIZE, &bytes, &[]).map(|m| m.entries)
         };
         let two = proto::Metadata {
             stripe_stats: vec![proto::StripeStatistics::default(); 2],
@@ -451,15 +474,19 @@ mod tests {
         assert_eq!(tail.compression, Compression::Lz4);
         assert_eq!(tail.stripes.len(), 1);
         assert_eq!(tail.stripes[0].offset, 3);
-        assert_eq!(tail.file_version, vec![0, 12]);
+        assert_eq!(tail.file_version, [0, 12]);
         assert_eq!(tail.writer, 0);
-        assert_eq!(tail.software_version.as_deref(), Some("1.9.5"));
+        assert_eq!(tail.footer.software_version.as_deref(), Some("1.9.5"));
         assert!(tail.has_stripe_statistics());
         assert_eq!(tail.statistics.len(), tail.footer.types.len());
+        // One stripe: its statistics are the file's, so the section is not kept (merge's tests
+        // prove what is rebuilt equals the section decoded from the file).
+        assert!(tail.metadata.same_as_file && tail.metadata.bytes.is_empty());
 
         let tail = read(MULTI_STRIPE_ZSTD.to_vec()).unwrap().unwrap();
         assert_eq!(tail.compression, Compression::Zstd);
         assert!(tail.stripes.len() > 1);
+        assert!(tail.has_stripe_statistics() && !tail.metadata.same_as_file);
         assert_eq!(tail.stripes.iter().map(|s| s.rows).sum::<u64>(), tail.rows);
         assert_eq!(tail.content_end(), tail.stripes.last().unwrap().end());
     }

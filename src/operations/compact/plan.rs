@@ -540,7 +540,7 @@ fn writer_name(tail: &OrcTail) -> String {
         5 => "CUDF",
         _ => "other",
     };
-    match &tail.software_version {
+    match &tail.footer.software_version {
         Some(v) => format!("{who} {v}"),
         None => who.to_string(),
     }
