@@ -87,7 +87,7 @@ impl JournalInput {
     /// The record of an input file as the snapshot saw it.
     pub fn of(file: &DataFile) -> Self {
         JournalInput {
-            path: file.location.to_string(),
+            path: file.location().to_string(),
             length: file.length,
             modification_time: file.modification_time,
             rows: file.rows(),
@@ -425,7 +425,7 @@ pub async fn rebuild(
             .files
             .iter()
             .map(|f| JournalOutput {
-                path: f.location.to_string(),
+                path: f.location().to_string(),
                 length: f.length,
                 rows: f.rows(),
                 inputs: vec![],

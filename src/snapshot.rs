@@ -48,16 +48,19 @@ impl FileSizes {
     }
 }
 
-/// How many inputs keep the reader their tail was read with, for the copy. A kept reader is
-/// about 5 KiB (hdfs-native's block locations; measured on a one-block file), so 10,000 cost
-/// about 50 MiB until the copy takes them; past that, files are opened again for the copy (two
-/// NameNode calls each instead of one) so memory stays bounded whatever the file count.
+/// Up to how many data files a partition keeps the reader each tail was read with, for the
+/// copy. A kept reader is about 5 KiB (hdfs-native's block locations; measured on a one-block
+/// file), so 10,000 cost about 50 MiB until the copy takes them. A partition of more files keeps
+/// none and opens each file again for the copy (two NameNode calls each instead of one): its
+/// tails alone take hundreds of MiB, and the saving would touch only the first few percent.
 const KEPT_READERS: usize = 10_000;
 
 #[derive(Debug)]
 pub struct DataFile {
     pub name: String,
-    pub location: Location,
+    /// The partition directory, one copy for all its files: a path of its own cost each of
+    /// 100,000 inputs a couple of hundred bytes ([`DataFile::location`] builds it).
+    dir: Arc<Location>,
     pub length: u64,
     pub modification_time: u64,
     pub owner: String,
@@ -65,8 +68,8 @@ pub struct DataFile {
     pub permission: u16,
     /// `None` for a zero-length file: it holds zero rows.
     pub tail: Option<OrcTail>,
-    /// The reader its tail was read with, kept for the copy: one NameNode call per input (for
-    /// the first [`KEPT_READERS`] of a partition).
+    /// The reader its tail was read with, kept for the copy: one NameNode call per input (in a
+    /// partition of at most [`KEPT_READERS`] files).
     reader: Kept,
 }
 
@@ -96,6 +99,10 @@ impl std::fmt::Debug for KeptReader {
 }
 
 impl DataFile {
+    pub fn location(&self) -> Location {
+        self.dir.child(&self.name)
+    }
+
     pub fn rows(&self) -> u64 {
         self.tail.as_ref().map_or(0, |t| t.rows)
     }
@@ -112,9 +119,9 @@ impl DataFile {
         // The reader kept, or the client to open one with.
         let source = match self.reader.take() {
             Some(KeptReader(reader)) => Ok(reader),
-            None => Err(hdfs.client(&self.location)),
+            None => Err(hdfs.client(&self.location())),
         };
-        let location = self.location.clone();
+        let location = self.location();
         let length = self.length;
         async move {
             let io = |e: FsError| OrcError::Io(std::io::Error::other(e.to_string()));
@@ -198,48 +205,49 @@ impl Snapshot {
     /// Lists `dir` once and reads every data file's tail, concurrently.
     pub async fn take(hdfs: &Hdfs, dir: &Location) -> Result<Snapshot, SnapshotError> {
         let listing = check_listing(dir, hdfs.list(dir).await?)?;
+        let keep_readers = listing.files.len() <= KEPT_READERS;
         let client = hdfs.client(dir)?;
+        let shared_dir = Arc::new(dir.clone());
         let mut footers = SharedFooters::default();
         // Sized once: grown by doubling, 100,000 entries left a third of it unused.
         let files = Vec::with_capacity(listing.files.len());
-        let files = futures::stream::iter(listing.files.into_iter().enumerate())
-            .map(|(i, entry)| {
+        let files = futures::stream::iter(listing.files)
+            .map(|entry| {
                 let client = client.clone();
+                let dir = Arc::clone(&shared_dir);
                 let location = dir.child(&entry.name);
                 async move {
-                    let (tail, reader) =
-                        if entry.length == 0 {
-                            (None, None)
-                        } else {
-                            let reader = client.read(&location.path).await.map_err(|source| {
-                                FsError::Io {
+                    let (tail, reader) = if entry.length == 0 {
+                        (None, None)
+                    } else {
+                        let reader =
+                            client
+                                .read(&location.path)
+                                .await
+                                .map_err(|source| FsError::Io {
                                     op: "opening",
                                     location: location.to_string(),
                                     error: source,
-                                }
-                            })?;
-                            match read_tail(&reader).await {
-                                Ok(tail) => (
-                                    tail,
-                                    (i < KEPT_READERS).then(|| KeptReader(Arc::new(reader))),
-                                ),
-                                Err(source @ OrcError::Io(_)) => {
-                                    return Err(SnapshotError::Io {
-                                        file: location,
-                                        source,
-                                    })
-                                }
-                                Err(source) => {
-                                    return Err(SnapshotError::BadFile {
-                                        file: location,
-                                        source,
-                                    })
-                                }
+                                })?;
+                        match read_tail(&reader).await {
+                            Ok(tail) => (tail, keep_readers.then(|| KeptReader(Arc::new(reader)))),
+                            Err(source @ OrcError::Io(_)) => {
+                                return Err(SnapshotError::Io {
+                                    file: location,
+                                    source,
+                                })
                             }
-                        };
+                            Err(source) => {
+                                return Err(SnapshotError::BadFile {
+                                    file: location,
+                                    source,
+                                })
+                            }
+                        }
+                    };
                     Ok(DataFile {
                         name: entry.name,
-                        location,
+                        dir,
                         length: entry.length,
                         modification_time: entry.modification_time,
                         owner: entry.owner,

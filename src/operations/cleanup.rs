@@ -1107,7 +1107,7 @@ async fn rehome(
     {
         return Err(anyhow!(
             "{what}: {} is not one of run {}'s outputs; check the partition with verify",
-            stranger.location,
+            stranger.location(),
             run.run_id
         ));
     }
@@ -1126,7 +1126,7 @@ async fn rehome(
         .with_context(|| format!("{what}: reading {staging}"))?;
     for c in &copies.files {
         let (_, mut wrong) = verify::check_output(hdfs, c, records[c.name.as_str()], true).await?;
-        let (_, hash) = hash_file(hdfs, &c.location, c.length, &read_ahead)
+        let (_, hash) = hash_file(hdfs, &c.location(), c.length, &read_ahead)
             .await
             .map_err(|e| anyhow!("{what}: {e}"))?;
         if sent.get(&c.name) != Some(&hash) {
@@ -1149,8 +1149,8 @@ async fn rehome(
     let swapped = async {
         for c in &copies.files {
             let to = home.child(&c.name);
-            hdfs.rename(&c.location, &to).await?;
-            shown.push((to, c.location.clone()));
+            hdfs.rename(&c.location(), &to).await?;
+            shown.push((to, c.location()));
         }
         set_location(
             metastore,
@@ -1219,10 +1219,10 @@ async fn adopt(
     for file in snapshot
         .files
         .iter()
-        .filter(|f| run.adopted.contains(&f.location.to_string()))
+        .filter(|f| run.adopted.contains(&f.location().to_string()))
     {
         run.journal.outputs.push(JournalOutput {
-            path: file.location.to_string(),
+            path: file.location().to_string(),
             length: file.length,
             rows: file.rows(),
             inputs: vec![],

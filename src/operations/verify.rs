@@ -253,7 +253,7 @@ pub async fn check_output(
     if output.stripe_checksums.is_empty() {
         return Ok((0, mismatches));
     }
-    let reader = hdfs.open(&file.location).await?;
+    let reader = hdfs.open(&file.location()).await?;
     // A carried file keeps its input's name and has one checksum, of the whole file.
     let carried = output.inputs.len() == 1 && output.inputs[0] == journal::file_name(&output.path);
     let ranges: Vec<(u64, u64)> = match (&file.tail, carried) {
@@ -276,7 +276,7 @@ pub async fn check_output(
     let mut checked = 0;
     for (i, ((offset, length), expected)) in ranges.iter().zip(&output.stripe_checksums).enumerate()
     {
-        let found = xxh3_of(&reader, *offset, *length, &file.location).await?;
+        let found = xxh3_of(&reader, *offset, *length, &file.location()).await?;
         checked += 1;
         if found != *expected {
             mismatches.push(format!(
@@ -303,7 +303,7 @@ async fn check_digests(
             )],
         ));
     };
-    let reader = hdfs.open(&file.location).await?;
+    let reader = hdfs.open(&file.location()).await?;
     let expected = Digests {
         rows: output.rows,
         columns: output.column_digests.clone(),
@@ -318,7 +318,7 @@ async fn check_digests(
                 .into_iter()
                 .collect(),
         )),
-        Err(OrcError::Io(e)) => Err(anyhow!("reading {}: {e}", file.location)),
+        Err(OrcError::Io(e)) => Err(anyhow!("reading {}: {e}", file.location())),
         Err(e) => Ok((
             0,
             vec![format!("{}: its values cannot be decoded: {e}", file.name)],

@@ -197,7 +197,7 @@ fn check_no_write_in_progress(
             "{} is empty and was modified {}s ago, less than {}s: a writer is probably still \
              writing it; retry once it is closed (a truly empty file is compacted once it is \
              older; --min-age sets how old)",
-            f.location,
+            f.location(),
             now_ms.saturating_sub(f.modification_time) / 1000,
             age.as_secs()
         ))),
@@ -230,11 +230,11 @@ async fn check_one_access(hdfs: &Hdfs, snapshot: &Snapshot) -> Result<(), Stop> 
         return Err(mixed(
             format!(
                 "{} ({}:{} {:o}) and {} ({}:{} {:o})",
-                first.location,
+                first.location(),
                 first.owner,
                 first.group,
                 first.permission,
-                other.location,
+                other.location(),
                 other.owner,
                 other.group,
                 other.permission
@@ -243,13 +243,13 @@ async fn check_one_access(hdfs: &Hdfs, snapshot: &Snapshot) -> Result<(), Stop> 
         ));
     }
     let failed = |e: crate::hdfs::FsError| Stop::Failed(e.into());
-    let Some(first_acl) = hdfs.acl(&first.location).await.map_err(failed)? else {
+    let Some(first_acl) = hdfs.acl(&first.location()).await.map_err(failed)? else {
         return Ok(());
     };
     let same =
         |a: &[AclEntry]| a.len() == first_acl.len() && a.iter().all(|e| first_acl.contains(e));
     let others = futures::stream::iter(files.iter().skip(1).map(|f| async move {
-        let acl = hdfs.acl(&f.location).await?.unwrap_or_default();
+        let acl = hdfs.acl(&f.location()).await?.unwrap_or_default();
         Ok::<_, crate::hdfs::FsError>((f, acl))
     }))
     .buffered(16)
@@ -259,9 +259,9 @@ async fn check_one_access(hdfs: &Hdfs, snapshot: &Snapshot) -> Result<(), Stop> 
         Some((other, acl)) => Err(mixed(
             format!(
                 "{} ({} ACL entries) and {} ({} ACL entries)",
-                first.location,
+                first.location(),
                 first_acl.len(),
-                other.location,
+                other.location(),
                 acl.len()
             ),
             "one ACL (hdfs dfs -setfacl)",

@@ -172,9 +172,9 @@ impl<'a> Run<'a> {
             .ok_or_else(|| vanished(&self.plan.location))?;
         let file = match self.plan.snapshot.files.first() {
             Some(f) => hdfs
-                .access(&f.location)
+                .access(&f.location())
                 .await?
-                .ok_or_else(|| vanished(&f.location))?,
+                .ok_or_else(|| vanished(&f.location()))?,
             None => dir.clone(),
         };
         Ok(Inherited { dir, file })
@@ -282,7 +282,10 @@ impl<'a> Run<'a> {
                 return Err(Stop::Verification(format!(
                     "{target}: the copy of {} reads back as {} bytes with checksum {:016x}, \
                      expected {} bytes with {hash:016x}",
-                    source.location, found.0, found.1, source.length
+                    source.location(),
+                    found.0,
+                    found.1,
+                    source.length
                 )));
             }
             rows += source.rows();
@@ -536,7 +539,7 @@ impl<'a, M: PartitionStore, H: Files> Run<'a, M, H> {
             dropped_empty: plan
                 .dropped_empty
                 .iter()
-                .map(|&i| files[i].location.to_string())
+                .map(|&i| files[i].location().to_string())
                 .collect(),
             parameters_before: swapped.before,
             parameters_after: swapped.after,

@@ -322,7 +322,7 @@ pub(crate) async fn copy_file(
         read_ahead,
     )
     .await
-    .map_err(|e| copy_stop(&format!("copying {} to {target}", source.location), e))?;
+    .map_err(|e| copy_stop(&format!("copying {} to {target}", source.location()), e))?;
     close(writer, target).await?;
     Ok(hash)
 }
