@@ -116,12 +116,12 @@ impl DataFile {
         &self,
         hdfs: &Hdfs,
     ) -> impl Future<Output = Result<Arc<FileReader>, OrcError>> + Send + 'static {
+        let location = self.location();
         // The reader kept, or the client to open one with.
         let source = match self.reader.take() {
             Some(KeptReader(reader)) => Ok(reader),
-            None => Err(hdfs.client(&self.location())),
+            None => Err(hdfs.client(&location)),
         };
-        let location = self.location();
         let length = self.length;
         async move {
             let io = |e: FsError| OrcError::Io(std::io::Error::other(e.to_string()));

@@ -330,12 +330,19 @@ fn stored_metadata(
     let plain = Bytes::from(decompress(compression, block_size, bytes, "Metadata")?);
     let entries = MetadataEntries::decode(plain)
         .map_err(|e| corrupt(format!("Metadata does not parse: {e}")))?;
-    let mut same_as_file = false;
-    for entry in &entries.stripe_stats {
-        let stripe = proto::StripeStatistics::decode(entry.as_ref())
-            .map_err(|e| corrupt(format!("Metadata does not parse: {e}")))?;
-        same_as_file = entries.stripe_stats.len() == 1 && stripe.col_stats == file_statistics;
-    }
+    let decode = |entry: &Bytes| {
+        proto::StripeStatistics::decode(entry.as_ref())
+            .map_err(|e| corrupt(format!("Metadata does not parse: {e}")))
+    };
+    let same_as_file = match &entries.stripe_stats[..] {
+        [only] => decode(only)?.col_stats == file_statistics,
+        many => {
+            for entry in many {
+                decode(entry)?;
+            }
+            false
+        }
+    };
     Ok(StoredMetadata {
         bytes: if same_as_file {
             Bytes::new()
