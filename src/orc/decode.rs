@@ -5,6 +5,9 @@
 //! stripe has about 30 streams). So [`Chunks`] fetches the whole stripe an ask falls in and
 //! serves the stripe's other streams from it: memory holds one stripe of one file, never the
 //! file. A file no larger than the tail orc-rust reads first (16 KiB) is fetched in one read.
+//! A decoder of one column ([`Decoder::open_column`]) fetches only what orc-rust asks for, the
+//! streams of that column: reading a large stripe back column by column holds one column of
+//! it, not the stripe.
 
 use std::io;
 use std::ops::Range;
@@ -15,6 +18,7 @@ use arrow::record_batch::RecordBatch;
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
+use orc_rust::projection::ProjectionMask;
 use orc_rust::proto;
 use orc_rust::reader::AsyncChunkReader;
 use orc_rust::{ArrowReaderBuilder, ArrowStreamReader};
@@ -33,7 +37,7 @@ const FIRST_TAIL_READ: u64 = 16 * 1024;
 struct Chunks<R> {
     reader: R,
     len: u64,
-    /// Every stripe's bytes, in file order.
+    /// Every stripe's bytes, in file order; empty when each ask is fetched as it is.
     stripes: Vec<Range<u64>>,
     stripe: Option<(u64, Bytes)>,
     other: Option<(u64, Bytes)>,
@@ -43,7 +47,21 @@ struct Chunks<R> {
 }
 
 impl<R: RangeRead + Send> Chunks<R> {
+    fn new(reader: R, tail: &OrcTail, stripes: Vec<Range<u64>>) -> Self {
+        Chunks {
+            reader,
+            len: tail.file_length,
+            stripes,
+            stripe: None,
+            other: None,
+            failure: Arc::new(Mutex::new(None)),
+        }
+    }
+
     async fn bytes(&mut self, range: Range<u64>) -> Result<Bytes, OrcError> {
+        if range.is_empty() && range.end <= self.len {
+            return Ok(Bytes::new());
+        }
         for (start, bytes) in self.stripe.iter().chain(&self.other) {
             if range.start >= *start && range.end <= start + bytes.len() as u64 {
                 return Ok(
@@ -108,15 +126,8 @@ impl<R: RangeRead + Send + 'static> Decoder<R> {
     /// footer read for [`Decoder::bloom_columns`]) when it is at most `prefetch` bytes, so
     /// that decoders opened ahead have their first bytes ready.
     pub async fn open(reader: R, tail: &OrcTail, prefetch: u64) -> Result<Self, OrcError> {
-        let failure = Arc::new(Mutex::new(None));
-        let mut chunks = Chunks {
-            reader,
-            len: tail.file_length,
-            stripes: tail.stripes.iter().map(|s| s.offset..s.end()).collect(),
-            stripe: None,
-            other: None,
-            failure: Arc::clone(&failure),
-        };
+        let stripes = tail.stripes.iter().map(|s| s.offset..s.end()).collect();
+        let mut chunks = Chunks::new(reader, tail, stripes);
         let mut bloom_columns = None;
         if tail.file_length <= FIRST_TAIL_READ {
             chunks.bytes(0..tail.file_length).await?;
@@ -134,14 +145,41 @@ impl<R: RangeRead + Send + 'static> Decoder<R> {
                 .map_err(|e| OrcError::Corrupt(format!("a stripe footer: {e}")))?;
             bloom_columns = Some(bloom_filter_columns(&footer));
         }
+        let mut decoder = Self::build(chunks, |b| b).await?;
+        decoder.bloom_columns = bloom_columns;
+        Ok(decoder)
+    }
+
+    /// Opens `reader`, the file `tail` was read from, for the values of one top-level column,
+    /// the `column`th (from 0) of the table: only that column's streams are read, each as
+    /// orc-rust asks for it.
+    pub async fn open_column(reader: R, tail: &OrcTail, column: usize) -> Result<Self, OrcError> {
+        let chunks = Chunks::new(reader, tail, Vec::new());
+        Self::build(chunks, |builder| {
+            let root = builder.file_metadata().root_data_type();
+            let id = root
+                .children()
+                .get(column)
+                .map(|c| c.data_type().column_index());
+            let mask = ProjectionMask::roots(root, id);
+            builder.with_projection(mask)
+        })
+        .await
+    }
+
+    async fn build(
+        chunks: Chunks<R>,
+        configure: impl FnOnce(ArrowReaderBuilder<Chunks<R>>) -> ArrowReaderBuilder<Chunks<R>>,
+    ) -> Result<Self, OrcError> {
+        let failure = Arc::clone(&chunks.failure);
         let builder = match ArrowReaderBuilder::try_new_async(chunks).await {
-            Ok(builder) => builder,
+            Ok(builder) => configure(builder),
             Err(e) => return Err(take(&failure).unwrap_or(OrcError::Decode(e.to_string()))),
         };
         Ok(Decoder {
             stream: builder.build_async(),
             failure,
-            bloom_columns,
+            bloom_columns: None,
         })
     }
 

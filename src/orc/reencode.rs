@@ -9,6 +9,7 @@
 //! encodes and one output stripe.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use arrow::record_batch::RecordBatch;
 use orc_rust::proto::r#type::Kind;
@@ -168,11 +169,57 @@ async fn decode_all<R: RangeRead + Send + 'static>(
 }
 
 /// Decodes the file `tail` belongs to and returns its rows and column digests.
+///
+/// A file whose stripes are all at most [`ONE_PASS_UP_TO`] bytes is decoded in one pass, a
+/// stripe fetched at a time. A larger stripe (a re-encoded output's are tens of MiB) is read
+/// back one top-level column at a time, a pass per column holding that column of a stripe:
+/// the column's bytes are read once either way, the tail and stripe footers once per column.
 pub async fn digest_file<R>(reader: R, tail: &OrcTail) -> Result<Digests, OrcError>
 where
     R: RangeRead + Send + 'static,
 {
-    let mut decoder = Decoder::open(reader, tail, 0).await?;
+    digest_in_passes(reader, tail, ONE_PASS_UP_TO).await
+}
+
+/// Stripes up to this size are read back whole, all columns in one pass.
+const ONE_PASS_UP_TO: u64 = 8 << 20;
+
+async fn digest_in_passes<R>(
+    reader: R,
+    tail: &OrcTail,
+    one_pass_up_to: u64,
+) -> Result<Digests, OrcError>
+where
+    R: RangeRead + Send + 'static,
+{
+    let largest = tail.stripes.iter().map(|s| s.length()).max().unwrap_or(0);
+    let columns = tail
+        .footer
+        .types
+        .first()
+        .map_or(0, |root| root.subtypes.len());
+    if largest <= one_pass_up_to || columns < 2 {
+        return digest(Decoder::open(reader, tail, 0).await?).await;
+    }
+    let reader = Arc::new(reader);
+    let mut all = Digests::default();
+    for column in 0..columns {
+        let found = digest(Decoder::open_column(Arc::clone(&reader), tail, column).await?).await?;
+        if column > 0 && found.rows != all.rows {
+            return Err(OrcError::Decode(format!(
+                "column {column} reads back as {} rows, the first column as {}",
+                found.rows, all.rows
+            )));
+        }
+        all.rows = found.rows;
+        all.columns.extend(found.columns);
+    }
+    Ok(all)
+}
+
+async fn digest<R: RangeRead + Send + 'static>(
+    mut decoder: Decoder<R>,
+) -> Result<Digests, OrcError> {
     let mut digester = Digester::new(&decoder.schema());
     while let Some(batch) = decoder.next().await? {
         digester.update(&batch)?;
@@ -282,6 +329,45 @@ mod tests {
     fn many_stripes_become_one() {
         assert!(tail(MULTI_STRIPE_ZSTD).stripes.len() > 1);
         reencode_twice(MULTI_STRIPE_ZSTD);
+    }
+
+    /// A reader that remembers the largest read it served of the file's stripes (the bytes
+    /// before `.2`).
+    struct Largest(MemFile, Arc<std::sync::atomic::AtomicU64>, u64);
+
+    impl RangeRead for Largest {
+        async fn len(&self) -> std::io::Result<u64> {
+            self.0.len().await
+        }
+
+        async fn read(&self, range: std::ops::Range<u64>) -> std::io::Result<bytes::Bytes> {
+            if range.end <= self.2 {
+                let n = range.end - range.start;
+                self.1.fetch_max(n, std::sync::atomic::Ordering::Relaxed);
+            }
+            self.0.read(range).await
+        }
+    }
+
+    /// Read back a column at a time, a file gives the digests of one pass, reading less than
+    /// a stripe at once (orc-rust still reads the tail whole).
+    #[test]
+    fn column_by_column_digests_equal_one_pass() {
+        for input in [ALL_TYPES_LZ4, MULTI_STRIPE_ZSTD] {
+            let t = tail(input);
+            let whole = block_on(digest_file(MemFile::new(input), &t)).unwrap();
+            let largest = Arc::new(std::sync::atomic::AtomicU64::new(0));
+            let reader = Largest(MemFile::new(input), Arc::clone(&largest), t.content_end());
+            let by_column = block_on(digest_in_passes(reader, &t, 0)).unwrap();
+            assert_eq!(by_column, whole);
+            assert!(whole.columns.len() > 1);
+            let stripe = t.stripes.iter().map(|s| s.length()).max().unwrap();
+            let read = largest.load(std::sync::atomic::Ordering::Relaxed);
+            assert!(
+                read < stripe,
+                "read {read} bytes at once, stripes are {stripe}"
+            );
+        }
     }
 
     #[test]
