@@ -5,7 +5,7 @@
 //! means "-control literal bytes follow".
 
 use super::super::error::OrcError;
-use super::out_stream::OutStream;
+use super::out_stream::{Encoded, OutStream};
 
 /// The most values one run can hold: 130 repeats or 128 literals. Values are buffered up to the
 /// literal limit and encoded together, so every flush starts at a run boundary.
@@ -72,7 +72,7 @@ impl ByteRle {
         self.out.estimated_size() + self.pending.len()
     }
 
-    pub(crate) fn finish(&mut self) -> Result<Vec<u8>, OrcError> {
+    pub(crate) fn finish(&mut self) -> Result<Encoded, OrcError> {
         self.flush()?;
         self.out.finish()
     }
@@ -122,7 +122,7 @@ impl BoolRle {
         self.bytes.estimated_size() + 1
     }
 
-    pub(crate) fn finish(&mut self) -> Result<Vec<u8>, OrcError> {
+    pub(crate) fn finish(&mut self) -> Result<Encoded, OrcError> {
         if self.bits > 0 {
             self.bytes.write(self.current)?;
             self.current = 0;
@@ -148,11 +148,11 @@ mod tests {
         for _ in 0..100 {
             e.write(0).unwrap();
         }
-        assert_eq!(e.finish().unwrap(), vec![0x61, 0x00]);
+        assert_eq!(e.finish().unwrap().to_vec(), vec![0x61, 0x00]);
         let mut e = byte_rle();
         e.write(0x44).unwrap();
         e.write(0x45).unwrap();
-        assert_eq!(e.finish().unwrap(), vec![0xfe, 0x44, 0x45]);
+        assert_eq!(e.finish().unwrap().to_vec(), vec![0xfe, 0x44, 0x45]);
     }
 
     #[test]
@@ -164,7 +164,7 @@ mod tests {
         for v in &values {
             e.write(*v).unwrap();
         }
-        let bytes = e.finish().unwrap();
+        let bytes = e.finish().unwrap().to_vec();
         assert_eq!(decode_bytes(&bytes), values);
     }
 
@@ -181,7 +181,7 @@ mod tests {
             vec![0, 1, 1],
             "one byte pending in the RLE, one bit in the next"
         );
-        assert_eq!(e.finish().unwrap(), vec![0xfe, 0x80, 0x80]);
+        assert_eq!(e.finish().unwrap().to_vec(), vec![0xfe, 0x80, 0x80]);
     }
 
     /// The spec's decoding rule, written out for the tests.

@@ -5,30 +5,71 @@
 use super::super::compress::{compress, Compression};
 use super::super::error::OrcError;
 
+/// A stream's bytes as they were finished, chunk by chunk (compression chunks, or pieces of
+/// the block size without compression). A stripe of 64 MiB lives in these until it is written;
+/// one buffer per stream, grown by doubling, would hold up to twice that.
+#[derive(Debug, Default)]
+pub(crate) struct Encoded {
+    chunks: Vec<Vec<u8>>,
+    len: usize,
+}
+
+impl Encoded {
+    fn push(&mut self, chunk: Vec<u8>) {
+        self.len += chunk.len();
+        self.chunks.push(chunk);
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(crate) fn into_chunks(self) -> impl Iterator<Item = Vec<u8>> {
+        self.chunks.into_iter()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn to_vec(&self) -> Vec<u8> {
+        self.chunks.concat()
+    }
+}
+
+impl From<Vec<u8>> for Encoded {
+    fn from(bytes: Vec<u8>) -> Self {
+        let mut encoded = Encoded::default();
+        encoded.push(bytes);
+        encoded
+    }
+}
+
+/// Without compression a stream is still kept in pieces, of this size when the file's block
+/// size does not say.
+const PLAIN_PIECE: usize = 256 * 1024;
+
 pub(crate) struct OutStream {
     codec: Compression,
     block_size: usize,
     /// Uncompressed bytes of the chunk being filled.
     current: Vec<u8>,
-    /// Finished chunks, compressed (or the raw stream with codec NONE).
-    done: Vec<u8>,
+    /// Finished chunks, compressed (or plain with codec NONE).
+    done: Encoded,
 }
 
 impl OutStream {
     pub(crate) fn new(codec: Compression, block_size: u64) -> Self {
+        let block_size = match block_size as usize {
+            0 => PLAIN_PIECE,
+            n => n,
+        };
         Self {
             codec,
-            block_size: block_size as usize,
+            block_size,
             current: Vec::new(),
-            done: Vec::new(),
+            done: Encoded::default(),
         }
     }
 
     pub(crate) fn write(&mut self, mut data: &[u8]) -> Result<(), OrcError> {
-        if self.codec == Compression::None {
-            self.done.extend_from_slice(data);
-            return Ok(());
-        }
         while !data.is_empty() {
             let room = self.block_size - self.current.len();
             let take = room.min(data.len());
@@ -44,11 +85,18 @@ impl OutStream {
     }
 
     fn spill(&mut self) -> Result<(), OrcError> {
-        if !self.current.is_empty() {
-            let chunk = compress(self.codec, self.block_size as u64, &self.current)?;
-            self.done.extend_from_slice(&chunk);
-            self.current.clear();
+        if self.current.is_empty() {
+            return Ok(());
         }
+        if self.codec == Compression::None {
+            self.done.push(std::mem::take(&mut self.current));
+            return Ok(());
+        }
+        let mut chunk = compress(self.codec, self.block_size as u64, &self.current)?;
+        // Sized for the worst case; held until the stripe is written.
+        chunk.shrink_to_fit();
+        self.done.push(chunk);
+        self.current.clear();
         Ok(())
     }
 
@@ -56,8 +104,10 @@ impl OutStream {
     /// the compressed stream and the offset within its uncompressed bytes; without, the byte
     /// offset.
     pub(crate) fn position(&self, out: &mut Vec<u64>) {
-        out.push(self.done.len() as u64);
-        if self.codec != Compression::None {
+        if self.codec == Compression::None {
+            out.push((self.done.len() + self.current.len()) as u64);
+        } else {
+            out.push(self.done.len() as u64);
             out.push(self.current.len() as u64);
         }
     }
@@ -69,7 +119,7 @@ impl OutStream {
     }
 
     /// The finished stream's bytes; the stream is empty again afterwards.
-    pub(crate) fn finish(&mut self) -> Result<Vec<u8>, OrcError> {
+    pub(crate) fn finish(&mut self) -> Result<Encoded, OrcError> {
         self.spill()?;
         Ok(std::mem::take(&mut self.done))
     }
@@ -93,10 +143,10 @@ mod tests {
         pos.clear();
         s.position(&mut pos);
         assert_eq!(pos[1], 0, "a full chunk is spilled at once");
-        let bytes = s.finish().unwrap();
+        let bytes = s.finish().unwrap().to_vec();
         let plain = decompress(Compression::Zlib, 100, &bytes, "t").unwrap();
         assert_eq!(plain.len(), 200);
-        assert!(s.finish().unwrap().is_empty());
+        assert_eq!(s.finish().unwrap().len(), 0);
     }
 
     #[test]
@@ -106,6 +156,6 @@ mod tests {
         let mut pos = Vec::new();
         s.position(&mut pos);
         assert_eq!(pos, vec![3]);
-        assert_eq!(s.finish().unwrap(), vec![1, 2, 3]);
+        assert_eq!(s.finish().unwrap().to_vec(), vec![1, 2, 3]);
     }
 }

@@ -15,7 +15,7 @@
 //! another writer: any choice is valid ORC.
 
 use super::super::error::OrcError;
-use super::out_stream::OutStream;
+use super::out_stream::{Encoded, OutStream};
 
 const MAX_RUN: usize = 512;
 const MIN_REPEAT: usize = 3;
@@ -62,7 +62,7 @@ impl IntRleV2 {
         self.out.estimated_size() + self.pending.len() * 2
     }
 
-    pub(crate) fn finish(&mut self) -> Result<Vec<u8>, OrcError> {
+    pub(crate) fn finish(&mut self) -> Result<Encoded, OrcError> {
         self.flush()?;
         self.out.finish()
     }

@@ -223,8 +223,8 @@ impl<S: Sink> OrcWriter<S> {
             col_stats: parts.stats,
         });
         for (_, bytes) in parts.index.into_iter().chain(parts.data) {
-            if !bytes.is_empty() {
-                self.sink.write(Bytes::from(bytes)).await?;
+            for chunk in bytes.into_chunks().filter(|c| !c.is_empty()) {
+                self.sink.write(Bytes::from(chunk)).await?;
             }
         }
         self.sink.write(Bytes::from(footer)).await?;

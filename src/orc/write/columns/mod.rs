@@ -36,21 +36,21 @@ use orc_rust::proto::{self, column_encoding, r#type::Kind as TypeKind, stream::K
 use super::super::error::OrcError;
 use super::bloom::Bloom;
 use super::byte_rle::BoolRle;
-use super::out_stream::OutStream;
+use super::out_stream::{Encoded, OutStream};
 use super::statistics::{Kind as StatsKind, Stats};
 use super::Settings;
 
 /// The streams and footer entries one stripe collects from its columns, in column order.
 #[derive(Default)]
 pub(crate) struct StripeParts {
-    pub(crate) index: Vec<(proto::Stream, Vec<u8>)>,
-    pub(crate) data: Vec<(proto::Stream, Vec<u8>)>,
+    pub(crate) index: Vec<(proto::Stream, Encoded)>,
+    pub(crate) data: Vec<(proto::Stream, Encoded)>,
     pub(crate) encodings: Vec<proto::ColumnEncoding>,
     pub(crate) stats: Vec<proto::ColumnStatistics>,
 }
 
 impl StripeParts {
-    fn stream(&mut self, kind: Kind, column: u32, bytes: Vec<u8>, index: bool) {
+    fn stream(&mut self, kind: Kind, column: u32, bytes: Encoded, index: bool) {
         let stream = proto::Stream {
             kind: Some(kind as i32),
             column: Some(column),
@@ -63,7 +63,7 @@ impl StripeParts {
         }
     }
 
-    pub(crate) fn data_stream(&mut self, kind: Kind, column: u32, bytes: Vec<u8>) {
+    pub(crate) fn data_stream(&mut self, kind: Kind, column: u32, bytes: Encoded) {
         self.stream(kind, column, bytes, false);
     }
 }
@@ -259,13 +259,13 @@ impl Common {
                     .collect(),
             };
             let bytes = self.settings.compress_message(&index)?;
-            parts.stream(Kind::RowIndex, self.id, bytes, true);
+            parts.stream(Kind::RowIndex, self.id, bytes.into(), true);
             if let Some((_, done)) = &mut self.bloom {
                 let index = proto::BloomFilterIndex {
                     bloom_filter: std::mem::take(done),
                 };
                 let bytes = self.settings.compress_message(&index)?;
-                parts.stream(Kind::BloomFilterUtf8, self.id, bytes, true);
+                parts.stream(Kind::BloomFilterUtf8, self.id, bytes.into(), true);
             }
         }
         self.entries.clear();

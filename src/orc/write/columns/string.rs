@@ -93,12 +93,54 @@ impl Direct {
     }
 }
 
+/// Row ids in pieces of a fixed size: a stripe's ids (4 bytes per row, tens of MiB in a large
+/// stripe) grow without the slack of one doubling `Vec`, which could hold twice as much.
+#[derive(Default)]
+struct RowIds {
+    pieces: Vec<Vec<u32>>,
+    len: usize,
+}
+
+/// Memory a dictionary key takes besides its bytes: its hash table slot (a boxed slice and an
+/// id, at most 7/8 full) and its allocation's header.
+const KEY_OVERHEAD: usize = 48;
+
+/// Ids per piece of [`RowIds`] (256 KiB).
+const IDS_PER_PIECE: usize = 64 * 1024;
+
+impl RowIds {
+    fn push(&mut self, id: u32) {
+        match self.pieces.last_mut() {
+            Some(piece) if piece.len() < IDS_PER_PIECE => piece.push(id),
+            _ => {
+                let mut piece = Vec::with_capacity(IDS_PER_PIECE);
+                piece.push(id);
+                self.pieces.push(piece);
+            }
+        }
+        self.len += 1;
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.pieces.iter().flatten().copied()
+    }
+
+    fn clear(&mut self) {
+        self.pieces.clear();
+        self.len = 0;
+    }
+}
+
 /// The stripe's distinct values and, per row, the id of its value (ids in first-seen order
 /// until the stripe is flushed, when the dictionary is sorted).
 #[derive(Default)]
 struct Dictionary {
     ids: HashMap<Box<[u8]>, u32>,
-    rows: Vec<u32>,
+    rows: RowIds,
     bytes: usize,
     /// `rows.len()` at the start of each row group of the stripe.
     group_starts: Vec<usize>,
@@ -119,7 +161,7 @@ impl Dictionary {
     }
 
     fn pays(&self, threshold: f64) -> bool {
-        self.rows.is_empty() || self.ids.len() as f64 / self.rows.len() as f64 <= threshold
+        self.rows.len() == 0 || self.ids.len() as f64 / self.rows.len() as f64 <= threshold
     }
 
     /// Keys in first-seen order.
@@ -185,8 +227,8 @@ impl StringWriter {
             entry.data = self.direct.position();
         }
         let keys = dictionary.keys_by_id();
-        for id in &dictionary.rows {
-            self.direct.write(keys[*id as usize])?;
+        for id in dictionary.rows.iter() {
+            self.direct.write(keys[id as usize])?;
         }
         Ok(())
     }
@@ -213,7 +255,7 @@ impl StringWriter {
                 entry.data.clear();
                 rows.position(&mut entry.data);
             }
-            rows.write(i64::from(new_id[*id as usize]))?;
+            rows.write(i64::from(new_id[id as usize]))?;
         }
         for (_, entry) in groups {
             entry.data.clear();
@@ -273,11 +315,14 @@ impl ColumnWriter for StringWriter {
         Ok(())
     }
 
+    /// With a dictionary, what it holds in memory: its keys (with their hash table entry and
+    /// allocation) and 4 bytes of id per row. The reference writer counts its dictionary the
+    /// same way, so a stripe cut at `--stripe-size` holds about that much memory, however much
+    /// smaller its encoded ids will be.
     fn estimated_size(&self) -> usize {
-        let dictionary = self
-            .dictionary
-            .as_ref()
-            .map_or(0, |d| d.bytes + d.rows.len() * 2);
+        let dictionary = self.dictionary.as_ref().map_or(0, |d| {
+            d.bytes + d.ids.len() * KEY_OVERHEAD + d.rows.len() * size_of::<u32>()
+        });
         self.common.estimated_size() + self.direct.estimated_size() + dictionary
     }
 
