@@ -332,7 +332,7 @@ mod tests {
     }
 
     /// A reader that remembers the largest read it served of the file's stripes (the bytes
-    /// before `.2`).
+    /// before `.2`, the content's end).
     struct Largest(MemFile, Arc<std::sync::atomic::AtomicU64>, u64);
 
     impl RangeRead for Largest {
@@ -349,25 +349,66 @@ mod tests {
         }
     }
 
-    /// Read back a column at a time, a file gives the digests of one pass, reading less than
-    /// a stripe at once (orc-rust still reads the tail whole).
+    /// A file of several stripes of ~64 KiB, `struct<a:bigint,s:string>` of varied values,
+    /// written by our writer: larger than orc-rust's first tail read, so its stripes are
+    /// fetched as the decoder asks for them.
+    fn stripes_of_64k() -> Vec<u8> {
+        use arrow::array::{Int64Array, StringArray};
+        let t = tail(MULTI_STRIPE_ZSTD);
+        let schema = block_on(Decoder::open(MemFile::new(MULTI_STRIPE_ZSTD), &t, 0))
+            .unwrap()
+            .schema();
+        let mut options = WriterOptions::from_tail(&t);
+        options.stripe_size = 64 << 10;
+        let mut sink = VecSink::default();
+        block_on(async {
+            let mut writer = OrcWriter::new(&mut sink, options).await.unwrap();
+            let mut x: u64 = 1;
+            for _ in 0..10 {
+                let a: Int64Array = (0..10_000)
+                    .map(|_| {
+                        x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                        Some((x >> 1) as i64)
+                    })
+                    .collect();
+                let s: StringArray = a.iter().map(|v| v.map(|v| format!("{v:x}"))).collect();
+                let batch =
+                    RecordBatch::try_new(schema.clone(), vec![Arc::new(a), Arc::new(s)]).unwrap();
+                writer.write_batch(&batch).await.unwrap();
+            }
+            writer.finish().await.unwrap();
+        });
+        sink.data
+    }
+
+    /// Read back a column at a time, a file gives the digests of one pass (every type), and
+    /// no read of its stripes is as large as a stripe.
     #[test]
     fn column_by_column_digests_equal_one_pass() {
-        for input in [ALL_TYPES_LZ4, MULTI_STRIPE_ZSTD] {
-            let t = tail(input);
-            let whole = block_on(digest_file(MemFile::new(input), &t)).unwrap();
-            let largest = Arc::new(std::sync::atomic::AtomicU64::new(0));
-            let reader = Largest(MemFile::new(input), Arc::clone(&largest), t.content_end());
-            let by_column = block_on(digest_in_passes(reader, &t, 0)).unwrap();
-            assert_eq!(by_column, whole);
-            assert!(whole.columns.len() > 1);
-            let stripe = t.stripes.iter().map(|s| s.length()).max().unwrap();
-            let read = largest.load(std::sync::atomic::Ordering::Relaxed);
-            assert!(
-                read < stripe,
-                "read {read} bytes at once, stripes are {stripe}"
-            );
-        }
+        let t = tail(ALL_TYPES_LZ4);
+        let whole = block_on(digest_file(MemFile::new(ALL_TYPES_LZ4), &t)).unwrap();
+        assert!(whole.columns.len() > 1);
+        let by_column = block_on(digest_in_passes(MemFile::new(ALL_TYPES_LZ4), &t, 0)).unwrap();
+        assert_eq!(by_column, whole);
+
+        let file = bytes::Bytes::from(stripes_of_64k());
+        let t = block_on(read_tail(&MemFile::new(file.clone())))
+            .unwrap()
+            .unwrap();
+        assert!(t.stripes.len() > 3, "{} stripes", t.stripes.len());
+        let whole = block_on(digest_file(MemFile::new(file.clone()), &t)).unwrap();
+        let largest = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let reader = Largest(MemFile::new(file), Arc::clone(&largest), t.content_end());
+        let by_column = block_on(digest_in_passes(reader, &t, 0)).unwrap();
+        assert_eq!(by_column, whole);
+        assert_eq!(whole.rows, 100_000);
+        let stripe = t.stripes.iter().map(|s| s.length()).min().unwrap();
+        let read = largest.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(read > 0, "the stripes were read");
+        assert!(
+            read < stripe,
+            "read {read} bytes at once, the smallest stripe is {stripe}"
+        );
     }
 
     #[test]
