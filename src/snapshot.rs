@@ -15,11 +15,12 @@ use serde::Serialize;
 
 use crate::eligibility::{Refusal, Rule};
 use crate::hdfs::{FsError, Hdfs, Listing, Location};
-use crate::orc::{read_tail, OrcError, OrcTail, SharedFooters};
+use crate::orc::{read_tail, OrcError, OrcTail, SharedFooters, Task};
 
-/// How many tails are read at once: enough to hide NameNode and DataNode latency, few enough
-/// to stay gentle with a busy cluster.
-const TAIL_READS_IN_FLIGHT: usize = 16;
+/// How many tails are read at once: enough to hide NameNode and DataNode latency and to parse
+/// tails on every core (each read is a task of its own), few enough to stay gentle with a busy
+/// cluster.
+const TAIL_READS_IN_FLIGHT: usize = 32;
 
 /// Sizes of a partition's data files.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -216,7 +217,8 @@ impl Snapshot {
                 let client = client.clone();
                 let dir = Arc::clone(&shared_dir);
                 let location = dir.child(&entry.name);
-                async move {
+                let file = location.clone();
+                let task = Task::spawn(async move {
                     let (tail, reader) = if entry.length == 0 {
                         (None, None)
                     } else {
@@ -256,6 +258,14 @@ impl Snapshot {
                         tail,
                         reader: Kept::new(reader),
                     })
+                });
+                async move {
+                    task.output().await.map_err(|e| SnapshotError::Io {
+                        file,
+                        source: OrcError::Io(std::io::Error::other(format!(
+                            "the task reading its tail ended: {e}"
+                        ))),
+                    })?
                 }
             })
             .buffered(TAIL_READS_IN_FLIGHT)

@@ -114,9 +114,16 @@ impl<T: Send + 'static> Task<T> {
     }
 }
 
+impl<T> Task<T> {
+    /// What the task returned; `Err` when it panicked or was cancelled.
+    pub(crate) async fn output(mut self) -> Result<T, tokio::task::JoinError> {
+        (&mut self.0).await
+    }
+}
+
 impl<T> Task<Result<T, OrcError>> {
-    pub(crate) async fn join(mut self) -> Result<T, OrcError> {
-        (&mut self.0)
+    pub(crate) async fn join(self) -> Result<T, OrcError> {
+        self.output()
             .await
             .map_err(|e| OrcError::Io(io::Error::other(format!("a read task ended: {e}"))))?
     }

@@ -36,6 +36,7 @@ mod write;
 mod testutil;
 
 pub use compress::Compression;
+pub(crate) use copy::Task;
 pub use copy::{copy_pieces, Discard, Piece, ReadAhead};
 pub use digest::{ColumnDigest, Digester, Digests};
 pub use error::{OrcError, VerifyFailure};
