@@ -93,7 +93,12 @@ fn cmp_decimal(a: &str, b: &str) -> std::cmp::Ordering {
 
 /// Every column's min/max (and minChildren/maxChildren) in `output`'s file statistics is the
 /// extreme over the `inputs`' file statistics, or absent because some input lacks it.
-pub fn check_min_max(what: &str, inputs: &[&Value], output: &Value) {
+///
+/// A `reencoded` output's child counts are not compared with the inputs': our writer counts
+/// each list's and map's children, and ORC Java does not always (the 60,000-row files of
+/// `big_stripes`, whose lists hold 0-3 values, record a minimum of 1024; tests/rewrite.rs
+/// leaves child counts out of its comparison with a Java rewrite for the same reason).
+pub fn check_min_max(what: &str, inputs: &[&Value], output: &Value, reencoded: bool) {
     let cols = |m: &Value| -> Vec<Value> {
         m["fileStatistics"]
             .as_array()
@@ -149,6 +154,9 @@ pub fn check_min_max(what: &str, inputs: &[&Value], output: &Value) {
             ("minChildren", std::cmp::Ordering::Less),
             ("maxChildren", std::cmp::Ordering::Greater),
         ] {
+            if reencoded && key.ends_with("Children") {
+                continue;
+            }
             let values: Vec<Option<&Value>> = ins.iter().map(|f| f[c].get(key)).collect();
             let present: Vec<&Value> = values.iter().flatten().copied().collect();
             // Files without a value in the column carry no min/max: count=0 inputs do not
