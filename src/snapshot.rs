@@ -7,15 +7,21 @@
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
+use std::ops::Range;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use bytes::Bytes;
+use futures::future::Either;
 use futures::{StreamExt, TryStreamExt};
 use hdfs_native::file::FileReader;
 use serde::Serialize;
+use tokio::sync::{Semaphore, SemaphorePermit};
 
 use crate::eligibility::{Refusal, Rule};
 use crate::hdfs::{FsError, Hdfs, Listing, Location};
-use crate::orc::{read_tail, OrcError, OrcTail, SharedFooters, Task};
+use crate::orc::{
+    read_checked, read_tail, OrcError, OrcTail, RangeRead, SharedFooters, Task, SPECULATIVE_TAIL,
+};
 
 /// How many tails are read at once: enough to hide NameNode and DataNode latency and to parse
 /// tails on every core (each read is a task of its own), few enough to stay gentle with a busy
@@ -56,6 +62,18 @@ impl FileSizes {
 /// tails alone take hundreds of MiB, and the saving would touch only the first few percent.
 const KEPT_READERS: usize = 10_000;
 
+/// How many bytes of whole small files the snapshots of this process hold at once, at most.
+///
+/// A file no longer than [`SPECULATIVE_TAIL`] is read whole when its tail is read (the tail
+/// read fetches all of it anyway). Holding those bytes until the copy or re-encode takes them
+/// saves a second DataNode read per file, and, past [`KEPT_READERS`] files, a second NameNode
+/// call. Each is given back as soon as its input is done, so held bytes turn into the output
+/// being built rather than adding to it. The bound is one for the process (a static), not per
+/// partition: `--parallel` snapshots several partitions at once, and the memory bound is the
+/// process's. Files beyond it keep a reader, or nothing, as before.
+const HELD_BYTES: usize = 64 << 20;
+static HELD_BUDGET: Semaphore = Semaphore::const_new(HELD_BYTES);
+
 #[derive(Debug)]
 pub struct DataFile {
     pub name: String,
@@ -69,33 +87,78 @@ pub struct DataFile {
     pub permission: u16,
     /// `None` for a zero-length file: it holds zero rows.
     pub tail: Option<OrcTail>,
-    /// The reader its tail was read with, kept for the copy: one NameNode call per input (in a
-    /// partition of at most [`KEPT_READERS`] files).
-    reader: Kept,
+    /// What its tail was read from, kept for the copy: the whole file, or its reader (one
+    /// NameNode call per input), when the snapshot was taken to read the files again
+    /// ([`Snapshot::take_to_read`]).
+    source: Kept,
 }
 
-/// A kept reader, handed out once ([`DataFile::open`]): what copies an input takes it, and it
+/// A kept source, handed out once ([`DataFile::open`]): what copies an input takes it, and it
 /// is freed once that input is done, not when the whole run is.
 #[derive(Debug)]
-struct Kept(Mutex<Option<KeptReader>>);
+struct Kept(Mutex<Option<Source>>);
 
 impl Kept {
-    fn new(reader: Option<KeptReader>) -> Self {
-        Kept(Mutex::new(reader))
+    fn new(source: Option<Source>) -> Self {
+        Kept(Mutex::new(source))
     }
 
-    fn take(&self) -> Option<KeptReader> {
+    fn take(&self) -> Option<Source> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner).take()
     }
 }
 
-/// An open reader of a data file: its block locations, no connection and no data.
-#[derive(Clone)]
-struct KeptReader(Arc<FileReader>);
+/// Where an input's bytes are read from for the copy or re-encode.
+pub enum Source {
+    /// An open reader: its block locations, no connection and no data.
+    Reader(Arc<FileReader>),
+    /// The whole file, read with its tail, and its share of [`HELD_BUDGET`] (given back when
+    /// dropped).
+    Held {
+        bytes: Bytes,
+        _budget: SemaphorePermit<'static>,
+    },
+}
 
-impl std::fmt::Debug for KeptReader {
+impl std::fmt::Debug for Source {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "KeptReader({} bytes)", self.0.file_length())
+        match self {
+            Source::Reader(r) => write!(f, "Reader({} bytes)", r.file_length()),
+            Source::Held { bytes, .. } => write!(f, "Held({} bytes)", bytes.len()),
+        }
+    }
+}
+
+impl Source {
+    fn length(&self) -> u64 {
+        match self {
+            Source::Reader(r) => r.file_length() as u64,
+            Source::Held { bytes, .. } => bytes.len() as u64,
+        }
+    }
+}
+
+impl RangeRead for Source {
+    fn len(&self) -> impl Future<Output = std::io::Result<u64>> + Send {
+        futures::future::ready(Ok(self.length()))
+    }
+
+    fn read(&self, range: Range<u64>) -> impl Future<Output = std::io::Result<Bytes>> + Send {
+        match self {
+            Source::Reader(r) => Either::Left(r.read(range)),
+            Source::Held { bytes, .. } => Either::Right(futures::future::ready(
+                // The engine never reads past the end; should it, fail as hdfs-native would
+                // rather than panic on the slice.
+                if range.start <= range.end && range.end <= bytes.len() as u64 {
+                    Ok(bytes.slice(range.start as usize..range.end as usize))
+                } else {
+                    Err(std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        format!("bytes {range:?} of a file of {}", bytes.len()),
+                    ))
+                },
+            )),
+        }
     }
 }
 
@@ -108,44 +171,45 @@ impl DataFile {
         self.tail.as_ref().map_or(0, |t| t.rows)
     }
 
-    /// Opens the file to copy its bytes (for [`crate::orc::copy_pieces`]): the reader its tail
-    /// was read with when the snapshot kept one, so the NameNode is asked once per file, else a
-    /// new one (also when the kept one was handed out before). The future owns what it needs, so
-    /// the copy can run it as a task of its own. A file no longer of the snapshot's length is [`OrcError::Changed`]; one replaced or
-    /// appended to after the snapshot is caught by the listing compared before the swap.
+    /// Opens the file to copy its bytes (for [`crate::orc::copy_pieces`]): what the snapshot
+    /// kept of it (the whole file, or the reader its tail was read with: no NameNode call),
+    /// else a new reader (also when the kept one was handed out before). The future owns what
+    /// it needs, so the copy can run it as a task of its own. A file no longer of the
+    /// snapshot's length is [`OrcError::Changed`]; one replaced or appended to after the
+    /// snapshot is caught by the listing compared before the swap.
     pub fn open(
         &self,
         hdfs: &Hdfs,
-    ) -> impl Future<Output = Result<Arc<FileReader>, OrcError>> + Send + 'static {
+    ) -> impl Future<Output = Result<Source, OrcError>> + Send + 'static {
         let location = self.location();
-        // The reader kept, or the client to open one with.
-        let source = match self.reader.take() {
-            Some(KeptReader(reader)) => Ok(reader),
+        // What was kept, or the client to open a reader with.
+        let kept = match self.source.take() {
+            Some(source) => Ok(source),
             None => Err(hdfs.client(&location)),
         };
         let length = self.length;
         async move {
             let io = |e: FsError| OrcError::Io(std::io::Error::other(e.to_string()));
-            let reader = match source {
-                Ok(reader) => reader,
+            let source = match kept {
+                Ok(source) => source,
                 Err(client) => {
                     let reader = client.map_err(io)?.read(&location.path).await;
-                    Arc::new(reader.map_err(|error| {
+                    Source::Reader(Arc::new(reader.map_err(|error| {
                         io(FsError::Io {
                             op: "opening",
                             location: location.to_string(),
                             error,
                         })
-                    })?)
+                    })?))
                 }
             };
-            let now = reader.file_length() as u64;
+            let now = source.length();
             if now != length {
                 return Err(OrcError::Changed(format!(
                     "{location} is {now} bytes long now, {length} when planned"
                 )));
             }
-            Ok(reader)
+            Ok(source)
         }
     }
 }
@@ -202,11 +266,44 @@ pub fn check_listing(dir: &Location, listing: Option<Listing>) -> Result<Listing
     Ok(listing)
 }
 
+/// The file whole when it is small enough that reading its tail reads all of it, its reader
+/// agrees with the listing's length and [`HELD_BUDGET`] has room; else its reader.
+async fn held_or_reader(reader: FileReader, listed: u64) -> Result<Source, OrcError> {
+    let length = reader.file_length() as u64;
+    let budget = (length == listed && length <= SPECULATIVE_TAIL)
+        .then(|| HELD_BUDGET.try_acquire_many(length as u32).ok())
+        .flatten();
+    let reader = Source::Reader(Arc::new(reader));
+    let Some(budget) = budget else {
+        return Ok(reader);
+    };
+    let bytes = read_checked(&reader, 0..length, length, "the whole file").await?;
+    Ok(Source::Held {
+        bytes,
+        _budget: budget,
+    })
+}
+
 impl Snapshot {
-    /// Lists `dir` once and reads every data file's tail, concurrently.
+    /// Lists `dir` once and reads every data file's tail, concurrently; keeps nothing else.
     pub async fn take(hdfs: &Hdfs, dir: &Location) -> Result<Snapshot, SnapshotError> {
+        Self::take_keeping(hdfs, dir, false).await
+    }
+
+    /// [`Snapshot::take`] for a run that reads the files again ([`DataFile::open`]): keeps
+    /// small files whole and the other files' readers, as far as [`HELD_BYTES`] and
+    /// [`KEPT_READERS`] allow.
+    pub async fn take_to_read(hdfs: &Hdfs, dir: &Location) -> Result<Snapshot, SnapshotError> {
+        Self::take_keeping(hdfs, dir, true).await
+    }
+
+    async fn take_keeping(
+        hdfs: &Hdfs,
+        dir: &Location,
+        keep: bool,
+    ) -> Result<Snapshot, SnapshotError> {
         let listing = check_listing(dir, hdfs.list(dir).await?)?;
-        let keep_readers = listing.files.len() <= KEPT_READERS;
+        let keep_readers = keep && listing.files.len() <= KEPT_READERS;
         let client = hdfs.client(dir)?;
         let shared_dir = Arc::new(dir.clone());
         let mut footers = SharedFooters::default();
@@ -219,7 +316,7 @@ impl Snapshot {
                 let location = dir.child(&entry.name);
                 let file = location.clone();
                 let task = Task::spawn(async move {
-                    let (tail, reader) = if entry.length == 0 {
+                    let (tail, source) = if entry.length == 0 {
                         (None, None)
                     } else {
                         let reader =
@@ -231,8 +328,19 @@ impl Snapshot {
                                     location: location.to_string(),
                                     error: source,
                                 })?;
-                        match read_tail(&reader).await {
-                            Ok(tail) => (tail, keep_readers.then(|| KeptReader(Arc::new(reader)))),
+                        let read = async {
+                            let source = if keep {
+                                held_or_reader(reader, entry.length).await?
+                            } else {
+                                Source::Reader(Arc::new(reader))
+                            };
+                            Ok((read_tail(&source).await?, source))
+                        };
+                        match read.await {
+                            Ok((tail, source)) => {
+                                let kept = matches!(source, Source::Held { .. }) || keep_readers;
+                                (tail, kept.then_some(source))
+                            }
                             Err(source @ OrcError::Io(_)) => {
                                 return Err(SnapshotError::Io {
                                     file: location,
@@ -256,7 +364,7 @@ impl Snapshot {
                         group: entry.group,
                         permission: entry.permission,
                         tail,
-                        reader: Kept::new(reader),
+                        source: Kept::new(source),
                     })
                 });
                 async move {
@@ -328,5 +436,29 @@ impl Snapshot {
             changes.push(format!("subdirectory {d} appeared"));
         }
         changes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_held_file_reads_like_the_file_and_gives_its_budget_back() {
+        let before = HELD_BUDGET.available_permits();
+        let source = Source::Held {
+            bytes: Bytes::from_static(b"ORC and the rest"),
+            _budget: HELD_BUDGET.try_acquire_many(16).unwrap(),
+        };
+        assert!(HELD_BUDGET.available_permits() <= before - 16);
+        let read = |range| futures::executor::block_on(source.read(range));
+        assert_eq!(futures::executor::block_on(source.len()).unwrap(), 16);
+        assert_eq!(read(4..7).unwrap(), Bytes::from_static(b"and"));
+        assert_eq!(read(16..16).unwrap(), Bytes::new());
+        // Past the end is an error, as hdfs-native's would be, not a panic.
+        assert!(read(10..17).is_err());
+        assert!(read(17..20).is_err());
+        drop(source);
+        assert!(HELD_BUDGET.available_permits() >= before);
     }
 }

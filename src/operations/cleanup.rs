@@ -1097,7 +1097,7 @@ async fn rehome(
         .iter()
         .map(|o| (file_name(&o.path), o))
         .collect();
-    let outputs = Snapshot::take(hdfs, &p.current)
+    let outputs = Snapshot::take_to_read(hdfs, &p.current)
         .await
         .with_context(|| format!("{what}: reading {}", p.current))?;
     if let Some(stranger) = outputs

@@ -40,6 +40,7 @@ pub(crate) use copy::Task;
 pub use copy::{copy_pieces, Discard, Piece, ReadAhead};
 pub use digest::{ColumnDigest, Digester, Digests};
 pub use error::{OrcError, VerifyFailure};
+pub(crate) use io::read_checked;
 pub use io::{RangeRead, Sink};
 #[cfg(test)]
 pub use key::key_of;
@@ -52,6 +53,7 @@ pub use reencode::{digest_file, reencode, ReencodedOutput};
 pub use shape::OutputShape;
 pub use stats::{merge_column_statistics, merge_file_statistics};
 pub use stored_statistics::StoredStatistics;
+pub(crate) use tail::SPECULATIVE_TAIL;
 pub use tail::{read_tail, OrcTail, SharedFooters, StripeInfo};
 pub use verify::{verify_output, verify_tail};
 pub use write::{OrcWriter, WriterOptions, WrittenFile};

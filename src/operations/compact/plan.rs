@@ -110,7 +110,7 @@ pub(super) async fn plan(
         *lock = take_lock(metastore, table, &found.spec, options, report).await?;
     }
     let started = Instant::now();
-    let snapshot = take_snapshot(hdfs, &found.location).await?;
+    let snapshot = take_snapshot(hdfs, &found.location, !options.dry_run).await?;
     tracing::debug!(
         files = snapshot.files.len(),
         seconds = started.elapsed().as_secs_f64(),
@@ -316,20 +316,24 @@ pub(super) fn lock_stop(e: LockError) -> Stop {
     }
 }
 
-/// Steps 2 and 3: snapshot the files and read every tail.
-async fn take_snapshot(hdfs: &Hdfs, location: &Location) -> Result<Snapshot, Stop> {
-    Snapshot::take(hdfs, location)
-        .await
-        .map_err(|e| match e.refusal() {
-            Some(r) => Stop::Refused(r),
-            None => match e {
-                SnapshotError::Missing(_) => Stop::Failed(anyhow!(
-                    "{e}: the metastore points at a directory that is gone; fix the partition's \
+/// Steps 2 and 3: snapshot the files and read every tail, keeping what the copy will read
+/// when it will (`to_read`: not on a dry run).
+async fn take_snapshot(hdfs: &Hdfs, location: &Location, to_read: bool) -> Result<Snapshot, Stop> {
+    let snapshot = if to_read {
+        Snapshot::take_to_read(hdfs, location).await
+    } else {
+        Snapshot::take(hdfs, location).await
+    };
+    snapshot.map_err(|e| match e.refusal() {
+        Some(r) => Stop::Refused(r),
+        None => match e {
+            SnapshotError::Missing(_) => Stop::Failed(anyhow!(
+                "{e}: the metastore points at a directory that is gone; fix the partition's \
                  location (ALTER TABLE ... PARTITION ... SET LOCATION)"
-                )),
-                other => Stop::Failed(other.into()),
-            },
-        })
+            )),
+            other => Stop::Failed(other.into()),
+        },
+    })
 }
 
 /// Groups the files by merge key and plans each group's outputs; fills the report's groups,
