@@ -30,7 +30,7 @@ use tracing::Instrument;
 /// jemalloc instead of glibc's malloc. Measured on 10,000 files of 60 rows (the re-encode
 /// benchmark): glibc spent ~14% of the run in malloc and free, its arenas contended between
 /// the decoding and encoding threads, and it kept freed memory: peak RSS about 190 MiB for a
-/// heap that never passed 80 MiB. With jemalloc: user CPU 7.9 -> 6.0 s, peak RSS ~136 MiB.
+/// heap that never passed 80 MiB. With jemalloc: user CPU 7.9 -> 5.9-6.6 s, peak RSS ~136 MiB.
 /// mimalloc was as fast but held more at 100,000 files (BENCHMARKS.md, "What we learned").
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;

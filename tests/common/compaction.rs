@@ -215,9 +215,10 @@ pub fn check_compactions(runs: &[Compaction]) {
             }
             // A stripe copy keeps its inputs' codec and writer; a re-encode writes the codec
             // its group was planned with, as the current Java writer (docs/orc-writer.md).
-            let reencoded = group_of(r, name).is_some_and(|g| g.1["made_by"] == "rewrite");
-            let (compression, writer) = match group_of(r, name) {
-                Some(g) if reencoded => (
+            let rewritten = group_of(r, name).filter(|g| g.1["made_by"] == "rewrite");
+            let reencoded = rewritten.is_some();
+            let (compression, writer) = match rewritten {
+                Some(g) => (
                     g.0["compression"].clone(),
                     Value::from(REWRITE_WRITER_VERSION),
                 ),
