@@ -566,9 +566,10 @@ def reencode_report(runs):
             lines.append(f"| {d['what']} | {label}{bad} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | "
                          f"{r['peak_rss_mib']:.0f} | {d['files_before']:,} → "
                          f"{r.get('files_after')} | {r.get('rows_after') or d['rows']:,} |")
-    lines += ["", "Reading the outputs back (local disk, median of 3 after one untimed pass; "
-              f"one column: `{READ_COLUMN}`; the Spark scan is `sum(hash(*))`, every column "
-              "decoded, and its sums must agree):", "",
+    lines += ["", "Reading the outputs back (local disk; pyarrow: median of 3 after one untimed "
+              f"pass, one column: `{READ_COLUMN}`; Spark: `sum(hash(*))`, every column decoded, "
+              "median of 5 rounds over every output after one untimed scan of each, and its "
+              "sums must agree):", "",
               "| dataset | output | files | stripes | MiB | pyarrow whole s | pyarrow one column "
               "s | Spark scan s | sum(hash(*)) |", "|---|---|--:|--:|--:|--:|--:|--:|--:|"]
     f = lambda v: "–" if v is None else f"{v:.3f}"
