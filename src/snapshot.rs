@@ -149,8 +149,8 @@ impl RangeRead for Source {
         match self {
             Source::Reader(r) => Either::Left(r.read(range)),
             Source::Held { bytes, .. } => Either::Right(futures::future::ready(
-                // The engine never reads past the end; should it, fail as hdfs-native would
-                // rather than panic on the slice.
+                // The engine never reads past the end; should it, an error, as our reader of
+                // HDFS files gives (hdfs-native itself would panic), not a panic on the slice.
                 if range.start <= range.end && range.end <= bytes.len() as u64 {
                     Ok(bytes.slice(range.start as usize..range.end as usize))
                 } else {
@@ -318,42 +318,41 @@ impl Snapshot {
                 let location = dir.child(&entry.name);
                 let file = location.clone();
                 let task = Task::spawn(async move {
-                    let (tail, source) = if entry.length == 0 {
-                        (None, None)
-                    } else {
-                        let reader =
-                            client
-                                .read(&location.path)
-                                .await
-                                .map_err(|source| FsError::Io {
+                    let (tail, source) =
+                        if entry.length == 0 {
+                            (None, None)
+                        } else {
+                            let reader = client.read(&location.path).await.map_err(|source| {
+                                FsError::Io {
                                     op: "opening",
                                     location: location.to_string(),
                                     error: source,
-                                })?;
-                        let read = async {
-                            let source = if keep_readers {
-                                held_or_reader(reader, entry.length).await?
-                            } else {
-                                Source::Reader(Arc::new(reader))
+                                }
+                            })?;
+                            let read = async {
+                                let source = if keep_readers {
+                                    held_or_reader(reader, entry.length).await?
+                                } else {
+                                    Source::Reader(Arc::new(reader))
+                                };
+                                Ok((read_tail(&source).await?, source))
                             };
-                            Ok((read_tail(&source).await?, source))
+                            match read.await {
+                                Ok((tail, source)) => (tail, keep_readers.then_some(source)),
+                                Err(source @ OrcError::Io(_)) => {
+                                    return Err(SnapshotError::Io {
+                                        file: location,
+                                        source,
+                                    })
+                                }
+                                Err(source) => {
+                                    return Err(SnapshotError::BadFile {
+                                        file: location,
+                                        source,
+                                    })
+                                }
+                            }
                         };
-                        match read.await {
-                            Ok((tail, source)) => (tail, keep_readers.then_some(source)),
-                            Err(source @ OrcError::Io(_)) => {
-                                return Err(SnapshotError::Io {
-                                    file: location,
-                                    source,
-                                })
-                            }
-                            Err(source) => {
-                                return Err(SnapshotError::BadFile {
-                                    file: location,
-                                    source,
-                                })
-                            }
-                        }
-                    };
                     Ok(DataFile {
                         name: entry.name,
                         dir,
@@ -454,7 +453,7 @@ mod tests {
         assert_eq!(futures::executor::block_on(source.len()).unwrap(), 16);
         assert_eq!(read(4..7).unwrap(), Bytes::from_static(b"and"));
         assert_eq!(read(16..16).unwrap(), Bytes::new());
-        // Past the end is an error, as hdfs-native's would be, not a panic.
+        // Past the end is an error, as from our reader of HDFS files, not a panic.
         assert!(read(10..17).is_err());
         assert!(read(17..20).is_err());
         drop(source);
