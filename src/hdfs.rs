@@ -456,7 +456,16 @@ impl Hdfs {
     /// The ACL entries of a path: empty when it has none (or is gone), `None` when the
     /// NameNode has ACLs disabled, so that no path has one.
     pub async fn acl(&self, target: &Location) -> Result<Option<Vec<AclEntry>>, FsError> {
-        Ok(match self.acl_status(target).await? {
+        Self::acl_with(&self.client(target)?, target).await
+    }
+
+    /// [`Hdfs::acl`] through `client` (that of `target`'s filesystem), for a task that owns a
+    /// clone of it.
+    pub async fn acl_with(
+        client: &Client,
+        target: &Location,
+    ) -> Result<Option<Vec<AclEntry>>, FsError> {
+        Ok(match Self::acl_status_with(client, target).await? {
             AclRead::Status(a) => Some(a.entries),
             AclRead::Missing => Some(vec![]),
             AclRead::Disabled => None,
@@ -465,7 +474,10 @@ impl Hdfs {
 
     /// One `getAclStatus`, its two expected failures told apart from the rest.
     async fn acl_status(&self, target: &Location) -> Result<AclRead, FsError> {
-        let client = self.client(target)?;
+        Self::acl_status_with(&self.client(target)?, target).await
+    }
+
+    async fn acl_status_with(client: &Client, target: &Location) -> Result<AclRead, FsError> {
         match client.get_acl_status(&target.path).await {
             Ok(a) => Ok(AclRead::Status(a)),
             Err(HdfsError::FileNotFound(_)) => Ok(AclRead::Missing),

@@ -13,12 +13,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 use bytes::Bytes;
 use futures::future::Either;
 use futures::{StreamExt, TryStreamExt};
+use hdfs_native::acl::AclEntry;
 use hdfs_native::file::FileReader;
+use hdfs_native::Client;
 use serde::Serialize;
 use tokio::sync::{Semaphore, SemaphorePermit};
 
 use crate::eligibility::{Refusal, Rule};
-use crate::hdfs::{FsError, Hdfs, Listing, Location};
+use crate::hdfs::{Entry, FsError, Hdfs, Listing, Location};
 use crate::orc::{
     read_checked, read_tail, OrcError, OrcTail, RangeRead, SharedFooters, Task, SPECULATIVE_TAIL,
 };
@@ -87,11 +89,14 @@ pub struct DataFile {
     pub owner: String,
     pub group: String,
     pub permission: u16,
+    /// Its ACL entries: empty without an ACL, and when the snapshot did not read ACLs
+    /// ([`Reads::acls`]) or the NameNode has them disabled.
+    pub acl: Vec<AclEntry>,
     /// `None` for a zero-length file: it holds zero rows.
     pub tail: Option<OrcTail>,
     /// What its tail was read from, kept for the copy: the whole file, or its reader (one
     /// NameNode call per input), when the snapshot was taken to read the files again
-    /// ([`Snapshot::take_to_read`]).
+    /// ([`Reads::sources`]).
     source: Kept,
 }
 
@@ -286,26 +291,102 @@ async fn held_or_reader(reader: FileReader, listed: u64) -> Result<Source, OrcEr
     })
 }
 
+/// One data file of a snapshot: its tail, read with a reader of its own (kept as what
+/// [`held_or_reader`] gives when `keep_readers`), and its ACL beside it when `read_acls`.
+async fn read_file(
+    client: Client,
+    dir: Arc<Location>,
+    entry: Entry,
+    keep_readers: bool,
+    read_acls: bool,
+) -> Result<DataFile, SnapshotError> {
+    let location = dir.child(&entry.name);
+    let acl = async {
+        if read_acls && entry.length > 0 {
+            let acl = Hdfs::acl_with(&client, &location).await?;
+            Ok::<_, SnapshotError>(acl.unwrap_or_default())
+        } else {
+            Ok(Vec::new())
+        }
+    };
+    let tail = async {
+        if entry.length == 0 {
+            return Ok((None, None));
+        }
+        let reader = client
+            .read(&location.path)
+            .await
+            .map_err(|error| FsError::Io {
+                op: "opening",
+                location: location.to_string(),
+                error,
+            })?;
+        let read = async {
+            let source = if keep_readers {
+                held_or_reader(reader, entry.length).await?
+            } else {
+                Source::Reader(Arc::new(reader))
+            };
+            Ok((read_tail(&source).await?, source))
+        };
+        match read.await {
+            Ok((tail, source)) => Ok((tail, keep_readers.then_some(source))),
+            Err(source @ OrcError::Io(_)) => Err(SnapshotError::Io {
+                file: location.clone(),
+                source,
+            }),
+            Err(source) => Err(SnapshotError::BadFile {
+                file: location.clone(),
+                source,
+            }),
+        }
+    };
+    let ((tail, source), acl) = tokio::try_join!(tail, acl)?;
+    Ok(DataFile {
+        name: entry.name,
+        dir,
+        length: entry.length,
+        modification_time: entry.modification_time,
+        owner: entry.owner,
+        group: entry.group,
+        permission: entry.permission,
+        acl,
+        tail,
+        source: Kept::new(source),
+    })
+}
+
+/// What a snapshot reads and keeps beyond each file's listing entry and tail.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Reads {
+    /// Keep what each tail was read from, for a run that reads the files again
+    /// ([`DataFile::open`]): in a partition of at most [`KEPT_READERS`] files, small files
+    /// whole (as far as [`HELD_BYTES`] allows) and the other files' readers.
+    pub sources: bool,
+    /// Read each non-empty file's ACL ([`DataFile::acl`]), beside its tail: one more NameNode
+    /// call per file, overlapping the tail reads instead of following them. Unless the first
+    /// file's read finds ACLs disabled on the NameNode: then no file has one and none is read.
+    pub acls: bool,
+}
+
 impl Snapshot {
     /// Lists `dir` once and reads every data file's tail, concurrently; keeps nothing else.
     pub async fn take(hdfs: &Hdfs, dir: &Location) -> Result<Snapshot, SnapshotError> {
-        Self::take_keeping(hdfs, dir, false).await
+        Self::take_with(hdfs, dir, Reads::default()).await
     }
 
-    /// [`Snapshot::take`] for a run that reads the files again ([`DataFile::open`]): in a
-    /// partition of at most [`KEPT_READERS`] files, keeps small files whole (as far as
-    /// [`HELD_BYTES`] allows) and the other files' readers.
-    pub async fn take_to_read(hdfs: &Hdfs, dir: &Location) -> Result<Snapshot, SnapshotError> {
-        Self::take_keeping(hdfs, dir, true).await
-    }
-
-    async fn take_keeping(
+    /// [`Snapshot::take`], reading and keeping what `reads` asks for too.
+    pub async fn take_with(
         hdfs: &Hdfs,
         dir: &Location,
-        keep: bool,
+        reads: Reads,
     ) -> Result<Snapshot, SnapshotError> {
         let listing = check_listing(dir, hdfs.list(dir).await?)?;
-        let keep_readers = keep && listing.files.len() <= KEPT_READERS;
+        let keep_readers = reads.sources && listing.files.len() <= KEPT_READERS;
+        let read_acls = match listing.files.iter().find(|e| e.length > 0) {
+            Some(first) if reads.acls => hdfs.acl(&dir.child(&first.name)).await?.is_some(),
+            _ => false,
+        };
         let client = hdfs.client(dir)?;
         let shared_dir = Arc::new(dir.clone());
         let mut footers = SharedFooters::default();
@@ -313,58 +394,15 @@ impl Snapshot {
         let files = Vec::with_capacity(listing.files.len());
         let files = futures::stream::iter(listing.files)
             .map(|entry| {
-                let client = client.clone();
                 let dir = Arc::clone(&shared_dir);
-                let location = dir.child(&entry.name);
-                let file = location.clone();
-                let task = Task::spawn(async move {
-                    let (tail, source) =
-                        if entry.length == 0 {
-                            (None, None)
-                        } else {
-                            let reader = client.read(&location.path).await.map_err(|source| {
-                                FsError::Io {
-                                    op: "opening",
-                                    location: location.to_string(),
-                                    error: source,
-                                }
-                            })?;
-                            let read = async {
-                                let source = if keep_readers {
-                                    held_or_reader(reader, entry.length).await?
-                                } else {
-                                    Source::Reader(Arc::new(reader))
-                                };
-                                Ok((read_tail(&source).await?, source))
-                            };
-                            match read.await {
-                                Ok((tail, source)) => (tail, keep_readers.then_some(source)),
-                                Err(source @ OrcError::Io(_)) => {
-                                    return Err(SnapshotError::Io {
-                                        file: location,
-                                        source,
-                                    })
-                                }
-                                Err(source) => {
-                                    return Err(SnapshotError::BadFile {
-                                        file: location,
-                                        source,
-                                    })
-                                }
-                            }
-                        };
-                    Ok(DataFile {
-                        name: entry.name,
-                        dir,
-                        length: entry.length,
-                        modification_time: entry.modification_time,
-                        owner: entry.owner,
-                        group: entry.group,
-                        permission: entry.permission,
-                        tail,
-                        source: Kept::new(source),
-                    })
-                });
+                let file = dir.child(&entry.name);
+                let task = Task::spawn(read_file(
+                    client.clone(),
+                    dir,
+                    entry,
+                    keep_readers,
+                    read_acls,
+                ));
                 async move {
                     task.output().await.map_err(|e| SnapshotError::Io {
                         file,

@@ -57,7 +57,7 @@ use crate::operations::verify;
 use crate::orc::ReadAhead;
 use crate::partition_spec::PartitionSpec;
 use crate::relocate::{set_location, RelocateError};
-use crate::snapshot::Snapshot;
+use crate::snapshot::{Reads, Snapshot};
 use crate::table::{PartitionInfo, TableInfo};
 
 #[derive(Debug, Clone)]
@@ -1097,7 +1097,11 @@ async fn rehome(
         .iter()
         .map(|o| (file_name(&o.path), o))
         .collect();
-    let outputs = Snapshot::take_to_read(hdfs, &p.current)
+    let to_read = Reads {
+        sources: true,
+        acls: false,
+    };
+    let outputs = Snapshot::take_with(hdfs, &p.current, to_read)
         .await
         .with_context(|| format!("{what}: reading {}", p.current))?;
     if let Some(stranger) = outputs

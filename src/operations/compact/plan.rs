@@ -5,7 +5,6 @@
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::anyhow;
-use futures::{StreamExt, TryStreamExt};
 use hdfs_native::acl::AclEntry;
 
 use super::options::{CompactOptions, Stripes};
@@ -23,7 +22,7 @@ use crate::orc::{
 };
 use crate::partition_spec::PartitionSpec;
 use crate::resolve;
-use crate::snapshot::{DataFile, Snapshot, SnapshotError};
+use crate::snapshot::{DataFile, Reads, Snapshot, SnapshotError};
 use crate::table::{PartitionInfo, TableInfo};
 
 /// The resolved partition and everything the plan is made of.
@@ -117,12 +116,7 @@ pub(super) async fn plan(
         "listed and read every tail"
     );
     check_no_write_in_progress(&snapshot, options.write_in_progress_age, SystemTime::now())?;
-    let started = Instant::now();
-    check_one_access(hdfs, &snapshot).await?;
-    tracing::debug!(
-        seconds = started.elapsed().as_secs_f64(),
-        "checked the files' access"
-    );
+    check_one_access(&snapshot)?;
     report.files_before = snapshot.files.len();
     report.bytes_before = snapshot.bytes();
     report.rows = snapshot.rows();
@@ -217,57 +211,48 @@ fn is_write_in_progress(length: u64, modified: u64, age: Duration, now_ms: u64) 
 /// are left out.
 ///
 /// A Hadoop 3 listing marks files with an ACL only in a flag hdfs-native does not pass on, so
-/// once owners, groups and bits agree each file with rows has its ACL read: one more NameNode
-/// call per input, sixteen at a time. Unless the first read finds ACLs disabled on the
-/// NameNode: then no file has one, and that one call is all.
-async fn check_one_access(hdfs: &Hdfs, snapshot: &Snapshot) -> Result<(), Stop> {
-    let files: Vec<&DataFile> = snapshot.files.iter().filter(|f| f.length > 0).collect();
-    let Some(first) = files.first() else {
+/// the snapshot read each file's ACL beside its tail ([`Reads::acls`]).
+fn check_one_access(snapshot: &Snapshot) -> Result<(), Stop> {
+    let mut files = snapshot.files.iter().filter(|f| f.length > 0);
+    let Some(first) = files.next() else {
         return Ok(());
     };
-    let bits = |f: &DataFile| (f.owner.clone(), f.group.clone(), f.permission);
-    if let Some(other) = files.iter().find(|f| bits(f) != bits(first)) {
-        return Err(mixed(
-            format!(
-                "{} ({}:{} {:o}) and {} ({}:{} {:o})",
-                first.location(),
-                first.owner,
-                first.group,
-                first.permission,
-                other.location(),
-                other.owner,
-                other.group,
-                other.permission
-            ),
-            "one owner, group and mode (hdfs dfs -chown/-chmod)",
-        ));
+    fn bits(f: &DataFile) -> (&str, &str, u16) {
+        (&f.owner, &f.group, f.permission)
     }
-    let failed = |e: crate::hdfs::FsError| Stop::Failed(e.into());
-    let Some(first_acl) = hdfs.acl(&first.location()).await.map_err(failed)? else {
-        return Ok(());
-    };
-    let same =
-        |a: &[AclEntry]| a.len() == first_acl.len() && a.iter().all(|e| first_acl.contains(e));
-    let others = futures::stream::iter(files.iter().skip(1).map(|f| async move {
-        let acl = hdfs.acl(&f.location()).await?.unwrap_or_default();
-        Ok::<_, crate::hdfs::FsError>((f, acl))
-    }))
-    .buffered(16)
-    .try_filter(|(_, acl)| futures::future::ready(!same(acl)));
-    let differing = std::pin::pin!(others).try_next().await.map_err(failed)?;
-    match differing {
-        Some((other, acl)) => Err(mixed(
-            format!(
-                "{} ({} ACL entries) and {} ({} ACL entries)",
-                first.location(),
-                first_acl.len(),
-                other.location(),
-                acl.len()
-            ),
-            "one ACL (hdfs dfs -setfacl)",
-        )),
-        None => Ok(()),
+    let same_acl =
+        |a: &[AclEntry]| a.len() == first.acl.len() && a.iter().all(|e| first.acl.contains(e));
+    for other in files {
+        if bits(other) != bits(first) {
+            return Err(mixed(
+                format!(
+                    "{} ({}:{} {:o}) and {} ({}:{} {:o})",
+                    first.location(),
+                    first.owner,
+                    first.group,
+                    first.permission,
+                    other.location(),
+                    other.owner,
+                    other.group,
+                    other.permission
+                ),
+                "one owner, group and mode (hdfs dfs -chown/-chmod)",
+            ));
+        }
+        if !same_acl(&other.acl) {
+            return Err(mixed(
+                format!(
+                    "{} ({} ACL entries) and {} ({} ACL entries)",
+                    first.location(),
+                    first.acl.len(),
+                    other.location(),
+                    other.acl.len()
+                ),
+                "one ACL (hdfs dfs -setfacl)",
+            ));
+        }
     }
+    Ok(())
 }
 
 /// The refusal of two files (`which`) that may be read by different people; `give` is what
@@ -316,14 +301,14 @@ pub(super) fn lock_stop(e: LockError) -> Stop {
     }
 }
 
-/// Steps 2 and 3: snapshot the files and read every tail, keeping what the copy will read
-/// when it will (`to_read`: not on a dry run).
+/// Steps 2 and 3: snapshot the files, read every tail and ACL, and keep what the copy will
+/// read when it will (`to_read`: not on a dry run).
 async fn take_snapshot(hdfs: &Hdfs, location: &Location, to_read: bool) -> Result<Snapshot, Stop> {
-    let snapshot = if to_read {
-        Snapshot::take_to_read(hdfs, location).await
-    } else {
-        Snapshot::take(hdfs, location).await
+    let reads = Reads {
+        sources: to_read,
+        acls: true,
     };
+    let snapshot = Snapshot::take_with(hdfs, location, reads).await;
     snapshot.map_err(|e| match e.refusal() {
         Some(r) => Stop::Refused(r),
         None => match e {
