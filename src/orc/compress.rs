@@ -212,11 +212,16 @@ pub(crate) fn compress(
     Ok(out)
 }
 
+/// The deflate level of the reference writers' default (`orc.compression.strategy=SPEED`):
+/// ORC C++ compresses every stream at 2, ORC Java its data and dictionary streams at 2 and the
+/// small ones (lengths, PRESENT, row index) at 1. zlib's default of 6 took a tenth of our CPU
+/// time when re-encoding, for files 0.4% smaller (2026-12-02, R).
+const ZLIB_LEVEL: flate2::Compression = flate2::Compression::new(2);
+
 fn compress_chunk(kind: Compression, chunk: &[u8]) -> Result<Vec<u8>, OrcError> {
     let encoded = match kind {
         Compression::Zlib => {
-            let mut encoder =
-                flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+            let mut encoder = flate2::write::DeflateEncoder::new(Vec::new(), ZLIB_LEVEL);
             encoder.write_all(chunk)?;
             encoder.finish()?
         }
