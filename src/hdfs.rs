@@ -868,11 +868,28 @@ pub(crate) mod fake {
             Ok(state.dirs.get(&key).cloned())
         }
 
-        async fn delete(&self, target: &Location, _recursive: bool) -> Result<bool, FsError> {
+        async fn delete(&self, target: &Location, recursive: bool) -> Result<bool, FsError> {
             self.call("delete", target)?;
             let mut state = self.state();
             let key = target.to_string();
-            let inside = |k: &String| *k == key || k.starts_with(&format!("{key}/"));
+            let below = |k: &String| k.starts_with(&format!("{key}/"));
+            let holds_something = state.written.keys().any(below)
+                || state.dirs.keys().any(below)
+                || state.dirs.get(&key).is_some_and(|l| {
+                    !(l.files.is_empty() && l.subdirs.is_empty() && l.hidden.is_empty())
+                });
+            // As HDFS: a non-recursive delete of a directory that holds anything fails.
+            if !recursive && holds_something {
+                return Err(FsError::Io {
+                    op: "delete",
+                    location: key,
+                    error: HdfsError::RPCError(
+                        "org.apache.hadoop.fs.PathIsNotEmptyDirectoryException".into(),
+                        "directory is not empty".into(),
+                    ),
+                });
+            }
+            let inside = |k: &String| *k == key || below(k);
             let existed = state.dirs.keys().any(inside) || state.written.keys().any(inside);
             state.dirs.retain(|k, _| !inside(k));
             state.written.retain(|k, _| !inside(k));

@@ -576,6 +576,8 @@ impl<'a, M: PartitionStore, H: Files> Run<'a, M, H> {
 
     /// After a failure before the swap nothing readers see points at the run's directories:
     /// remove them. If this fails too, only a hidden directory remains, which cleanup removes.
+    /// The work directory goes too when that leaves it empty, as it was before the run made
+    /// it: a non-recursive delete refuses a directory holding anything, such as other runs'.
     async fn remove_run_dirs(&self, report: &mut CompactReport) {
         for dir in [&self.staging, &self.published] {
             if let Err(e) = self.hdfs.delete(dir, true).await {
@@ -584,6 +586,10 @@ impl<'a, M: PartitionStore, H: Files> Run<'a, M, H> {
                     .warnings
                     .push(format!("could not remove {dir}: {e}; cleanup will"));
             }
+        }
+        let work = layout::work_dir(&self.plan.home);
+        if let Err(e) = self.hdfs.delete(&work, false).await {
+            tracing::debug!(%work, error = %e, "the work directory stays");
         }
     }
 }
@@ -784,6 +790,25 @@ mod tests {
         assert_eq!(p.metastore.location(), OLD);
         assert!(!p.files.exists(&published));
         assert_eq!(p.files.written(&journal), None);
+    }
+
+    #[tokio::test]
+    async fn a_stopped_run_removes_the_work_directory_only_when_nothing_else_is_in_it() {
+        for other_run in [false, true] {
+            let p = Published::new();
+            let work = layout::work_dir(&p.plan.home);
+            p.files.mkdir(&work);
+            let other = layout::run_dir(&p.plan.home, "20260101T000000Z-0badcafe");
+            if other_run {
+                p.files.mkdir(&other);
+            }
+            p.metastore.alters(&[Alter::Refuse]);
+            let (report, published, _) = p.finish().await;
+            assert_eq!(report.outcome.status, Status::Failed);
+            assert!(!p.files.exists(&published));
+            assert_eq!(p.files.exists(&work), other_run, "other run: {other_run}");
+            assert_eq!(p.files.exists(&other), other_run, "other run: {other_run}");
+        }
     }
 
     #[tokio::test]
