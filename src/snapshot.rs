@@ -153,18 +153,7 @@ impl RangeRead for Source {
     fn read(&self, range: Range<u64>) -> impl Future<Output = std::io::Result<Bytes>> + Send {
         match self {
             Source::Reader(r) => Either::Left(r.read(range)),
-            Source::Held { bytes, .. } => Either::Right(futures::future::ready(
-                // The engine never reads past the end; should it, an error, as our reader of
-                // HDFS files gives (hdfs-native itself would panic), not a panic on the slice.
-                if range.start <= range.end && range.end <= bytes.len() as u64 {
-                    Ok(bytes.slice(range.start as usize..range.end as usize))
-                } else {
-                    Err(std::io::Error::new(
-                        std::io::ErrorKind::UnexpectedEof,
-                        format!("bytes {range:?} of a file of {}", bytes.len()),
-                    ))
-                },
-            )),
+            Source::Held { bytes, .. } => Either::Right(bytes.read(range)),
         }
     }
 }

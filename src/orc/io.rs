@@ -23,6 +23,27 @@ pub trait RangeRead: Sync {
     fn read(&self, range: Range<u64>) -> impl Future<Output = io::Result<Bytes>> + Send;
 }
 
+/// A whole file in memory (a small input read with its tail). The engine never reads past the
+/// end; should it, an error, as our reader of HDFS files gives (hdfs-native itself would panic),
+/// not a panic on the slice.
+impl RangeRead for Bytes {
+    fn len(&self) -> impl Future<Output = io::Result<u64>> + Send {
+        std::future::ready(Ok(Bytes::len(self) as u64))
+    }
+
+    fn read(&self, range: Range<u64>) -> impl Future<Output = io::Result<Bytes>> + Send {
+        let length = Bytes::len(self) as u64;
+        std::future::ready(if range.start <= range.end && range.end <= length {
+            Ok(self.slice(range.start as usize..range.end as usize))
+        } else {
+            Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!("bytes {range:?} of a file of {length}"),
+            ))
+        })
+    }
+}
+
 /// An append-only destination for one output file (hdfs-native's `FileWriter::write_bytes` in
 /// production). Taking `Bytes` lets stripe chunks pass through without another copy.
 pub trait Sink: Send {
