@@ -1,5 +1,8 @@
 //! Steps 2 and 3 of the compaction protocol: the partition's data files as they are at one
-//! moment (path, length, modification time, owner), each with its ORC tail.
+//! moment (path, length, modification time, owner), each with what planning needs of its ORC
+//! tail: a summary without its statistics, which the write reads again from the file
+//! ([`crate::orc::read_statistics_again`]), so what a snapshot holds per file does not grow with
+//! the column count.
 //!
 //! Hidden names (leading `.` or `_`) are not data and are ignored, as every engine ignores them.
 //! A non-hidden subdirectory, or a file that is not a readable ORC file, refuses the partition
@@ -60,8 +63,9 @@ impl FileSizes {
 /// Up to how many data files a partition keeps the reader each tail was read with, for the
 /// copy. A kept reader is about 5 KiB (hdfs-native's block locations; measured on a one-block
 /// file), so 10,000 cost about 50 MiB until the copy takes them. A partition of more files keeps
-/// none and opens each file again for the copy (two NameNode calls each instead of one): its
-/// tails alone take hundreds of MiB, and the saving would touch only the first few percent.
+/// none and opens each file again for the copy (two NameNode calls each instead of one):
+/// keeping them all would cost 5 KiB a file, ten times the rest of its entry, and memory would
+/// grow with the file count again.
 const KEPT_READERS: usize = 10_000;
 
 /// How many bytes of whole small files the snapshots of this process hold at once, at most.
@@ -72,9 +76,9 @@ const KEPT_READERS: usize = 10_000;
 /// soon as its input is done. The bound is one for the process (a static), not per partition:
 /// `--parallel` snapshots several partitions at once, and the memory bound is the process's.
 /// Files beyond it keep a reader as before. Only a partition that keeps readers (at most
-/// [`KEPT_READERS`] files) holds bytes: past that, the inputs' tails are already most of the
-/// memory, and holding 64 MiB beside them took 100,000 files of 16 KiB from 235 to 281 MiB
-/// (re-encoded, 2026-12-01) to spare a twentieth of their reads.
+/// [`KEPT_READERS`] files) holds bytes: past that, they would spare a small share of the
+/// reads (a twentieth of 100,000 files of 16 KiB), and each file is read whole in one read
+/// when it is copied anyway ([`crate::orc`]'s prefetch of small inputs).
 const HELD_BYTES: usize = 64 << 20;
 static HELD_BUDGET: Semaphore = Semaphore::const_new(HELD_BYTES);
 
@@ -92,7 +96,8 @@ pub struct DataFile {
     /// Its ACL entries: empty without an ACL, and when the snapshot did not read ACLs
     /// ([`Reads::acls`]) or the NameNode has them disabled.
     pub acl: Vec<AclEntry>,
-    /// `None` for a zero-length file: it holds zero rows.
+    /// What planning needs of its tail (no statistics); `None` for a zero-length file: it
+    /// holds zero rows.
     pub tail: Option<OrcTail>,
     /// What its tail was read from, kept for the copy: the whole file, or its reader (one
     /// NameNode call per input), when the snapshot was taken to read the files again

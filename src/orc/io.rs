@@ -3,8 +3,10 @@ use std::io;
 use std::ops::Range;
 
 use bytes::Bytes;
+use futures::future::Either;
 
 use super::error::OrcError;
+use super::tail::SPECULATIVE_TAIL;
 
 /// Random-access reads of one immutable file.
 ///
@@ -41,6 +43,54 @@ impl RangeRead for Bytes {
                 format!("bytes {range:?} of a file of {length}"),
             ))
         })
+    }
+}
+
+/// Files up to this size are read whole when opened to be copied or decoded into an output
+/// ([`Prefetched`]); of larger ones, the last [`SPECULATIVE_TAIL`] bytes.
+pub(crate) const READ_WHOLE_UP_TO: u64 = 1 << 20;
+
+/// A file whose end (or the whole file, when small) was read once when it was opened for an
+/// output, and serves every later read that falls inside it; other reads go to `inner`.
+///
+/// The statistics of an input are read again from its tail when it is copied or decoded
+/// ([`super::read_statistics_again`]); without this, that read would be one more DataNode
+/// round trip per input, beside the stripe reads of the copy and the tail read of the
+/// decoder. What it holds is one file's end, for the few inputs open ahead.
+pub(crate) struct Prefetched<R> {
+    inner: R,
+    start: u64,
+    held: Bytes,
+}
+
+impl<R: RangeRead> Prefetched<R> {
+    /// Reads the end of `inner`: all of it up to [`READ_WHOLE_UP_TO`] bytes, else its last
+    /// [`SPECULATIVE_TAIL`] bytes.
+    pub(crate) async fn open(inner: R) -> Result<Self, OrcError> {
+        let length = inner.len().await?;
+        let held = if length <= READ_WHOLE_UP_TO {
+            length
+        } else {
+            SPECULATIVE_TAIL
+        };
+        let start = length - held;
+        let held = read_checked(&inner, start..length, length, "the end of the file").await?;
+        Ok(Prefetched { inner, start, held })
+    }
+}
+
+impl<R: RangeRead> RangeRead for Prefetched<R> {
+    fn len(&self) -> impl Future<Output = io::Result<u64>> + Send {
+        std::future::ready(Ok(self.start + self.held.len() as u64))
+    }
+
+    fn read(&self, range: Range<u64>) -> impl Future<Output = io::Result<Bytes>> + Send {
+        if range.start >= self.start {
+            let from = range.start - self.start..range.end.saturating_sub(self.start);
+            Either::Left(self.held.read(from))
+        } else {
+            Either::Right(self.inner.read(range))
+        }
     }
 }
 

@@ -62,21 +62,8 @@ pub fn merge_key(tail: &OrcTail) -> Result<MergeKey, String> {
     if tail.compression == Compression::Lzo {
         return Err("compressed with LZO, which this tool cannot rewrite".into());
     }
-    let columns = tail.footer.types.len();
-    if tail.statistics.len() != columns {
-        return Err(format!(
-            "has file statistics for {} of {columns} columns",
-            tail.statistics.len()
-        ));
-    }
-    // Without a value count a merged count would be a guess, and Java reads a missing one as
-    // "no values", which lets it skip the data: such files are left as they are.
-    if let Some(c) = tail
-        .statistics
-        .iter()
-        .position(|s| s.number_of_values.is_none())
-    {
-        return Err(format!("file statistics of column {c} have no value count"));
+    if let Some(gap) = &tail.statistics_gap {
+        return Err(gap.to_string());
     }
     Ok(MergeKey {
         schema: schema_text(&tail.footer.types, 0),
@@ -94,7 +81,7 @@ pub fn merge_key(tail: &OrcTail) -> Result<MergeKey, String> {
         software_version: tail.footer.software_version.clone(),
         row_index_stride: tail.footer.row_index_stride.unwrap_or(0),
         calendar: tail.footer.calendar.unwrap_or(0),
-        stripe_statistics: tail.has_stripe_statistics(),
+        stripe_statistics: tail.stripe_statistics,
     })
 }
 
@@ -309,9 +296,9 @@ pub fn key_of(columns: &[(&str, Kind)]) -> MergeKey {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::orc::tail::read_tail;
+    use crate::orc::tail::statistics_gap;
+    use crate::orc::tail::{read_tail, read_tail_with_statistics};
     use crate::orc::testutil::{block_on, MemFile, ALL_TYPES_LZ4, MULTI_STRIPE_ZSTD};
-    use crate::orc::StoredStatistics;
     use std::sync::Arc;
 
     #[test]
@@ -380,7 +367,7 @@ mod tests {
             Box::new(|t| Arc::make_mut(&mut t.footer).row_index_stride = Some(5000)),
             Box::new(|t| Arc::make_mut(&mut t.footer).calendar = Some(2)),
             Box::new(|t| t.file_version = [0, 11]),
-            Box::new(|t| t.metadata = Default::default()),
+            Box::new(|t| t.stripe_statistics = false),
             Box::new(|t| {
                 Arc::make_mut(&mut t.footer).types[1]
                     .attributes
@@ -443,12 +430,18 @@ mod tests {
         let a = tail(MULTI_STRIPE_ZSTD);
         let mut encrypted = a.clone();
         Arc::make_mut(&mut encrypted.footer).encryption = Some(proto::Encryption::default());
+        let (_, statistics) = block_on(read_tail_with_statistics(&MemFile::new(
+            MULTI_STRIPE_ZSTD.to_vec(),
+        )))
+        .unwrap()
+        .unwrap();
+        let columns = a.footer.types.len();
         let mut no_count = a.clone();
-        let mut columns = a.statistics.decode_all();
-        columns[1].number_of_values = None;
-        no_count.statistics = StoredStatistics::new(&columns);
+        let mut counted = statistics.file.clone();
+        counted[1].number_of_values = None;
+        no_count.statistics_gap = statistics_gap(columns, &counted);
         let mut no_stats = a.clone();
-        no_stats.statistics = StoredStatistics::default();
+        no_stats.statistics_gap = statistics_gap(columns, &[]);
         let g = group_tails(&[&encrypted, &no_count, &no_stats, &a]);
         assert_eq!(g.groups.len(), 1);
         assert_eq!(g.groups[0].files, vec![3]);

@@ -1,20 +1,21 @@
 //! The merge writer: stripes copied byte for byte, a new tail written after them.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 
 use bytes::{Bytes, BytesMut};
 use orc_rust::proto;
 use prost::Message;
+use tokio::sync::mpsc;
 
-use super::compress::compress;
+use super::compress::{compress, Compression};
 use super::copy::{copy_pieces, Piece, ReadAhead};
 use super::error::OrcError;
-use super::io::{RangeRead, Sink};
+use super::io::{Prefetched, RangeRead, Sink};
 use super::key::{merge_key, user_metadata};
 use super::plan::{layout, OutputPlan};
-use super::stats::merge_file_statistics;
-use super::stored_statistics::StoredStatistics;
-use super::tail::OrcTail;
+use super::stats::StatisticsFold;
+use super::tail::{read_statistics_again, OrcTail, TailStatistics};
 use super::ORC_MAGIC;
 
 /// The checksum of one copied stripe: the XXH3 of the bytes handed to the writer, proven equal
@@ -47,7 +48,10 @@ pub struct MergedOutput {
 /// no longer the planned one is [`OrcError::Changed`].
 ///
 /// Everything that can be refused (incompatible inputs, a plan that does not match the tails)
-/// is checked and the whole tail is built before the first byte is written.
+/// is checked before the first byte is written. The statistics are not held with the tails:
+/// each input's are read again when it is opened, from its end read once for the stripe copy
+/// too ([`Prefetched`]: a small file whole), and folded into the output's in output order, so
+/// memory holds those of the few inputs open ahead, never all of them.
 pub async fn write_merged<R, O, F, S>(
     plan: &OutputPlan,
     tails: &[&OrcTail],
@@ -62,7 +66,7 @@ where
     S: Sink,
 {
     check_plan(plan, tails)?;
-    let tail_bytes = build_tail(plan, tails)?;
+    let head = TailHead::new(plan, tails)?;
 
     sink.write(Bytes::from_static(ORC_MAGIC)).await?;
     let pieces: Vec<Piece> = plan
@@ -74,7 +78,29 @@ where
         })
         .collect();
     let lengths: Vec<u64> = tails.iter().map(|t| t.file_length).collect();
-    let sums = copy_pieces(&pieces, &lengths, open, sink, opts).await?;
+    let (found, statistics) = mpsc::unbounded_channel();
+    let open_and_read_statistics = move |i: usize| {
+        let opening = open(i);
+        let planned = tails[i].clone();
+        let found = found.clone();
+        async move {
+            let reader = Prefetched::open(opening.await?).await?;
+            let statistics =
+                read_statistics_again(&reader, &planned)
+                    .await
+                    .map_err(|e| match e {
+                        OrcError::Changed(what) => OrcError::Changed(format!("input {i}: {what}")),
+                        other => other,
+                    })?;
+            // The fold has stopped only when the copy has failed.
+            let _ = found.send((i, statistics));
+            Ok(reader)
+        }
+    };
+    let copy = copy_pieces(&pieces, &lengths, open_and_read_statistics, sink, opts);
+    let fold = fold_statistics(statistics, tails, head.stripe_statistics);
+    let (sums, (file_statistics, metadata)) = tokio::try_join!(copy, fold)?;
+    let tail_bytes = head.finish(file_statistics, &metadata)?;
     let stripe_checksums = plan
         .stripes
         .iter()
@@ -95,6 +121,45 @@ where
         rows: plan.rows,
         stripe_checksums,
     })
+}
+
+/// Folds the inputs' statistics as [`write_merged`] reads them again, in output order: the
+/// file statistics merged, and the stripe statistics' stored entries one after another, each a
+/// length-delimited field 1 (the Metadata message, encoded as it comes) when `stripes`.
+///
+/// They arrive as the inputs' opens finish, a few inputs ahead and not always in order; those
+/// ahead of the next one wait. Inputs without stripes are never opened and hold no values:
+/// they add nothing.
+async fn fold_statistics(
+    mut found: mpsc::UnboundedReceiver<(usize, TailStatistics)>,
+    tails: &[&OrcTail],
+    stripes: bool,
+) -> Result<(Vec<proto::ColumnStatistics>, Vec<u8>), OrcError> {
+    let mut waiting: BTreeMap<usize, TailStatistics> = BTreeMap::new();
+    let mut file = StatisticsFold::default();
+    let mut metadata = Vec::new();
+    for (i, tail) in tails.iter().enumerate() {
+        if tail.stripes.is_empty() {
+            continue;
+        }
+        let statistics = loop {
+            if let Some(s) = waiting.remove(&i) {
+                break s;
+            }
+            match found.recv().await {
+                Some((j, s)) => waiting.insert(j, s),
+                // Every opener is gone: the copy ended without opening input i.
+                None => return Err(OrcError::Plan(format!("input {i} was never read"))),
+            };
+        };
+        file.add(&statistics.file);
+        if stripes {
+            for entry in statistics.stripe_entries() {
+                prost::encoding::bytes::encode(1, entry, &mut metadata);
+            }
+        }
+    }
+    Ok((file.finish(), metadata))
 }
 
 /// The plan must be exactly the layout of its inputs' stripes: file-level statistics are merged
@@ -123,123 +188,131 @@ fn check_plan(plan: &OutputPlan, tails: &[&OrcTail]) -> Result<(), OrcError> {
     Ok(())
 }
 
-/// Builds Metadata, Footer, PostScript and the length byte for the output.
-fn build_tail(plan: &OutputPlan, tails: &[&OrcTail]) -> Result<Bytes, OrcError> {
-    let first = tails[0];
-    let key = merge_key(first).map_err(OrcError::Incompatible)?;
-    for (i, t) in tails.iter().enumerate().skip(1) {
-        let other = merge_key(t).map_err(|r| OrcError::Incompatible(format!("input {i} {r}")))?;
-        if other != key {
-            return Err(OrcError::Incompatible(format!(
-                "input {i} has a different merge key than input 0"
-            )));
-        }
-    }
+/// The output's tail but for its statistics, made (and the inputs checked to merge) before the
+/// first byte is written.
+struct TailHead {
+    /// The Footer, its `statistics` still empty.
+    footer: proto::Footer,
+    /// Whether the output carries stripe statistics: when every input does (the merge key).
+    stripe_statistics: bool,
+    compression: Compression,
+    block_size: u64,
+    file_version: [u32; 2],
+    writer_version: u32,
+}
 
-    // User metadata: the union, in first-seen order; one name with two values is a conflict.
-    let mut items: Vec<proto::UserMetadataItem> = Vec::new();
-    for (i, t) in tails.iter().enumerate() {
-        for (name, value) in user_metadata(t).map_err(OrcError::Incompatible)? {
-            match items.iter().find(|m| m.name.as_deref() == Some(name)) {
-                Some(m) if m.value.as_deref() != Some(value) => {
-                    return Err(OrcError::Incompatible(format!(
-                        "input {i} gives user metadata {name:?} another value"
-                    )))
+impl TailHead {
+    fn new(plan: &OutputPlan, tails: &[&OrcTail]) -> Result<Self, OrcError> {
+        let first = tails[0];
+        let key = merge_key(first).map_err(OrcError::Incompatible)?;
+        for (i, t) in tails.iter().enumerate().skip(1) {
+            let other =
+                merge_key(t).map_err(|r| OrcError::Incompatible(format!("input {i} {r}")))?;
+            if other != key {
+                return Err(OrcError::Incompatible(format!(
+                    "input {i} has a different merge key than input 0"
+                )));
+            }
+        }
+
+        // User metadata: the union, in first-seen order; one name with two values is a conflict.
+        let mut items: Vec<proto::UserMetadataItem> = Vec::new();
+        for (i, t) in tails.iter().enumerate() {
+            for (name, value) in user_metadata(t).map_err(OrcError::Incompatible)? {
+                match items.iter().find(|m| m.name.as_deref() == Some(name)) {
+                    Some(m) if m.value.as_deref() != Some(value) => {
+                        return Err(OrcError::Incompatible(format!(
+                            "input {i} gives user metadata {name:?} another value"
+                        )))
+                    }
+                    Some(_) => {}
+                    None => items.push(proto::UserMetadataItem {
+                        name: Some(name.to_owned()),
+                        value: Some(value.to_vec()),
+                    }),
                 }
-                Some(_) => {}
-                None => items.push(proto::UserMetadataItem {
-                    name: Some(name.to_owned()),
-                    value: Some(value.to_vec()),
-                }),
             }
         }
-    }
 
-    let stripes = plan
-        .stripes
-        .iter()
-        .map(|s| {
-            let src = &tails[s.input].stripes[s.input_stripe];
-            proto::StripeInformation {
-                offset: Some(s.output_offset),
-                index_length: Some(src.index_length),
-                data_length: Some(src.data_length),
-                footer_length: Some(src.footer_length),
-                number_of_rows: Some(src.rows),
-                ..Default::default()
-            }
+        let stripes = plan
+            .stripes
+            .iter()
+            .map(|s| {
+                let src = &tails[s.input].stripes[s.input_stripe];
+                proto::StripeInformation {
+                    offset: Some(s.output_offset),
+                    index_length: Some(src.index_length),
+                    data_length: Some(src.data_length),
+                    footer_length: Some(src.footer_length),
+                    number_of_rows: Some(src.rows),
+                    ..Default::default()
+                }
+            })
+            .collect();
+        let footer = proto::Footer {
+            header_length: Some(ORC_MAGIC.len() as u64),
+            content_length: Some(plan.content_length),
+            stripes,
+            types: first.footer.types.clone(),
+            metadata: items,
+            number_of_rows: Some(plan.rows),
+            statistics: Vec::new(),
+            row_index_stride: first.footer.row_index_stride,
+            writer: first.footer.writer,
+            encryption: None,
+            calendar: first.footer.calendar,
+            software_version: first.footer.software_version.clone(),
+        };
+        Ok(TailHead {
+            footer,
+            stripe_statistics: key.stripe_statistics,
+            compression: first.compression,
+            block_size: first.compression_block_size,
+            file_version: first.file_version,
+            writer_version: first.writer_version,
         })
-        .collect();
-    let file_stats: Vec<&StoredStatistics> = tails.iter().map(|t| &t.statistics).collect();
-    let footer = proto::Footer {
-        header_length: Some(ORC_MAGIC.len() as u64),
-        content_length: Some(plan.content_length),
-        stripes,
-        types: first.footer.types.clone(),
-        metadata: items,
-        number_of_rows: Some(plan.rows),
-        statistics: merge_file_statistics(&file_stats),
-        row_index_stride: first.footer.row_index_stride,
-        writer: first.footer.writer,
-        encryption: None,
-        calendar: first.footer.calendar,
-        software_version: first.footer.software_version.clone(),
-    };
-    // The Metadata message is its stripe statistics, each a length-delimited field 1: appended
-    // encoded as they come, one input's decoded at a time (the plan takes each input's stripes
-    // together), the bytes are those of the whole message encoded at once, without every
-    // stripe's statistics held decoded.
-    let mut metadata = Vec::new();
-    if key.stripe_statistics {
-        let mut current: Option<(usize, Vec<proto::StripeStatistics>)> = None;
-        for s in &plan.stripes {
-            if current.as_ref().map(|(input, _)| *input) != Some(s.input) {
-                current = Some((s.input, tails[s.input].stripe_statistics()?));
-            }
-            let (_, stats) = current.as_ref().expect("set just above");
-            // The merge key says every input has one entry per stripe.
-            let entry = stats.get(s.input_stripe).ok_or_else(|| {
-                OrcError::Plan(format!(
-                    "input {} has no statistics for its stripe {}",
-                    s.input, s.input_stripe
-                ))
-            })?;
-            prost::encoding::message::encode(1, entry, &mut metadata);
-        }
     }
 
-    let kind = first.compression;
-    let block = first.compression_block_size;
-    let metadata_bytes = compress(kind, block, &metadata)?;
-    let footer_bytes = compress(kind, block, &footer.encode_to_vec())?;
-    let postscript = proto::PostScript {
-        footer_length: Some(footer_bytes.len() as u64),
-        compression: Some(kind.to_proto()),
-        // Written even where the first input left them to their defaults: same meaning.
-        compression_block_size: Some(block),
-        version: first.file_version.to_vec(),
-        metadata_length: Some(metadata_bytes.len() as u64),
-        writer_version: Some(first.writer_version),
-        stripe_statistics_length: None,
-        magic: Some("ORC".into()),
-    };
-    let ps_bytes = postscript.encode_to_vec();
-    let ps_len = u8::try_from(ps_bytes.len())
-        .map_err(|_| OrcError::Plan(format!("PostScript of {} bytes", ps_bytes.len())))?;
+    /// Metadata, Footer, PostScript and the length byte, with the statistics folded from the
+    /// inputs: the file's, and `metadata`, the Metadata message's encoding.
+    fn finish(
+        mut self,
+        statistics: Vec<proto::ColumnStatistics>,
+        metadata: &[u8],
+    ) -> Result<Bytes, OrcError> {
+        self.footer.statistics = statistics;
+        let (kind, block) = (self.compression, self.block_size);
+        let metadata_bytes = compress(kind, block, metadata)?;
+        let footer_bytes = compress(kind, block, &self.footer.encode_to_vec())?;
+        let postscript = proto::PostScript {
+            footer_length: Some(footer_bytes.len() as u64),
+            compression: Some(kind.to_proto()),
+            // Written even where the first input left them to their defaults: same meaning.
+            compression_block_size: Some(block),
+            version: self.file_version.to_vec(),
+            metadata_length: Some(metadata_bytes.len() as u64),
+            writer_version: Some(self.writer_version),
+            stripe_statistics_length: None,
+            magic: Some("ORC".into()),
+        };
+        let ps_bytes = postscript.encode_to_vec();
+        let ps_len = u8::try_from(ps_bytes.len())
+            .map_err(|_| OrcError::Plan(format!("PostScript of {} bytes", ps_bytes.len())))?;
 
-    let mut out =
-        BytesMut::with_capacity(metadata_bytes.len() + footer_bytes.len() + ps_bytes.len() + 1);
-    out.extend_from_slice(&metadata_bytes);
-    out.extend_from_slice(&footer_bytes);
-    out.extend_from_slice(&ps_bytes);
-    out.extend_from_slice(&[ps_len]);
-    Ok(out.freeze())
+        let mut out =
+            BytesMut::with_capacity(metadata_bytes.len() + footer_bytes.len() + ps_bytes.len() + 1);
+        out.extend_from_slice(&metadata_bytes);
+        out.extend_from_slice(&footer_bytes);
+        out.extend_from_slice(&ps_bytes);
+        out.extend_from_slice(&[ps_len]);
+        Ok(out.freeze())
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::orc::tail::read_tail;
+    use crate::orc::tail::{read_tail, read_tail_with_statistics};
     use crate::orc::testutil::{block_on, MemFile, VecSink, ALL_TYPES_LZ4, MULTI_STRIPE_ZSTD};
     use crate::orc::verify::{verify_output, verify_tail};
     use crate::orc::{group_tails, plan_group, PlanOptions, VerifyFailure};
@@ -286,8 +359,13 @@ mod tests {
         (sink.data, merged, out)
     }
 
-    /// A file's Metadata section decoded straight from its bytes, as the merge held it for
-    /// every input before it kept the section stored.
+    fn with_statistics(file: Vec<u8>) -> (OrcTail, TailStatistics) {
+        block_on(read_tail_with_statistics(&MemFile::new(file)))
+            .unwrap()
+            .unwrap()
+    }
+
+    /// A file's Metadata section decoded straight from its bytes.
     fn metadata_section(file: &[u8], tail: &OrcTail) -> Vec<proto::StripeStatistics> {
         let ps_len = usize::from(file[file.len() - 1]);
         let ps = proto::PostScript::decode(&file[file.len() - 1 - ps_len..file.len() - 1]).unwrap();
@@ -305,17 +383,15 @@ mod tests {
             .stripe_stats
     }
 
-    /// The Metadata encoded entry by entry is the message encoded whole.
+    /// The stored entries, each encoded as a field 1, are the message encoded whole.
     #[test]
     fn metadata_encoded_entry_by_entry_is_the_whole_message() {
-        let tail = block_on(read_tail(&MemFile::new(MULTI_STRIPE_ZSTD.to_vec())))
-            .unwrap()
-            .unwrap();
-        let stripe_stats = tail.stripe_statistics().unwrap();
+        let (_, statistics) = with_statistics(MULTI_STRIPE_ZSTD.to_vec());
+        let stripe_stats = statistics.stripe_statistics().unwrap();
         assert!(stripe_stats.len() > 1);
         let mut streamed = Vec::new();
-        for entry in &stripe_stats {
-            prost::encoding::message::encode(1, entry, &mut streamed);
+        for entry in statistics.stripe_entries() {
+            prost::encoding::bytes::encode(1, entry, &mut streamed);
         }
         assert_eq!(streamed, proto::Metadata { stripe_stats }.encode_to_vec());
     }
@@ -325,14 +401,12 @@ mod tests {
     #[test]
     fn output_stripe_statistics_are_the_inputs_in_order() {
         for file in [ALL_TYPES_LZ4, MULTI_STRIPE_ZSTD] {
-            let input = block_on(read_tail(&MemFile::new(file.to_vec())))
-                .unwrap()
-                .unwrap();
+            let (input, statistics) = with_statistics(file.to_vec());
             let decoded = metadata_section(file, &input);
             assert_eq!(decoded.len(), input.stripes.len());
-            assert_eq!(input.stripe_statistics().unwrap(), decoded);
+            assert_eq!(statistics.stripe_statistics().unwrap(), decoded);
             let (bytes, _, _) = merge_copies(file, 3, 4096);
-            let output = block_on(read_tail(&MemFile::new(bytes))).unwrap().unwrap();
+            let (_, output) = with_statistics(bytes);
             let expected: Vec<_> = (0..3).flat_map(|_| decoded.clone()).collect();
             assert_eq!(output.stripe_statistics().unwrap(), expected);
         }
@@ -343,27 +417,18 @@ mod tests {
         for file in [ALL_TYPES_LZ4, MULTI_STRIPE_ZSTD] {
             let (bytes, merged, plan) = merge_copies(file, 3, 100);
             assert_eq!(merged.length, bytes.len() as u64);
-            let reader = MemFile::new(bytes);
-            let tail = block_on(read_tail(&reader)).unwrap().unwrap();
-            let input = block_on(read_tail(&MemFile::new(file.to_vec())))
-                .unwrap()
-                .unwrap();
+            let reader = MemFile::new(bytes.clone());
+            let (tail, statistics) = with_statistics(bytes);
+            let (input, input_statistics) = with_statistics(file.to_vec());
             assert_eq!(tail.rows, 3 * input.rows);
             assert_eq!(tail.stripes.len(), 3 * input.stripes.len());
-            assert_eq!(tail.stripe_statistics().unwrap().len(), tail.stripes.len());
+            assert_eq!(statistics.stripe_entries().len(), tail.stripes.len());
             assert_eq!(tail.compression, input.compression);
             assert_eq!(tail.writer_version, input.writer_version);
             assert_eq!(tail.footer.software_version, input.footer.software_version);
             assert_eq!(
-                tail.statistics.column(0).unwrap().number_of_values,
-                Some(
-                    3 * input
-                        .statistics
-                        .column(0)
-                        .unwrap()
-                        .number_of_values
-                        .unwrap()
-                )
+                statistics.file[0].number_of_values,
+                Some(3 * input_statistics.file[0].number_of_values.unwrap())
             );
             block_on(verify_output(&plan, &merged, &tail, &reader, &chunks(64))).unwrap();
             block_on(verify_tail(&plan, &merged, &tail, &reader)).unwrap();

@@ -27,7 +27,6 @@ mod plan;
 mod reencode;
 mod shape;
 mod stats;
-mod stored_statistics;
 mod tail;
 mod verify;
 mod write;
@@ -51,10 +50,12 @@ pub use plan::{
 };
 pub use reencode::{digest_file, reencode, ReencodedOutput};
 pub use shape::OutputShape;
-pub use stats::{merge_column_statistics, merge_file_statistics};
-pub use stored_statistics::StoredStatistics;
+pub use stats::{merge_column_statistics, StatisticsFold};
 pub(crate) use tail::SPECULATIVE_TAIL;
-pub use tail::{read_tail, OrcTail, SharedFooters, StripeInfo};
+pub use tail::{
+    read_statistics_again, read_tail, read_tail_with_statistics, OrcTail, SharedFooters,
+    StripeInfo, TailStatistics,
+};
 pub use verify::{verify_output, verify_tail};
 pub use write::{OrcWriter, WriterOptions, WrittenFile};
 

@@ -13,16 +13,16 @@ use std::sync::Arc;
 
 use arrow::record_batch::RecordBatch;
 use orc_rust::proto::r#type::Kind;
+use orc_rust::proto::ColumnStatistics;
 use tokio::sync::mpsc;
 
 use super::copy::{open_ahead, Opens, ReadAhead, Task};
 use super::decode::Decoder;
 use super::digest::{Digester, Digests};
 use super::error::OrcError;
-use super::io::{RangeRead, Sink};
-use super::stats::{contradictions, merge_file_statistics};
-use super::stored_statistics::StoredStatistics;
-use super::tail::OrcTail;
+use super::io::{Prefetched, RangeRead, Sink};
+use super::stats::{contradictions, StatisticsFold};
+use super::tail::{read_statistics_again, OrcTail};
 use super::write::{OrcWriter, WriterOptions};
 
 /// Decoded batches queued between the decoding task and the encoding: enough that neither
@@ -67,15 +67,25 @@ where
         // The first input's first stripe is always read: its footer names the bloom filter
         // columns.
         let prefetch = if i == 0 { u64::MAX } else { prefetch };
-        async move { Decoder::open(file.await?, &tail, prefetch).await }
+        async move {
+            // The file's end is read once, for its recorded statistics and for the decoder's
+            // own tail read.
+            let file = Prefetched::open(file.await?).await?;
+            let recorded = read_statistics_again(&file, &tail).await?;
+            let decoder = Decoder::open(file, &tail, prefetch).await?;
+            Ok(Input {
+                decoder,
+                recorded: recorded.file,
+            })
+        }
     });
     // Decoding (and digesting) runs in a task of its own, a few batches ahead of the encoding
     // here: on a multi-threaded runtime the two take a core each, and neither waits on the
     // other but for a full or empty queue.
     let rows: Vec<u64> = tails.iter().map(|t| t.rows).collect();
     let write = async move {
-        let first = next_decoder(&mut opens).await?;
-        options.bloom_filter_columns = first.bloom_columns.clone().unwrap_or_default();
+        let first = next_input(&mut opens).await?;
+        options.bloom_filter_columns = first.decoder.bloom_columns.clone().unwrap_or_default();
         let (decoded, mut batches) = mpsc::channel(DECODED_AHEAD);
         let decoding = Task::spawn(decode_all(first, opens, rows, decoded));
         let mut writer = OrcWriter::new(sink, options).await?;
@@ -83,29 +93,24 @@ where
             writer.write_batch(&as_written(batch)?).await?;
         }
         // The queue closes when the decoding ends, whether it finished or failed.
-        let digester = decoding.join().await?;
-        Ok::<_, OrcError>((writer, digester))
+        let decoded = decoding.join().await?;
+        Ok::<_, OrcError>((writer, decoded))
     };
     let opener = async {
         opener.await;
         Ok::<_, OrcError>(())
     };
-    let ((), (writer, digester)) = tokio::try_join!(opener, write)?;
+    let ((), (writer, (digester, recorded))) = tokio::try_join!(opener, write)?;
     let (written, _) = writer.finish().await?;
-    // Independent of our decoder: what the original writers recorded about these values.
-    let recorded: Vec<&StoredStatistics> = tails.iter().map(|t| &t.statistics).collect();
-    // The table's own columns (the root's children) but unions, where writers count alike.
+    // Independent of our decoder, `recorded`: what the original writers recorded about these
+    // values. The table's own columns (the root's children) but unions, where writers count alike.
     let types = &tails[0].footer.types;
     let roots = types.first().map_or(&[][..], |root| &root.subtypes[..]);
     let top_level: Vec<usize> = std::iter::once(0)
         .chain(roots.iter().map(|&t| t as usize))
         .filter(|&t| types.get(t).is_some_and(|ty| ty.kind() != Kind::Union))
         .collect();
-    let wrong = contradictions(
-        &merge_file_statistics(&recorded),
-        &written.statistics,
-        &top_level,
-    );
+    let wrong = contradictions(&recorded, &written.statistics, &top_level);
     if !wrong.is_empty() {
         return Err(OrcError::Decode(format!(
             "the decoded values contradict the inputs' recorded statistics: {}",
@@ -126,10 +131,17 @@ where
     })
 }
 
-/// The next input's decoder, out of the open-ahead queue.
-async fn next_decoder<R: RangeRead + Send + 'static>(
-    opens: &mut Opens<usize, Decoder<R>>,
-) -> Result<Decoder<R>, OrcError> {
+/// One input as the re-encode takes it: its decoder, and the file statistics its writer
+/// recorded.
+struct Input<R: RangeRead + Send + 'static> {
+    decoder: Decoder<Prefetched<R>>,
+    recorded: Vec<ColumnStatistics>,
+}
+
+/// The next input, out of the open-ahead queue.
+async fn next_input<R: RangeRead + Send + 'static>(
+    opens: &mut Opens<usize, Input<R>>,
+) -> Result<Input<R>, OrcError> {
     let next = opens.next().await;
     let (_, opened) = next.ok_or_else(|| OrcError::Plan("an output without inputs".into()))??;
     Ok(opened.into_inner())
@@ -137,26 +149,29 @@ async fn next_decoder<R: RangeRead + Send + 'static>(
 
 /// Decodes every input, `first` and then the rest out of `opens`, in order: each batch is
 /// digested and handed to `decoded`, and each input's decoded rows are checked against its
-/// footer's count (`rows`). Ends early, with `Ok`, when the encoding side has stopped listening.
+/// footer's count (`rows`); returns the digests and the inputs' recorded statistics, folded.
+/// Ends early, with `Ok`, when the encoding side has stopped listening.
 async fn decode_all<R: RangeRead + Send + 'static>(
-    first: Decoder<R>,
-    mut opens: Opens<usize, Decoder<R>>,
+    first: Input<R>,
+    mut opens: Opens<usize, Input<R>>,
     rows: Vec<u64>,
     decoded: mpsc::Sender<RecordBatch>,
-) -> Result<Digester, OrcError> {
-    let mut digester = Digester::new(&first.schema());
-    let mut decoder = first;
+) -> Result<(Digester, Vec<ColumnStatistics>), OrcError> {
+    let mut digester = Digester::new(&first.decoder.schema());
+    let mut recorded = StatisticsFold::default();
+    let mut input = first;
     for (i, expected) in rows.into_iter().enumerate() {
         if i > 0 {
-            decoder = next_decoder(&mut opens).await?;
+            input = next_input(&mut opens).await?;
         }
+        recorded.add(&input.recorded);
         let mut rows = 0;
-        while let Some(batch) = decoder.next().await? {
+        while let Some(batch) = input.decoder.next().await? {
             let batch = as_decoded(batch)?;
             digester.update(&batch)?;
             rows += batch.num_rows() as u64;
             if decoded.send(batch).await.is_err() {
-                return Ok(digester);
+                return Ok((digester, recorded.finish()));
             }
         }
         if rows != expected {
@@ -165,7 +180,7 @@ async fn decode_all<R: RangeRead + Send + 'static>(
             )));
         }
     }
-    Ok(digester)
+    Ok((digester, recorded.finish()))
 }
 
 /// Decodes the file `tail` belongs to and returns its rows and column digests.
@@ -412,7 +427,7 @@ mod tests {
     }
 
     #[test]
-    fn a_row_count_unlike_the_footer_is_a_decode_error() {
+    fn an_input_unlike_its_planned_tail_is_a_change() {
         let mut t = tail(MULTI_STRIPE_ZSTD);
         t.rows += 1;
         let mut sink = VecSink::default();
@@ -424,6 +439,6 @@ mod tests {
             &ReadAhead::default(),
         ))
         .unwrap_err();
-        assert!(matches!(e, OrcError::Decode(_)), "{e}");
+        assert!(matches!(e, OrcError::Changed(_)), "{e}");
     }
 }

@@ -11,23 +11,40 @@
 
 use std::cmp::Ordering;
 
-use super::stored_statistics::StoredStatistics;
 use orc_rust::proto::{
     BinaryStatistics, BucketStatistics, CollectionStatistics, ColumnStatistics, DateStatistics,
     DecimalStatistics, DoubleStatistics, IntegerStatistics, StringStatistics, TimestampStatistics,
 };
 
-/// Merges the file-level statistics of several files with the same type tree, column by column,
-/// decoding one column of every input at a time. Every input must have one entry per column
-/// (the merge key checks this).
-pub fn merge_file_statistics(inputs: &[&StoredStatistics]) -> Vec<ColumnStatistics> {
-    let columns = inputs.iter().map(|s| s.len()).min().unwrap_or(0);
-    (0..columns)
-        .map(|c| {
-            let column: Vec<ColumnStatistics> = inputs.iter().filter_map(|s| s.column(c)).collect();
-            merge_column_statistics(&column.iter().collect::<Vec<_>>())
-        })
-        .collect()
+/// The file-level statistics of several files with the same type tree, merged column by
+/// column one file at a time ([`StatisticsFold::add`], in output order): an output's
+/// statistics are folded as its inputs are read, never with every input's held. Each step is
+/// [`merge_column_statistics`] of what was merged so far and the next file, which claims what
+/// merging all the files at once claims, or less (a local timestamp bound dropped early stays
+/// dropped), never more.
+#[derive(Debug, Default)]
+pub struct StatisticsFold {
+    merged: Option<Vec<ColumnStatistics>>,
+}
+
+impl StatisticsFold {
+    /// Folds in one more file's statistics, one entry per column (the merge key checks every
+    /// input has them); columns beyond the shortest input's are dropped.
+    pub fn add(&mut self, file: &[ColumnStatistics]) {
+        self.merged = Some(match self.merged.take() {
+            None => file.iter().map(|c| merge_column_statistics(&[c])).collect(),
+            Some(merged) => merged
+                .iter()
+                .zip(file)
+                .map(|(m, c)| merge_column_statistics(&[m, c]))
+                .collect(),
+        });
+    }
+
+    /// The merged statistics; none when no file was added.
+    pub fn finish(self) -> Vec<ColumnStatistics> {
+        self.merged.unwrap_or_default()
+    }
 }
 
 /// Where statistics computed from decoded values (`computed`, one per column) contradict the
@@ -1039,11 +1056,39 @@ mod tests {
     fn file_statistics_merge_column_by_column() {
         let a = vec![col(3, false), int(1, 2, Some(3))];
         let b = vec![col(4, false), int(-1, 0, Some(-1))];
-        let (a, b) = (StoredStatistics::new(&a), StoredStatistics::new(&b));
-        let merged = merge_file_statistics(&[&a, &b]);
+        let mut fold = StatisticsFold::default();
+        fold.add(&a);
+        fold.add(&b);
+        let merged = fold.finish();
         assert_eq!(merged.len(), 2);
         assert_eq!(merged[0].number_of_values, Some(7));
         let i = merged[1].int_statistics.as_ref().unwrap();
         assert_eq!((i.minimum, i.maximum, i.sum), (Some(-1), Some(2), Some(2)));
+        assert!(StatisticsFold::default().finish().is_empty());
+    }
+
+    #[test]
+    fn folding_one_file_at_a_time_claims_what_merging_all_at_once_does() {
+        let files = [
+            vec![col(3, false), int(1, 2, Some(3))],
+            vec![col(0, false), ColumnStatistics::default()],
+            vec![col(4, true), int(-1, 0, Some(-1))],
+            vec![col(2, false), int(7, 9, None)],
+        ];
+        for n in 1..=files.len() {
+            let mut fold = StatisticsFold::default();
+            for f in &files[..n] {
+                fold.add(f);
+            }
+            let folded = fold.finish();
+            for (c, column) in folded.iter().enumerate() {
+                let all: Vec<&ColumnStatistics> = files[..n].iter().map(|f| &f[c]).collect();
+                assert_eq!(
+                    column,
+                    &merge_column_statistics(&all),
+                    "{n} files, column {c}"
+                );
+            }
+        }
     }
 }

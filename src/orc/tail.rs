@@ -10,7 +10,6 @@ use prost::Message;
 use super::compress::{decompress, Compression};
 use super::error::{corrupt, OrcError};
 use super::io::{read_checked, RangeRead};
-use super::stored_statistics::StoredStatistics;
 use super::ORC_MAGIC;
 
 /// How much of the end of a file is read before knowing the tail's size. Most tails of small
@@ -42,18 +41,21 @@ impl StripeInfo {
     }
 }
 
-/// Everything the merge needs from one file's tail, already validated against the file length.
+/// What planning keeps of one file's tail, validated against the file length: everything
+/// but its statistics.
+///
+/// A partition's tails are held from planning until their outputs are written; with 100,000
+/// small files the statistics were most of that memory (about 0.5 KiB per file at 15
+/// columns), and only the writing of an output needs them. So they are read again, from the
+/// bytes the copy or the decoder reads anyway ([`read_statistics_again`]), and folded into the
+/// output as it is written: what is held per input no longer grows with the column count.
 #[derive(Clone, Debug)]
 pub struct OrcTail {
     /// The Footer without what is the file's own: its stripes, column statistics and row count
-    /// (kept as `stripes`, `statistics` and `rows`) and its header and content lengths. What
+    /// (kept as `stripes` and `rows`, or dropped) and its header and content lengths. What
     /// remains (types, user metadata, writer) is usually the same for every file of a
     /// partition, so a snapshot shares one copy among them ([`SharedFooters`]).
     pub footer: Arc<proto::Footer>,
-    /// The file-level column statistics, as the Footer holds them.
-    pub statistics: StoredStatistics,
-    /// The per-stripe statistics, as stored; empty when the file has none.
-    pub metadata: StoredMetadata,
     pub file_length: u64,
     /// Bytes of Metadata + Footer + PostScript + the final length byte.
     pub tail_length: u64,
@@ -67,6 +69,11 @@ pub struct OrcTail {
     pub writer_version: u32,
     /// The PostScript's file version: `[0, 11]` or `[0, 12]`, the only ones read.
     pub file_version: [u32; 2],
+    /// True when the Metadata holds exactly one entry per stripe, so the output's Metadata can
+    /// be the inputs' entries concatenated.
+    pub stripe_statistics: bool,
+    /// Why the file statistics cannot be merged, when they cannot ([`statistics_gap`]).
+    pub statistics_gap: Option<Box<str>>,
 }
 
 impl OrcTail {
@@ -74,51 +81,51 @@ impl OrcTail {
     pub fn content_end(&self) -> u64 {
         self.file_length - self.tail_length
     }
+}
 
-    /// True when the Metadata holds exactly one entry per stripe, so the output's Metadata can
-    /// be the inputs' entries concatenated.
-    pub fn has_stripe_statistics(&self) -> bool {
-        self.metadata.entries == self.stripes.len()
+/// The statistics of one file's tail: read with it where they are used (an output being
+/// written from the file, Iceberg metrics, tests), never held for a partition's files.
+#[derive(Clone, Debug, Default)]
+pub struct TailStatistics {
+    /// The file-level column statistics, as the Footer holds them.
+    pub file: Vec<proto::ColumnStatistics>,
+    /// Each stripe's statistics as the Metadata section stores them, encoded (each checked to
+    /// parse when read); empty when the file has none.
+    stripes: Vec<Bytes>,
+}
+
+impl TailStatistics {
+    /// The stored encoding of each stripe's statistics, in stripe order: what a merged
+    /// output's Metadata section repeats, byte for byte.
+    pub fn stripe_entries(&self) -> &[Bytes] {
+        &self.stripes
     }
 
-    /// The per-stripe statistics, decoded from the stored section (checked to parse when the
-    /// tail was read).
+    /// Each stripe's statistics, decoded.
+    #[cfg(test)]
     pub fn stripe_statistics(&self) -> Result<Vec<proto::StripeStatistics>, OrcError> {
-        if self.metadata.same_as_file {
-            return Ok(vec![proto::StripeStatistics {
-                col_stats: self.statistics.decode_all(),
-            }]);
-        }
-        if self.metadata.entries == 0 {
-            return Ok(Vec::new());
-        }
-        let metadata: proto::Metadata = decode_section(
-            self.compression,
-            self.compression_block_size,
-            &self.metadata.bytes,
-            "Metadata",
-        )?;
-        Ok(metadata.stripe_stats)
+        self.stripes.iter().map(decode_entry).collect()
     }
 }
 
-/// A file's Metadata section (per-stripe statistics) kept as its stored, compressed bytes.
-///
-/// Every input's tail is held from planning until its output is written, and only the write
-/// needs the stripe statistics. Decoded, they are protobuf structs per stripe and column, many
-/// times the section's stored size (most of a partition's memory with many small files); the
-/// write decodes one input's at a time instead ([`OrcTail::stripe_statistics`]).
-#[derive(Clone, Debug, Default)]
-pub struct StoredMetadata {
-    /// An owned copy, so the tail's read buffer is not kept alive by a slice of it; empty when
-    /// `same_as_file`.
-    bytes: Bytes,
-    /// How many stripe statistics the section holds.
-    entries: usize,
-    /// The section's one entry is the file's statistics, column for column (as writers make
-    /// them for a file of one stripe), so nothing more is kept: with many small files the
-    /// section would otherwise double what each input costs.
-    same_as_file: bool,
+/// Why a file's statistics cannot be merged with another's, when they cannot: a file without
+/// one entry per column, or with a column lacking its value count. Without a value count a
+/// merged count would be a guess, and Java reads a missing one as "no values", which lets it
+/// skip the data: such files are left as they are.
+pub fn statistics_gap(columns: usize, statistics: &[proto::ColumnStatistics]) -> Option<Box<str>> {
+    if statistics.len() != columns {
+        return Some(
+            format!(
+                "has file statistics for {} of {columns} columns",
+                statistics.len()
+            )
+            .into(),
+        );
+    }
+    let c = statistics
+        .iter()
+        .position(|s| s.number_of_values.is_none())?;
+    Some(format!("file statistics of column {c} have no value count").into())
 }
 
 /// The footers of many tails, each distinct one held once: a partition's tails, held from
@@ -142,13 +149,61 @@ impl SharedFooters {
     }
 }
 
-/// Reads and validates the tail of one file.
+/// Reads and validates the tail of one file, and keeps what planning needs of it.
 ///
 /// Returns `Ok(None)` for a zero-length file: it holds zero rows and has no tail, and what to do
 /// with it is the caller's decision. A file that is not ORC, is cut short, or whose tail does
 /// not add up is a typed error naming what is wrong; no offset from the file is trusted before
 /// it is checked against `reader.len()`.
 pub async fn read_tail<R: RangeRead>(reader: &R) -> Result<Option<OrcTail>, OrcError> {
+    Ok(read_tail_with_statistics(reader)
+        .await?
+        .map(|(tail, _)| tail))
+}
+
+/// Reads the tail of the file `planned` was read from, again, for its statistics: when an
+/// output is written from the file, from the bytes (or the reader) its stripes come from. A
+/// file whose tail is no longer the planned one changed since it was planned
+/// ([`OrcError::Changed`]).
+pub async fn read_statistics_again<R: RangeRead>(
+    reader: &R,
+    planned: &OrcTail,
+) -> Result<TailStatistics, OrcError> {
+    let changed =
+        |what: &str| OrcError::Changed(format!("its {what} changed since it was planned"));
+    let length = reader.len().await?;
+    if length != planned.file_length {
+        return Err(OrcError::Changed(format!(
+            "it is {length} bytes long now, {} when planned",
+            planned.file_length
+        )));
+    }
+    // Its tail read when it was planned: failing now, it is not the file it was.
+    let (tail, statistics) = match read_tail_with_statistics(reader).await {
+        Ok(Some(read)) => read,
+        Ok(None) => return Err(changed("length")),
+        Err(e @ OrcError::Io(_)) => return Err(e),
+        Err(e) => return Err(OrcError::Changed(format!("its tail no longer reads: {e}"))),
+    };
+    if tail.tail_length != planned.tail_length {
+        return Err(changed("length"));
+    }
+    if tail.rows != planned.rows || tail.stripes != planned.stripes {
+        return Err(changed("stripes"));
+    }
+    if tail.footer != planned.footer
+        || tail.stripe_statistics != planned.stripe_statistics
+        || tail.statistics_gap != planned.statistics_gap
+    {
+        return Err(changed("footer"));
+    }
+    Ok(statistics)
+}
+
+/// [`read_tail`], and the statistics beside what planning keeps.
+pub async fn read_tail_with_statistics<R: RangeRead>(
+    reader: &R,
+) -> Result<Option<(OrcTail, TailStatistics)>, OrcError> {
     let file_length = reader.len().await?;
     if file_length == 0 {
         return Ok(None);
@@ -266,12 +321,7 @@ pub async fn read_tail<R: RangeRead>(reader: &R) -> Result<Option<OrcTail>, OrcE
         &footer_bytes,
         "Footer",
     )?;
-    let metadata = stored_metadata(
-        compression,
-        compression_block_size,
-        &metadata_bytes,
-        &footer.statistics,
-    )?;
+    let stripe_statistics = metadata_entries(compression, compression_block_size, &metadata_bytes)?;
 
     let content_end = file_length - tail_length;
     let stripes = validate_stripes(&footer, content_end)?;
@@ -293,13 +343,16 @@ pub async fn read_tail<R: RangeRead>(reader: &R) -> Result<Option<OrcTail>, OrcE
     footer.number_of_rows = None;
     footer.header_length = None;
     footer.content_length = None;
-    let statistics = StoredStatistics::new(&std::mem::take(&mut footer.statistics));
-    Ok(Some(OrcTail {
+    let statistics = TailStatistics {
+        file: std::mem::take(&mut footer.statistics),
+        stripes: stripe_statistics,
+    };
+    let tail = OrcTail {
         writer: footer.writer.unwrap_or(0),
         writer_version: postscript.writer_version.unwrap_or(0),
+        stripe_statistics: statistics.stripes.len() == stripes.len(),
+        statistics_gap: statistics_gap(footer.types.len(), &statistics.file),
         footer: Arc::new(footer),
-        statistics,
-        metadata,
         file_length,
         tail_length,
         rows,
@@ -307,7 +360,8 @@ pub async fn read_tail<R: RangeRead>(reader: &R) -> Result<Option<OrcTail>, OrcE
         compression,
         compression_block_size,
         file_version,
-    }))
+    };
+    Ok(Some((tail, statistics)))
 }
 
 /// The Metadata section's entries, each as its encoded bytes.
@@ -317,42 +371,24 @@ struct MetadataEntries {
     stripe_stats: Vec<Bytes>,
 }
 
-/// How many stripe statistics a stored Metadata section holds, each checked to parse (see
-/// [`StoredMetadata`]). Decoded one at a time: decoded all at once, a merged output's 10,000
-/// stripes of 16 columns took 80 MiB while it was verified.
-/// The Metadata section as kept: every entry checked to parse, and no bytes at all when its
-/// one entry equals the file statistics (then rebuilt from them on demand).
-fn stored_metadata(
+/// The Metadata section's stripe statistics, each as its stored bytes and checked to parse.
+fn metadata_entries(
     compression: Compression,
     block_size: u64,
     bytes: &Bytes,
-    file_statistics: &[proto::ColumnStatistics],
-) -> Result<StoredMetadata, OrcError> {
+) -> Result<Vec<Bytes>, OrcError> {
     let plain = Bytes::from(decompress(compression, block_size, bytes, "Metadata")?);
     let entries = MetadataEntries::decode(plain)
         .map_err(|e| corrupt(format!("Metadata does not parse: {e}")))?;
-    let decode = |entry: &Bytes| {
-        proto::StripeStatistics::decode(entry.as_ref())
-            .map_err(|e| corrupt(format!("Metadata does not parse: {e}")))
-    };
-    let same_as_file = match &entries.stripe_stats[..] {
-        [only] => decode(only)?.col_stats == file_statistics,
-        many => {
-            for entry in many {
-                decode(entry)?;
-            }
-            false
-        }
-    };
-    Ok(StoredMetadata {
-        bytes: if same_as_file {
-            Bytes::new()
-        } else {
-            Bytes::copy_from_slice(bytes)
-        },
-        entries: entries.stripe_stats.len(),
-        same_as_file,
-    })
+    for entry in &entries.stripe_stats {
+        decode_entry(entry)?;
+    }
+    Ok(entries.stripe_stats)
+}
+
+fn decode_entry(entry: &Bytes) -> Result<proto::StripeStatistics, OrcError> {
+    proto::StripeStatistics::decode(entry.as_ref())
+        .map_err(|e| corrupt(format!("Metadata does not parse: {e}")))
 }
 
 fn decode_section<M: Message + Default>(
@@ -446,7 +482,7 @@ mod tests {
     fn stripe_statistics_are_counted_and_each_checked_to_parse() {
         let count = |bytes: Vec<u8>| {
             let bytes = Bytes::from(bytes);
-            stored_metadata(Compression::None, DEFAULT_BLOCK_SIZE, &bytes, &[]).map(|m| m.entries)
+            metadata_entries(Compression::None, DEFAULT_BLOCK_SIZE, &bytes).map(|m| m.len())
         };
         let two = proto::Metadata {
             stripe_stats: vec![proto::StripeStatistics::default(); 2],
@@ -455,6 +491,38 @@ mod tests {
         assert_eq!(count(vec![]).unwrap(), 0);
         // One entry whose first field claims 5 bytes and has 1.
         assert!(count(vec![0x0a, 0x03, 0x0a, 0x05, 0x01]).is_err());
+    }
+
+    #[test]
+    fn a_statistics_gap_names_what_is_missing() {
+        let counted = proto::ColumnStatistics {
+            number_of_values: Some(3),
+            ..Default::default()
+        };
+        assert_eq!(statistics_gap(2, &[counted.clone(), counted.clone()]), None);
+        let short = statistics_gap(2, std::slice::from_ref(&counted)).unwrap();
+        assert!(short.contains("1 of 2 columns"), "{short}");
+        let uncounted = statistics_gap(2, &[counted, proto::ColumnStatistics::default()]);
+        assert!(uncounted.unwrap().contains("column 1 have no value count"));
+    }
+
+    #[test]
+    fn statistics_read_again_must_come_from_the_planned_file() {
+        let planned = read(MULTI_STRIPE_ZSTD.to_vec()).unwrap().unwrap();
+        let again = block_on(read_statistics_again(
+            &MemFile::new(MULTI_STRIPE_ZSTD.to_vec()),
+            &planned,
+        ))
+        .unwrap();
+        assert_eq!(again.file.len(), planned.footer.types.len());
+        assert_eq!(again.stripe_entries().len(), planned.stripes.len());
+        let other = block_on(read_statistics_again(
+            &MemFile::new(ALL_TYPES_LZ4.to_vec()),
+            &planned,
+        ));
+        assert!(matches!(other, Err(OrcError::Changed(_))), "{other:?}");
+        let empty = block_on(read_statistics_again(&MemFile::new(Vec::new()), &planned));
+        assert!(matches!(empty, Err(OrcError::Changed(_))), "{empty:?}");
     }
 
     #[test]
@@ -485,16 +553,13 @@ mod tests {
         assert_eq!(tail.file_version, [0, 12]);
         assert_eq!(tail.writer, 0);
         assert_eq!(tail.footer.software_version.as_deref(), Some("1.9.5"));
-        assert!(tail.has_stripe_statistics());
-        assert_eq!(tail.statistics.len(), tail.footer.types.len());
-        // One stripe: its statistics are the file's, so the section is not kept (merge's tests
-        // prove what is rebuilt equals the section decoded from the file).
-        assert!(tail.metadata.same_as_file && tail.metadata.bytes.is_empty());
+        assert!(tail.stripe_statistics);
+        assert_eq!(tail.statistics_gap, None);
 
         let tail = read(MULTI_STRIPE_ZSTD.to_vec()).unwrap().unwrap();
         assert_eq!(tail.compression, Compression::Zstd);
         assert!(tail.stripes.len() > 1);
-        assert!(tail.has_stripe_statistics() && !tail.metadata.same_as_file);
+        assert!(tail.stripe_statistics);
         assert_eq!(tail.stripes.iter().map(|s| s.rows).sum::<u64>(), tail.rows);
         assert_eq!(tail.content_end(), tail.stripes.last().unwrap().end());
     }

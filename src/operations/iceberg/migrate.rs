@@ -254,11 +254,11 @@ struct Describe<'w, 'h> {
 
 impl FileSink for Describe<'_, '_> {
     fn take(&mut self, f: FileFacts) -> anyhow::Result<()> {
-        let Ok(Some(tail)) = f.tail else {
+        let Ok(Some((tail, statistics))) = f.tail else {
             bail!("{}: not a readable ORC file", f.location);
         };
         let at = schema::file_columns(&tail.footer.types, &self.data_names);
-        let statistics = tail.statistics.decode_all();
+        let statistics = statistics.file;
         let mut cols = vec![];
         for ((id, hive, prim), at) in self.columns.iter().zip(&at) {
             if let (Some(prim), Some(at)) = (prim, at) {

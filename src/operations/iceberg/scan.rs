@@ -20,7 +20,7 @@ use crate::iceberg::hive_type::HiveType;
 use crate::iceberg::partition::{self, HIVE_DEFAULT_PARTITION};
 use crate::iceberg::schema;
 use crate::metastore::{Metastore, Partition};
-use crate::orc::{read_tail, OrcTail};
+use crate::orc::{read_tail_with_statistics, OrcTail, TailStatistics};
 
 /// What a scan counts as small, and the size compaction would aim for (the files it would
 /// remove first).
@@ -71,7 +71,7 @@ pub(super) struct FileFacts {
     pub(super) partition: Values,
     pub(super) location: Location,
     pub(super) length: u64,
-    pub(super) tail: Result<Option<OrcTail>, String>,
+    pub(super) tail: Result<Option<(OrcTail, TailStatistics)>, String>,
 }
 
 /// Collects problems of one kind: a count and the first few examples.
@@ -398,7 +398,9 @@ pub(super) async fn scan(
         let facts = futures::stream::iter(window)
             .map(|(partition, location, length)| async move {
                 let tail = match hdfs.open(&location).await {
-                    Ok(reader) => read_tail(&reader).await.map_err(|e| e.to_string()),
+                    Ok(reader) => read_tail_with_statistics(&reader)
+                        .await
+                        .map_err(|e| e.to_string()),
                     Err(e) => Err(e.to_string()),
                 };
                 FileFacts {
@@ -426,7 +428,7 @@ pub(super) async fn scan(
                     costs.empty_files += 1;
                     continue;
                 }
-                Ok(Some(tail)) => {
+                Ok(Some((tail, _))) => {
                     costs.rows += tail.rows;
                     if schema::has_positional_names(&tail.footer.types) {
                         costs.positional_name_files += 1;

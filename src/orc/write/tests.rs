@@ -15,7 +15,7 @@ use bytes::Bytes;
 use orc_rust::proto::{self, r#type::Kind as TypeKind};
 use orc_rust::ArrowReaderBuilder;
 
-use super::super::tail::read_tail;
+use super::super::tail::{read_tail, read_tail_with_statistics, OrcTail, TailStatistics};
 use super::super::testutil::{block_on, MemFile, VecSink, ALL_TYPES_LZ4, MULTI_STRIPE_ZSTD};
 use super::super::Compression;
 use super::{OrcWriter, WriterOptions};
@@ -82,16 +82,14 @@ fn round_trip(input: &[u8], batch_size: usize, tweak: impl Fn(&mut WriterOptions
 #[test]
 fn java_all_types_file_round_trips_with_equal_statistics() {
     let output = round_trip(ALL_TYPES_LZ4, 2, |_| {});
-    let ours = block_on(read_tail(&MemFile::new(output))).unwrap().unwrap();
-    let theirs = block_on(read_tail(&MemFile::new(ALL_TYPES_LZ4)))
-        .unwrap()
-        .unwrap();
+    let (ours, our_statistics) = with_statistics(output);
+    let (theirs, their_statistics) = with_statistics(ALL_TYPES_LZ4.to_vec());
     assert_eq!(ours.footer.types, theirs.footer.types);
     assert_eq!(ours.compression, Compression::Lz4);
     assert_eq!(ours.writer, 0);
     let (ours, theirs) = (
-        comparable(&ours.statistics.decode_all()),
-        comparable(&theirs.statistics.decode_all()),
+        comparable(&our_statistics.file),
+        comparable(&their_statistics.file),
     );
     for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
         assert_eq!(a, b, "column {i}");
@@ -101,15 +99,19 @@ fn java_all_types_file_round_trips_with_equal_statistics() {
 #[test]
 fn java_multi_stripe_file_round_trips() {
     let output = round_trip(MULTI_STRIPE_ZSTD, 1000, |o| o.stripe_size = 4096);
-    let ours = block_on(read_tail(&MemFile::new(output))).unwrap().unwrap();
-    let theirs = block_on(read_tail(&MemFile::new(MULTI_STRIPE_ZSTD)))
-        .unwrap()
-        .unwrap();
+    let (ours, our_statistics) = with_statistics(output);
+    let (_, their_statistics) = with_statistics(MULTI_STRIPE_ZSTD.to_vec());
     assert!(ours.stripes.len() > 1);
     assert_eq!(
-        comparable(&ours.statistics.decode_all()),
-        comparable(&theirs.statistics.decode_all())
+        comparable(&our_statistics.file),
+        comparable(&their_statistics.file)
     );
+}
+
+fn with_statistics(file: Vec<u8>) -> (OrcTail, TailStatistics) {
+    block_on(read_tail_with_statistics(&MemFile::new(file)))
+        .unwrap()
+        .unwrap()
 }
 
 fn ty(kind: TypeKind) -> proto::Type {
