@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::metastore::{
     DataOperationType, LockComponent, LockLevel, LockRequest, LockResponse, LockState, LockType,
@@ -363,13 +364,17 @@ impl<M: LockService> PartitionLock<M> {
         options: &LockOptions,
     ) -> Self {
         let lost = Arc::new(Mutex::new(None));
-        let heartbeat = tokio::spawn(heartbeat(
-            metastore.clone(),
-            id,
-            options.heartbeat,
-            options.txn_timeout,
-            lost.clone(),
-        ));
+        // In the caller's span: a heartbeat's warnings name the partition.
+        let heartbeat = tokio::spawn(
+            heartbeat(
+                metastore.clone(),
+                id,
+                options.heartbeat,
+                options.txn_timeout,
+                lost.clone(),
+            )
+            .in_current_span(),
+        );
         PartitionLock {
             metastore: metastore.clone(),
             id,

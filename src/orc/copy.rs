@@ -33,6 +33,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
+use tracing::Instrument;
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
 use super::error::{OrcError, VerifyFailure};
@@ -109,8 +110,10 @@ struct Chunk {
 pub(crate) struct Task<T>(JoinHandle<T>);
 
 impl<T: Send + 'static> Task<T> {
+    /// Runs `f` in the spawner's tracing span, so what it logs names the partition (a task of
+    /// its own would otherwise log outside every span).
     pub(crate) fn spawn(f: impl Future<Output = T> + Send + 'static) -> Self {
-        Task(tokio::spawn(f))
+        Task(tokio::spawn(f.in_current_span()))
     }
 }
 
