@@ -6,7 +6,6 @@ use bytes::Bytes;
 use futures::future::Either;
 
 use super::error::OrcError;
-use super::tail::SPECULATIVE_TAIL;
 
 /// Random-access reads of one immutable file.
 ///
@@ -45,6 +44,11 @@ impl RangeRead for Bytes {
         })
     }
 }
+
+/// How much of the end of a file is read before knowing the tail's size. Most tails of small
+/// files fit, so one read usually suffices (Java ORC guesses the same amount). A file no longer
+/// than this is read whole by [`super::read_tail`].
+pub(crate) const SPECULATIVE_TAIL: u64 = 16 * 1024;
 
 /// Files up to this size are read whole when opened to be copied or decoded into an output
 /// ([`Prefetched`]); of larger ones, the last [`SPECULATIVE_TAIL`] bytes.

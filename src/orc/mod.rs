@@ -39,7 +39,7 @@ pub(crate) use copy::Task;
 pub use copy::{copy_pieces, Discard, Piece, ReadAhead};
 pub use digest::{ColumnDigest, Digester, Digests};
 pub use error::{OrcError, VerifyFailure};
-pub(crate) use io::read_checked;
+pub(crate) use io::{read_checked, SPECULATIVE_TAIL};
 pub use io::{RangeRead, Sink};
 #[cfg(test)]
 pub use key::key_of;
@@ -51,7 +51,6 @@ pub use plan::{
 pub use reencode::{digest_file, reencode, ReencodedOutput};
 pub use shape::OutputShape;
 pub use stats::{merge_column_statistics, StatisticsFold};
-pub(crate) use tail::SPECULATIVE_TAIL;
 pub use tail::{
     read_statistics_again, read_tail, read_tail_with_statistics, OrcTail, SharedFooters,
     StripeInfo, TailStatistics,

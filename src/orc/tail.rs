@@ -9,13 +9,8 @@ use prost::Message;
 
 use super::compress::{decompress, Compression};
 use super::error::{corrupt, OrcError};
-use super::io::{read_checked, RangeRead};
+use super::io::{read_checked, RangeRead, SPECULATIVE_TAIL};
 use super::ORC_MAGIC;
-
-/// How much of the end of a file is read before knowing the tail's size. Most tails of small
-/// files fit, so one read usually suffices (Java ORC guesses the same amount). A file no longer
-/// than this is read whole by [`read_tail`].
-pub(crate) const SPECULATIVE_TAIL: u64 = 16 * 1024;
 
 /// The block size readers assume when a PostScript does not say (Java ORC's default).
 const DEFAULT_BLOCK_SIZE: u64 = 256 * 1024;
