@@ -79,19 +79,19 @@ where
         .collect();
     let lengths: Vec<u64> = tails.iter().map(|t| t.file_length).collect();
     let (found, statistics) = mpsc::unbounded_channel();
+    let with_stripes = head.stripe_statistics;
     let open_and_read_statistics = move |i: usize| {
         let opening = open(i);
         let planned = tails[i].clone();
         let found = found.clone();
         async move {
             let reader = Prefetched::open(opening.await?).await?;
-            let statistics =
-                read_statistics_again(&reader, &planned)
-                    .await
-                    .map_err(|e| match e {
-                        OrcError::Changed(what) => OrcError::Changed(format!("input {i}: {what}")),
-                        other => other,
-                    })?;
+            let statistics = read_statistics_again(&reader, &planned, with_stripes)
+                .await
+                .map_err(|e| match e {
+                    OrcError::Changed(what) => OrcError::Changed(format!("input {i}: {what}")),
+                    other => other,
+                })?;
             // The fold has stopped only when the copy has failed.
             let _ = found.send((i, statistics));
             Ok(reader)

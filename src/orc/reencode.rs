@@ -71,7 +71,7 @@ where
             // The file's end is read once, for its recorded statistics and for the decoder's
             // own tail read.
             let file = Prefetched::open(file.await?).await?;
-            let recorded = read_statistics_again(&file, &tail).await?;
+            let recorded = read_statistics_again(&file, &tail, false).await?;
             let decoder = Decoder::open(file, &tail, prefetch).await?;
             Ok(Input {
                 decoder,

@@ -156,16 +156,21 @@ pub async fn read_tail<R: RangeRead>(reader: &R) -> Result<Option<OrcTail>, OrcE
         .map(|(tail, _)| tail))
 }
 
-/// Reads the tail of the file `planned` was read from, again, for its statistics: when an
-/// output is written from the file, from the bytes (or the reader) its stripes come from. A
-/// file whose tail is no longer the planned one changed since it was planned
-/// ([`OrcError::Changed`]).
+/// Reads the tail of the file `planned` was read from, again, for its statistics (the stripe
+/// statistics too when `stripes`): when an output is written from the file, from the bytes its
+/// stripes or its decoder come from. A file whose tail is no longer the planned one changed
+/// since it was planned ([`OrcError::Changed`]).
+///
+/// Leaner than [`read_tail`], as it runs once more per input on the way to the output: it reads
+/// the planned tail's bytes, decodes of the Footer only the stripes, row count and statistics
+/// (prost skips the type tree and user metadata unread) and checks those against the plan, and
+/// does not decode each stripe's statistics: a stripe copy repeats their stored bytes, and its
+/// output's tail, re-read and parsed whole before the swap, proves them.
 pub async fn read_statistics_again<R: RangeRead>(
     reader: &R,
     planned: &OrcTail,
+    stripes: bool,
 ) -> Result<TailStatistics, OrcError> {
-    let changed =
-        |what: &str| OrcError::Changed(format!("its {what} changed since it was planned"));
     let length = reader.len().await?;
     if length != planned.file_length {
         return Err(OrcError::Changed(format!(
@@ -173,26 +178,70 @@ pub async fn read_statistics_again<R: RangeRead>(
             planned.file_length
         )));
     }
-    // Its tail read when it was planned: failing now, it is not the file it was.
-    let (tail, statistics) = match read_tail_with_statistics(reader).await {
-        Ok(Some(read)) => read,
-        Ok(None) => return Err(changed("length")),
-        Err(e @ OrcError::Io(_)) => return Err(e),
-        Err(e) => return Err(OrcError::Changed(format!("its tail no longer reads: {e}"))),
+    let bytes = read_checked(reader, planned.content_end()..length, length, "tail").await?;
+    // The planned tail parsed then: failing now, the file is not the one planned.
+    statistics_of(&bytes, planned, stripes)
+        .map_err(|e| OrcError::Changed(format!("its tail is not the planned one: {e}")))
+}
+
+/// What [`read_statistics_again`] decodes of a Footer.
+#[derive(Clone, PartialEq, prost::Message)]
+struct FooterStatistics {
+    #[prost(message, repeated, tag = "3")]
+    stripes: Vec<proto::StripeInformation>,
+    #[prost(uint64, optional, tag = "6")]
+    number_of_rows: Option<u64>,
+    #[prost(message, repeated, tag = "7")]
+    statistics: Vec<proto::ColumnStatistics>,
+}
+
+/// The statistics in `tail`, a file's tail bytes, checked to be those of `planned`.
+fn statistics_of(tail: &Bytes, planned: &OrcTail, stripes: bool) -> Result<TailStatistics, String> {
+    let ps_len = usize::from(*tail.last().ok_or("no bytes")?);
+    let ps_start = tail
+        .len()
+        .checked_sub(1 + ps_len)
+        .ok_or("a PostScript past the tail")?;
+    let postscript = proto::PostScript::decode(&tail[ps_start..tail.len() - 1])
+        .map_err(|e| format!("the PostScript does not parse: {e}"))?;
+    let footer_len = postscript.footer_length.unwrap_or(0) as usize;
+    let metadata_len = postscript.metadata_length.unwrap_or(0) as usize;
+    if metadata_len.checked_add(footer_len) != Some(ps_start) {
+        return Err("other Footer and Metadata lengths".into());
+    }
+    let (kind, block) = (planned.compression, planned.compression_block_size);
+    let footer = decompress(kind, block, &tail.slice(metadata_len..ps_start), "Footer")
+        .map_err(|e| e.to_string())?;
+    let footer = FooterStatistics::decode(footer.as_slice())
+        .map_err(|e| format!("the Footer does not parse: {e}"))?;
+    let same_stripes = footer.stripes.len() == planned.stripes.len()
+        && footer.stripes.iter().zip(&planned.stripes).all(|(s, p)| {
+            (s.offset, s.index_length.unwrap_or(0), s.data_length)
+                == (Some(p.offset), p.index_length, Some(p.data_length))
+                && (s.footer_length, s.number_of_rows) == (Some(p.footer_length), Some(p.rows))
+        });
+    if !same_stripes || footer.number_of_rows != Some(planned.rows) {
+        return Err("other stripes".into());
+    }
+    if statistics_gap(planned.footer.types.len(), &footer.statistics) != planned.statistics_gap {
+        return Err("other file statistics".into());
+    }
+    let stripes = if stripes {
+        let plain = decompress(kind, block, &tail.slice(..metadata_len), "Metadata")
+            .map_err(|e| e.to_string())?;
+        let entries = MetadataEntries::decode(Bytes::from(plain))
+            .map_err(|e| format!("the Metadata does not parse: {e}"))?;
+        if entries.stripe_stats.len() != planned.stripes.len() {
+            return Err("other stripe statistics".into());
+        }
+        entries.stripe_stats
+    } else {
+        Vec::new()
     };
-    if tail.tail_length != planned.tail_length {
-        return Err(changed("length"));
-    }
-    if tail.rows != planned.rows || tail.stripes != planned.stripes {
-        return Err(changed("stripes"));
-    }
-    if tail.footer != planned.footer
-        || tail.stripe_statistics != planned.stripe_statistics
-        || tail.statistics_gap != planned.statistics_gap
-    {
-        return Err(changed("footer"));
-    }
-    Ok(statistics)
+    Ok(TailStatistics {
+        file: footer.statistics,
+        stripes,
+    })
 }
 
 /// [`read_tail`], and the statistics beside what planning keeps.
@@ -504,20 +553,41 @@ mod tests {
     #[test]
     fn statistics_read_again_must_come_from_the_planned_file() {
         let planned = read(MULTI_STRIPE_ZSTD.to_vec()).unwrap().unwrap();
-        let again = block_on(read_statistics_again(
-            &MemFile::new(MULTI_STRIPE_ZSTD.to_vec()),
-            &planned,
-        ))
+        let again = |file: &[u8], planned: &OrcTail, stripes: bool| {
+            block_on(read_statistics_again(
+                &MemFile::new(file.to_vec()),
+                planned,
+                stripes,
+            ))
+        };
+        let (_, whole) = block_on(read_tail_with_statistics(&MemFile::new(
+            MULTI_STRIPE_ZSTD.to_vec(),
+        )))
+        .unwrap()
         .unwrap();
-        assert_eq!(again.file.len(), planned.footer.types.len());
-        assert_eq!(again.stripe_entries().len(), planned.stripes.len());
-        let other = block_on(read_statistics_again(
-            &MemFile::new(ALL_TYPES_LZ4.to_vec()),
-            &planned,
-        ));
-        assert!(matches!(other, Err(OrcError::Changed(_))), "{other:?}");
-        let empty = block_on(read_statistics_again(&MemFile::new(Vec::new()), &planned));
-        assert!(matches!(empty, Err(OrcError::Changed(_))), "{empty:?}");
+        let read = again(MULTI_STRIPE_ZSTD, &planned, true).unwrap();
+        assert_eq!(read.file, whole.file);
+        assert_eq!(read.stripe_entries(), whole.stripe_entries());
+        assert!(again(MULTI_STRIPE_ZSTD, &planned, false)
+            .unwrap()
+            .stripe_entries()
+            .is_empty());
+        let changed = |r: Result<TailStatistics, OrcError>| matches!(r, Err(OrcError::Changed(_)));
+        assert!(changed(again(ALL_TYPES_LZ4, &planned, true)));
+        assert!(changed(again(&[], &planned, true)));
+        // The same length, another tail: every byte of it changed in turn.
+        for at in planned.content_end() as usize..MULTI_STRIPE_ZSTD.len() {
+            let mut other = MULTI_STRIPE_ZSTD.to_vec();
+            other[at] ^= 0x55;
+            let r = again(&other, &planned, true);
+            assert!(
+                r.is_ok() || changed(r),
+                "byte {at}: an error other than a change"
+            );
+        }
+        let mut fewer_rows = planned.clone();
+        fewer_rows.rows -= 1;
+        assert!(changed(again(MULTI_STRIPE_ZSTD, &fewer_rows, true)));
     }
 
     #[test]
