@@ -140,3 +140,41 @@ pub(crate) async fn read_checked<R: RangeRead>(
     }
     Ok(bytes)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::orc::testutil::block_on;
+
+    fn file(len: usize) -> Bytes {
+        (0..len)
+            .map(|i| (i % 251) as u8)
+            .collect::<Vec<u8>>()
+            .into()
+    }
+
+    #[test]
+    fn a_prefetched_file_serves_its_end_and_passes_the_rest_on() {
+        let big = file((READ_WHOLE_UP_TO + 100) as usize);
+        let len = big.len() as u64;
+        let p = block_on(Prefetched::open(big.clone())).unwrap();
+        assert_eq!(p.held.len() as u64, SPECULATIVE_TAIL);
+        assert_eq!(block_on(p.len()).unwrap(), len);
+        let read = |r: Range<u64>| block_on(p.read(r));
+        let whole = |r: Range<u64>| big.slice(r.start as usize..r.end as usize);
+        for r in [
+            len - 10..len,
+            0..10,
+            len - SPECULATIVE_TAIL - 5..len - 3,
+            len..len,
+        ] {
+            assert_eq!(read(r.clone()).unwrap(), whole(r));
+        }
+        assert!(read(len - 5..len + 1).is_err(), "past the end is an error");
+
+        let small = file(5000);
+        let p = block_on(Prefetched::open(small.clone())).unwrap();
+        assert_eq!(p.held, small, "a small file is held whole");
+        assert_eq!(block_on(p.read(10..20)).unwrap(), small.slice(10..20));
+    }
+}

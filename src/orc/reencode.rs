@@ -5,9 +5,9 @@
 //!
 //! Memory: the decoders opened ahead hold at most a small first stripe each (`ReadAhead`'s
 //! `bytes_in_flight` shared among its `opens_in_flight`) and the end of their file read when
-//! it was opened (a file of up to 1 MiB whole, see `Prefetched`); the one being read holds one stripe
-//! and one decoded batch, [`DECODED_AHEAD`] more wait for the writer, which holds the batch it
-//! encodes and one output stripe.
+//! it was opened (a file of up to 1 MiB whole, see `Prefetched`); the one being read holds one
+//! stripe and one decoded batch, [`DECODED_AHEAD`] more wait for the writer, which holds the
+//! batch it encodes and one output stripe.
 
 use std::future::Future;
 use std::sync::Arc;
