@@ -18,7 +18,7 @@ use futures::future::Either;
 use futures::{StreamExt, TryStreamExt};
 use hdfs_native::acl::AclEntry;
 use hdfs_native::file::FileReader;
-use hdfs_native::Client;
+use hdfs_native::{Client, HdfsError};
 use serde::Serialize;
 use tokio::sync::{Semaphore, SemaphorePermit};
 
@@ -93,9 +93,6 @@ pub struct DataFile {
     pub owner: String,
     pub group: String,
     pub permission: u16,
-    /// Its ACL entries: empty without an ACL, and when the snapshot did not read ACLs
-    /// ([`Reads::acls`]) or the NameNode has them disabled.
-    pub acl: Vec<AclEntry>,
     /// What planning needs of its tail (no statistics); `None` for a zero-length file: it
     /// holds zero rows.
     pub tail: Option<OrcTail>,
@@ -222,6 +219,15 @@ pub struct Snapshot {
     pub hidden: Vec<String>,
 }
 
+/// Two data files of a snapshot with different ACLs ([`Snapshot::acl_difference`]).
+#[derive(Debug)]
+pub struct AclDifference<'a> {
+    pub first: &'a DataFile,
+    pub first_entries: usize,
+    pub other: &'a DataFile,
+    pub other_entries: usize,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum SnapshotError {
     #[error("the partition directory {0} does not exist on HDFS")]
@@ -286,27 +292,17 @@ async fn held_or_reader(reader: FileReader, listed: u64) -> Result<Source, OrcEr
 }
 
 /// One data file of a snapshot: its tail, read with a reader of its own (kept as what
-/// [`held_or_reader`] gives when `keep_readers`), and its ACL beside it when `read_acls`.
+/// [`held_or_reader`] gives when `keep_readers`).
 async fn read_file(
     client: Client,
     dir: Arc<Location>,
     entry: Entry,
     keep_readers: bool,
-    read_acls: bool,
 ) -> Result<DataFile, SnapshotError> {
     let location = dir.child(&entry.name);
-    let acl = async {
-        if read_acls && entry.length > 0 {
-            let acl = Hdfs::acl_with(&client, &location).await?;
-            Ok::<_, SnapshotError>(acl.unwrap_or_default())
-        } else {
-            Ok(Vec::new())
-        }
-    };
-    let tail = async {
-        if entry.length == 0 {
-            return Ok((None, None));
-        }
+    let (tail, source) = if entry.length == 0 {
+        (None, None)
+    } else {
         let reader = client
             .read(&location.path)
             .await
@@ -324,18 +320,21 @@ async fn read_file(
             Ok((read_tail(&source).await?, source))
         };
         match read.await {
-            Ok((tail, source)) => Ok((tail, keep_readers.then_some(source))),
-            Err(source @ OrcError::Io(_)) => Err(SnapshotError::Io {
-                file: location.clone(),
-                source,
-            }),
-            Err(source) => Err(SnapshotError::BadFile {
-                file: location.clone(),
-                source,
-            }),
+            Ok((tail, source)) => (tail, keep_readers.then_some(source)),
+            Err(source @ OrcError::Io(_)) => {
+                return Err(SnapshotError::Io {
+                    file: location,
+                    source,
+                })
+            }
+            Err(source) => {
+                return Err(SnapshotError::BadFile {
+                    file: location,
+                    source,
+                })
+            }
         }
     };
-    let ((tail, source), acl) = tokio::try_join!(tail, acl)?;
     Ok(DataFile {
         name: entry.name,
         dir,
@@ -344,7 +343,6 @@ async fn read_file(
         owner: entry.owner,
         group: entry.group,
         permission: entry.permission,
-        acl,
         tail,
         source: Kept::new(source),
     })
@@ -357,10 +355,6 @@ pub struct Reads {
     /// ([`DataFile::open`]): in a partition of at most [`KEPT_READERS`] files, small files
     /// whole (as far as [`HELD_BYTES`] allows) and the other files' readers.
     pub sources: bool,
-    /// Read each non-empty file's ACL ([`DataFile::acl`]), beside its tail: one more NameNode
-    /// call per file, overlapping the tail reads instead of following them. Unless the first
-    /// file's read finds ACLs disabled on the NameNode: then no file has one and none is read.
-    pub acls: bool,
 }
 
 impl Snapshot {
@@ -377,10 +371,6 @@ impl Snapshot {
     ) -> Result<Snapshot, SnapshotError> {
         let listing = check_listing(dir, hdfs.list(dir).await?)?;
         let keep_readers = reads.sources && listing.files.len() <= KEPT_READERS;
-        let read_acls = match listing.files.iter().find(|e| e.length > 0) {
-            Some(first) if reads.acls => hdfs.acl(&dir.child(&first.name)).await?.is_some(),
-            _ => false,
-        };
         let client = hdfs.client(dir)?;
         let shared_dir = Arc::new(dir.clone());
         let mut footers = SharedFooters::default();
@@ -390,13 +380,7 @@ impl Snapshot {
             .map(|entry| {
                 let dir = Arc::clone(&shared_dir);
                 let file = dir.child(&entry.name);
-                let task = Task::spawn(read_file(
-                    client.clone(),
-                    dir,
-                    entry,
-                    keep_readers,
-                    read_acls,
-                ));
+                let task = Task::spawn(read_file(client.clone(), dir, entry, keep_readers));
                 async move {
                     task.output().await.map_err(|e| SnapshotError::Io {
                         file,
@@ -423,6 +407,57 @@ impl Snapshot {
             files,
             hidden: listing.hidden,
         })
+    }
+
+    /// Reads the ACL of every non-empty file and returns the first whose entries differ from
+    /// the first non-empty file's; `None` when they all agree, or when the first read finds
+    /// ACLs disabled on the NameNode (then no file has one).
+    ///
+    /// Not part of [`Snapshot::take`]: it is one NameNode call per file that planning does not
+    /// need, so a run makes it while it stages, when the NameNode is otherwise idle (see
+    /// `operations::compact`). Reads are spawned tasks, [`TAIL_READS_IN_FLIGHT`] at a time,
+    /// and only the first file's entries are kept.
+    pub async fn acl_difference(
+        &self,
+        hdfs: &Hdfs,
+    ) -> Result<Option<AclDifference<'_>>, SnapshotError> {
+        let mut files = self.files.iter().filter(|f| f.length > 0);
+        let Some(first) = files.next() else {
+            return Ok(None);
+        };
+        let Some(first_acl) = hdfs.acl(&first.location()).await? else {
+            return Ok(None);
+        };
+        let client = hdfs.client(&self.dir)?;
+        let mut reads = futures::stream::iter(files)
+            .map(|file| {
+                let (client, location) = (client.clone(), file.location());
+                let task = Task::spawn(async move { Hdfs::acl_with(&client, &location).await });
+                async move {
+                    let acl = task.output().await.map_err(|e| FsError::Io {
+                        op: "reading the ACL of",
+                        location: file.location().to_string(),
+                        error: HdfsError::OperationFailed(format!(
+                            "the task reading it ended: {e}"
+                        )),
+                    })??;
+                    Ok::<_, SnapshotError>((file, acl.unwrap_or_default()))
+                }
+            })
+            .buffered(TAIL_READS_IN_FLIGHT);
+        let same =
+            |a: &[AclEntry]| a.len() == first_acl.len() && a.iter().all(|e| first_acl.contains(e));
+        while let Some((other, acl)) = reads.try_next().await? {
+            if !same(&acl) {
+                return Ok(Some(AclDifference {
+                    first,
+                    first_entries: first_acl.len(),
+                    other,
+                    other_entries: acl.len(),
+                }));
+            }
+        }
+        Ok(None)
     }
 
     pub fn rows(&self) -> u64 {

@@ -1097,10 +1097,7 @@ async fn rehome(
         .iter()
         .map(|o| (file_name(&o.path), o))
         .collect();
-    let to_read = Reads {
-        sources: true,
-        acls: false,
-    };
+    let to_read = Reads { sources: true };
     let outputs = Snapshot::take_with(hdfs, &p.current, to_read)
         .await
         .with_context(|| format!("{what}: reading {}", p.current))?;

@@ -5,7 +5,6 @@
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::anyhow;
-use hdfs_native::acl::AclEntry;
 
 use super::options::{CompactOptions, Stripes};
 use super::report::{CarriedFile, CompactReport, GroupReport, OutputReport};
@@ -116,7 +115,10 @@ pub(super) async fn plan(
         "listed and read every tail"
     );
     check_no_write_in_progress(&snapshot, options.write_in_progress_age, SystemTime::now())?;
-    check_one_access(&snapshot)?;
+    check_one_mode(&snapshot)?;
+    if options.dry_run {
+        check_one_acl(hdfs, &snapshot).await?;
+    }
     report.files_before = snapshot.files.len();
     report.bytes_before = snapshot.bytes();
     report.rows = snapshot.rows();
@@ -205,14 +207,11 @@ fn is_write_in_progress(length: u64, modified: u64, age: Duration, now_ms: u64) 
     length == 0 && u128::from(now_ms.saturating_sub(modified)) < age.as_millis()
 }
 
-/// Refuses a partition whose data files differ in who may read them: owner, group, permission
-/// bits or ACL entries. One output gets one access, so merging them (or copying them with the
-/// first file's access) would change who may read some rows. Zero-length files hold no rows and
-/// are left out.
-///
-/// A Hadoop 3 listing marks files with an ACL only in a flag hdfs-native does not pass on, so
-/// the snapshot read each file's ACL beside its tail ([`Reads::acls`]).
-fn check_one_access(snapshot: &Snapshot) -> Result<(), Stop> {
+/// Refuses a partition whose data files differ in who may read them: owner, group or
+/// permission bits (from the listing; their ACLs are [`check_one_acl`]'s). One output gets one
+/// access, so merging them (or copying them with the first file's access) would change who may
+/// read some rows. Zero-length files hold no rows and are left out.
+fn check_one_mode(snapshot: &Snapshot) -> Result<(), Stop> {
     let mut files = snapshot.files.iter().filter(|f| f.length > 0);
     let Some(first) = files.next() else {
         return Ok(());
@@ -220,39 +219,45 @@ fn check_one_access(snapshot: &Snapshot) -> Result<(), Stop> {
     fn bits(f: &DataFile) -> (&str, &str, u16) {
         (&f.owner, &f.group, f.permission)
     }
-    let same_acl =
-        |a: &[AclEntry]| a.len() == first.acl.len() && a.iter().all(|e| first.acl.contains(e));
-    for other in files {
-        if bits(other) != bits(first) {
-            return Err(mixed(
-                format!(
-                    "{} ({}:{} {:o}) and {} ({}:{} {:o})",
-                    first.location(),
-                    first.owner,
-                    first.group,
-                    first.permission,
-                    other.location(),
-                    other.owner,
-                    other.group,
-                    other.permission
-                ),
-                "one owner, group and mode (hdfs dfs -chown/-chmod)",
-            ));
-        }
-        if !same_acl(&other.acl) {
-            return Err(mixed(
-                format!(
-                    "{} ({} ACL entries) and {} ({} ACL entries)",
-                    first.location(),
-                    first.acl.len(),
-                    other.location(),
-                    other.acl.len()
-                ),
-                "one ACL (hdfs dfs -setfacl)",
-            ));
-        }
+    match files.find(|other| bits(other) != bits(first)) {
+        Some(other) => Err(mixed(
+            format!(
+                "{} ({}:{} {:o}) and {} ({}:{} {:o})",
+                first.location(),
+                first.owner,
+                first.group,
+                first.permission,
+                other.location(),
+                other.owner,
+                other.group,
+                other.permission
+            ),
+            "one owner, group and mode (hdfs dfs -chown/-chmod)",
+        )),
+        None => Ok(()),
     }
-    Ok(())
+}
+
+/// [`check_one_mode`] for the ACL entries, which take one NameNode call per file: a Hadoop 3
+/// listing marks files with an ACL only in a flag hdfs-native does not pass on. A dry run
+/// calls it while planning; a run calls it while it stages (see [`super::run`]), so a
+/// partition of mixed ACLs is refused after its outputs were written to the staging directory,
+/// which the refusal removes.
+pub(super) async fn check_one_acl(hdfs: &Hdfs, snapshot: &Snapshot) -> Result<(), Stop> {
+    let difference = snapshot.acl_difference(hdfs).await.map_err(snapshot_stop)?;
+    match difference {
+        Some(d) => Err(mixed(
+            format!(
+                "{} ({} ACL entries) and {} ({} ACL entries)",
+                d.first.location(),
+                d.first_entries,
+                d.other.location(),
+                d.other_entries
+            ),
+            "one ACL (hdfs dfs -setfacl)",
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The refusal of two files (`which`) that may be read by different people; `give` is what
@@ -301,15 +306,17 @@ pub(super) fn lock_stop(e: LockError) -> Stop {
     }
 }
 
-/// Steps 2 and 3: snapshot the files, read every tail and ACL, and keep what the copy will
-/// read when it will (`to_read`: not on a dry run).
+/// Steps 2 and 3: snapshot the files, read every tail, and keep what the copy will read when
+/// it will (`to_read`: not on a dry run).
 async fn take_snapshot(hdfs: &Hdfs, location: &Location, to_read: bool) -> Result<Snapshot, Stop> {
-    let reads = Reads {
-        sources: to_read,
-        acls: true,
-    };
+    let reads = Reads { sources: to_read };
     let snapshot = Snapshot::take_with(hdfs, location, reads).await;
-    snapshot.map_err(|e| match e.refusal() {
+    snapshot.map_err(snapshot_stop)
+}
+
+/// What a snapshot error means for the run.
+fn snapshot_stop(e: SnapshotError) -> Stop {
+    match e.refusal() {
         Some(r) => Stop::Refused(r),
         None => match e {
             SnapshotError::Missing(_) => Stop::Failed(anyhow!(
@@ -318,7 +325,7 @@ async fn take_snapshot(hdfs: &Hdfs, location: &Location, to_read: bool) -> Resul
             )),
             other => Stop::Failed(other.into()),
         },
-    })
+    }
 }
 
 /// Groups the files by merge key and plans each group's outputs; fills the report's groups,

@@ -9,7 +9,7 @@ use anyhow::anyhow;
 use super::access::{keep_access, not_kept_warning};
 use super::options::{CompactOptions, VerifyLevel};
 use super::parameters::new_parameters;
-use super::plan::PartitionPlan;
+use super::plan::{check_one_acl, PartitionPlan};
 use super::report::CompactReport;
 use super::write::{copy_file, hash_file, OutputWriter, Staged as StagedOutput, Written};
 use super::Progress;
@@ -130,7 +130,15 @@ impl<'a> Run<'a> {
         failpoint!("compact::before-stage");
         self.checkpoint()?;
 
-        let staged = self.stage(&inherited).await?;
+        // The ACL check's NameNode calls overlap the staging's reads and writes (the NameNode
+        // is idle while a run stages). A refusal wins over a staging failure: it says what to
+        // change; either way the staging directory is removed.
+        let (staged, one_acl) = tokio::join!(
+            self.stage(&inherited),
+            check_one_acl(self.hdfs, &self.plan.snapshot)
+        );
+        one_acl?;
+        let staged = staged?;
         // What was made, even if a later step stops the run: a fallback's reason matters then.
         for (out, (_, made)) in report
             .groups
