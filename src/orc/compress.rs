@@ -138,12 +138,7 @@ fn decompress_chunk(
 ) -> Result<(), String> {
     let start = out.len();
     match kind {
-        Compression::Zlib => {
-            // ORC's ZLIB is raw deflate, without the zlib header. Reading one byte past the
-            // limit is how an over-long chunk is detected without inflating all of it.
-            let mut decoder = flate2::read::DeflateDecoder::new(chunk).take(limit as u64 + 1);
-            decoder.read_to_end(out).map_err(|e| format!("zlib: {e}"))?;
-        }
+        Compression::Zlib => inflate(chunk, limit, out)?,
         Compression::Snappy => {
             let len = snap::raw::decompress_len(chunk).map_err(|e| format!("snappy: {e}"))?;
             if len > limit {
@@ -180,6 +175,47 @@ fn decompress_chunk(
         ));
     }
     Ok(())
+}
+
+thread_local! {
+    /// One inflate state per thread, reset for each chunk. Planning decodes two small sections
+    /// of every input's tail and staging does it again: set up afresh each time (with flate2's
+    /// 32 KiB read buffer), the state cost more than inflating those few hundred bytes.
+    static INFLATE: std::cell::RefCell<flate2::Decompress> =
+        std::cell::RefCell::new(flate2::Decompress::new(false));
+}
+
+/// Inflates one chunk (ORC's ZLIB is raw deflate, without the zlib header) onto `out`, at most
+/// `limit` bytes of it: producing one byte more is how an over-long chunk is detected without
+/// inflating all of it. A stream that stops before its last block is an error too.
+fn inflate(chunk: &[u8], limit: usize, out: &mut Vec<u8>) -> Result<(), String> {
+    INFLATE.with_borrow_mut(|z| {
+        z.reset(false);
+        let start = out.len();
+        let mut input = chunk;
+        loop {
+            let produced = out.len() - start;
+            if produced > limit {
+                return Ok(());
+            }
+            // Room for what is left of the chunk's limit (and the byte past it), grown as it
+            // fills: most sections are far smaller than their block size.
+            let room = (limit + 1 - produced).min((input.len() * 4).max(4096));
+            out.reserve(room);
+            let (read, wrote) = (z.total_in(), z.total_out());
+            let status = z
+                .decompress_vec(input, out, flate2::FlushDecompress::None)
+                .map_err(|e| format!("zlib: {e}"))?;
+            input = &input[(z.total_in() - read) as usize..];
+            match status {
+                flate2::Status::StreamEnd => return Ok(()),
+                _ if z.total_in() == read && z.total_out() == wrote => {
+                    return Err("zlib: the deflate stream ends before its last block".into())
+                }
+                _ => {}
+            }
+        }
+    })
 }
 
 /// Encodes a section the way an ORC writer would: chunks of at most one block, each stored as
@@ -319,6 +355,12 @@ mod tests {
         ] {
             assert!(decompress(kind, 1024, &garbage, "t").is_err(), "{kind:?}");
         }
+        // A deflate stream cut before its last block, behind a header that says so.
+        let whole = compress(Compression::Zlib, 8192, &data[..8192]).unwrap();
+        let body = &whole[3..whole.len() - 4];
+        let mut cut = ((body.len() as u32) << 1).to_le_bytes()[..3].to_vec();
+        cut.extend_from_slice(body);
+        assert!(decompress(Compression::Zlib, 8192, &cut, "t").is_err());
         // A chunk that inflates past the block size.
         let big = compress(Compression::Zlib, 8192, &vec![0u8; 8192]).unwrap();
         assert!(decompress(Compression::Zlib, 1024, &big, "t").is_err());
