@@ -267,6 +267,11 @@ impl Files for Hdfs {
     }
 }
 
+/// Whether two ACLs hold the same entries: the NameNode returns them in no promised order.
+pub fn same_acl(a: &[AclEntry], b: &[AclEntry]) -> bool {
+    a.len() == b.len() && a.iter().all(|e| b.contains(e))
+}
+
 /// Hive, Spark, Trino and Impala all skip these names when they list a partition.
 pub fn is_hidden(name: &str) -> bool {
     name.starts_with('.') || name.starts_with('_')
@@ -514,8 +519,7 @@ impl Hdfs {
             }
         };
         let mut failed = Vec::new();
-        let same_acl =
-            now.acl.len() == want.acl.len() && now.acl.iter().all(|e| want.acl.contains(e));
+        let same_acl = same_acl(&now.acl, &want.acl);
         if !same_acl {
             // Replace rather than merge: entries the new path inherited from its parent's
             // default ACL, which the original lacks, must go.

@@ -16,14 +16,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use bytes::Bytes;
 use futures::future::Either;
 use futures::{StreamExt, TryStreamExt};
-use hdfs_native::acl::AclEntry;
 use hdfs_native::file::FileReader;
-use hdfs_native::{Client, HdfsError};
+use hdfs_native::Client;
 use serde::Serialize;
 use tokio::sync::{Semaphore, SemaphorePermit};
 
 use crate::eligibility::{Refusal, Rule};
-use crate::hdfs::{Entry, FsError, Hdfs, Listing, Location};
+use crate::hdfs::{same_acl, Entry, FsError, Hdfs, Listing, Location};
 use crate::orc::{
     read_checked, read_tail, OrcError, OrcTail, RangeRead, SharedFooters, Task, SPECULATIVE_TAIL,
 };
@@ -434,21 +433,18 @@ impl Snapshot {
                 let (client, location) = (client.clone(), file.location());
                 let task = Task::spawn(async move { Hdfs::acl_with(&client, &location).await });
                 async move {
-                    let acl = task.output().await.map_err(|e| FsError::Io {
-                        op: "reading the ACL of",
-                        location: file.location().to_string(),
-                        error: HdfsError::OperationFailed(format!(
-                            "the task reading it ended: {e}"
-                        )),
+                    let acl = task.output().await.map_err(|e| SnapshotError::Io {
+                        file: file.location(),
+                        source: OrcError::Io(std::io::Error::other(format!(
+                            "the task reading its ACL ended: {e}"
+                        ))),
                     })??;
                     Ok::<_, SnapshotError>((file, acl.unwrap_or_default()))
                 }
             })
             .buffered(TAIL_READS_IN_FLIGHT);
-        let same =
-            |a: &[AclEntry]| a.len() == first_acl.len() && a.iter().all(|e| first_acl.contains(e));
         while let Some((other, acl)) = reads.try_next().await? {
-            if !same(&acl) {
+            if !same_acl(&acl, &first_acl) {
                 return Ok(Some(AclDifference {
                     first,
                     first_entries: first_acl.len(),
