@@ -8,6 +8,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use xxhash_rust::xxh3::xxh3_64;
 
+use crate::census::{namenode_objects, SizeHistogram};
 use crate::eligibility::{self, Refusal, Rule};
 use crate::hdfs::{Hdfs, Location};
 use crate::metastore::Metastore;
@@ -321,6 +322,12 @@ pub struct Survey {
     pub candidate: Candidate,
     pub location: Option<String>,
     pub sizes: FileSizes,
+    /// The data files' sizes on a log scale.
+    pub histogram: SizeHistogram,
+    /// The data files' inodes and blocks.
+    pub namenode_objects: u64,
+    /// The largest block size among the data files: what merged outputs are estimated with.
+    pub block_size: Option<u64>,
     /// Data files smaller than the `small_file_size` the survey was taken with.
     pub small_files: usize,
     /// The newest data file's modification time (ms since the epoch): a recent one means a
@@ -382,6 +389,9 @@ pub async fn survey(
         candidate: candidate.clone(),
         location: None,
         sizes: FileSizes::of(&[]),
+        histogram: SizeHistogram::default(),
+        namenode_objects: 0,
+        block_size: None,
         small_files: 0,
         newest_modification: None,
         refusal: None,
@@ -435,6 +445,13 @@ pub async fn survey(
     if let Some(listing) = &listing {
         let lengths: Vec<u64> = listing.files.iter().map(|f| f.length).collect();
         s.sizes = FileSizes::of(&lengths);
+        s.histogram = SizeHistogram::of(lengths.iter().copied());
+        s.namenode_objects = listing
+            .files
+            .iter()
+            .map(|f| namenode_objects(f.length, f.block_size))
+            .sum();
+        s.block_size = listing.files.iter().filter_map(|f| f.block_size).max();
         s.small_files = lengths.iter().filter(|&&l| l < small_file_size).count();
         s.newest_modification = listing.files.iter().map(|f| f.modification_time).max();
     }

@@ -154,6 +154,8 @@ pub fn hadoop_user(explicit: Option<&str>) -> String {
 pub struct Entry {
     pub name: String,
     pub length: u64,
+    /// The file's HDFS block size: how many NameNode block objects its length costs.
+    pub block_size: Option<u64>,
     pub modification_time: u64,
     pub owner: String,
     pub group: String,
@@ -655,6 +657,7 @@ impl Hdfs {
             Ok(s) => Ok(Some(Entry {
                 name: target.path.rsplit('/').next().unwrap_or("").to_string(),
                 length: s.length as u64,
+                block_size: s.blocksize,
                 modification_time: s.modification_time,
                 owner: s.owner,
                 group: s.group,
@@ -690,6 +693,7 @@ impl Hdfs {
                 listing.files.push(Entry {
                     name,
                     length: s.length as u64,
+                    block_size: s.blocksize,
                     modification_time: s.modification_time,
                     owner: s.owner,
                     group: s.group,
@@ -775,6 +779,7 @@ pub(crate) mod fake {
         Entry {
             name: name.into(),
             length,
+            block_size: Some(128 << 20),
             modification_time: 1,
             owner: "hive".into(),
             group: "hive".into(),

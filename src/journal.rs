@@ -465,6 +465,7 @@ mod tests {
         crate::hdfs::Entry {
             name: name.into(),
             length: 1,
+            block_size: Some(128 << 20),
             modification_time: 0,
             owner: "o".into(),
             group: "g".into(),

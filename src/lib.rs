@@ -1,6 +1,7 @@
 //! hive-orc-compactor: the engine. It knows nothing of command-line flags; `main.rs` is a thin
 //! layer over it.
 
+pub mod census;
 pub mod config;
 pub mod eligibility;
 pub mod exit;
@@ -10,8 +11,10 @@ pub mod iceberg;
 pub mod journal;
 pub mod kerberos;
 pub mod layout;
+pub mod local;
 pub mod lock;
 pub mod metastore;
+pub mod metrics;
 pub mod operations;
 pub mod orc;
 pub mod partition_spec;

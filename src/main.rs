@@ -147,16 +147,23 @@ ORC file read, unless --deep, which plans every eligible partition as compact --
 and shows its merge groups, stripes and files after, and which way each group's stripes would \
 be made (copy or re-encode, by --stripes, --min-stripe-size and --stripe-size as in compact).
 
+Each row also counts the NameNode objects (inodes and blocks) of the files and how many \
+compaction would remove; the summary holds file-size histograms (log scale) before and after.
+
 Unpartitioned tables show one row for the table directory; a refused table one row with the \
 rule. Output: an aligned table; --json one object per partition per line, then one \
-{\"summary\": ...} object; --csv one header line and one line per partition.
+{\"summary\": ...} object; --csv one header line and one line per partition; --html FILE (or \
+--format html on stdout) one self-contained page with charts and sortable tables, the same \
+figures as --json. --metrics-file writes per-table gauges for Prometheus (see \"Watching it\" in \
+the README).
 
 Exit codes: 0 (refusals are findings, not errors); 1 when a table or directory could not be read.
 
 Examples:
   hive-orc-compactor analyze --table sales.events
   hive-orc-compactor analyze --database sales --tables 'events_*' --json
-  hive-orc-compactor analyze --table sales.events --deep --csv > events.csv")]
+  hive-orc-compactor analyze --table sales.events --deep --csv > events.csv
+  hive-orc-compactor analyze --database sales --html census.html")]
     Analyze {
         #[command(flatten)]
         scope: Scope,
@@ -170,6 +177,15 @@ Examples:
         /// CSV instead of a table
         #[arg(long, conflicts_with = "json")]
         csv: bool,
+        /// Also write the census as one self-contained HTML page (charts as inline SVG, no
+        /// network needed: open it in any browser or mail it)
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
+        /// What stdout gets: text (the default), json, csv, or html (the page of --html)
+        #[arg(long, value_enum, conflicts_with_all = ["json", "csv"])]
+        format: Option<AnalyzeFormat>,
+        #[command(flatten)]
+        watch: Watch,
     },
     /// Merge partitions' small ORC files into a few large ones and swap each partition to them
     #[command(long_about = "\
@@ -262,6 +278,8 @@ Examples:
         verify: Option<VerifyLevel>,
         #[command(flatten)]
         stripes: StripeArgs,
+        #[command(flatten)]
+        watch: Watch,
     },
     /// Swap a compacted partition back to the files it had before
     #[command(long_about = "\
@@ -343,6 +361,8 @@ Examples:
         /// Show what would be removed; change nothing
         #[arg(long)]
         dry_run: bool,
+        #[command(flatten)]
+        watch: Watch,
     },
     /// Check a partition's files against the metastore's statistics and the run's journal
     #[command(long_about = "\
@@ -406,6 +426,8 @@ Exit codes: 0 every table ready; 3 a table is blocked; 1 a table could not be re
         scope: Scope,
         #[command(flatten)]
         sizes: Sizes,
+        #[command(flatten)]
+        watch: Watch,
     },
     /// Make a table an Iceberg table (in place, or a snapshot table beside it with --to)
     #[command(long_about = "\
@@ -442,6 +464,8 @@ is locked or changed meanwhile: retry later).")]
         /// How long to wait for the table lock before giving up as busy (exit 4; default 1m)
         #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
         lock_timeout: Option<Duration>,
+        #[command(flatten)]
+        watch: Watch,
     },
     /// Give back the Hive table an in-place migrate replaced
     #[command(long_about = "\
@@ -458,6 +482,8 @@ metadata. Refused (exit 3) once the Iceberg table has commits of its own: they w
         /// How long to wait for the table lock before giving up as busy (exit 4; default 1m)
         #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
         lock_timeout: Option<Duration>,
+        #[command(flatten)]
+        watch: Watch,
     },
 }
 
@@ -478,6 +504,25 @@ struct Scope {
     /// With --database: only tables whose name matches this glob, e.g. 'events_*'
     #[arg(long, value_name = "GLOB", requires = "database")]
     tables: Option<String>,
+}
+
+/// The run's metrics, for the commands cron runs.
+#[derive(Args)]
+struct Watch {
+    /// When the command ends, write what it did as Prometheus metrics to this file, atomically
+    /// (for node_exporter's textfile collector, e.g.
+    /// /var/lib/node_exporter/textfile/hoc_compact.prom) [env: HOC_METRICS_FILE]
+    #[arg(long, value_name = "FILE", env = "HOC_METRICS_FILE", hide_env = true)]
+    metrics_file: Option<PathBuf>,
+}
+
+/// What `analyze` prints on stdout.
+#[derive(Clone, Copy, ValueEnum)]
+enum AnalyzeFormat {
+    Text,
+    Json,
+    Csv,
+    Html,
 }
 
 /// How merged files get their stripes, shared by compact and analyze --deep.
@@ -583,28 +628,32 @@ fn cancel_on_signal(cancel: tokio_util::sync::CancellationToken) {
     });
 }
 
-async fn run(options: Options) -> anyhow::Result<ExitCode> {
+async fn run(options: &Options) -> anyhow::Result<ExitCode> {
     match &options.command {
         CommandOptions::Inspect { table, partition } => {
-            run_inspect(&options, table, partition.as_deref()).await
+            run_inspect(options, table, partition.as_deref()).await
         }
-        CommandOptions::Analyze { tables, options: o } => run_analyze(&options, tables, o).await,
+        CommandOptions::Analyze {
+            tables,
+            options: o,
+            html,
+        } => run_analyze(options, tables, o, html.as_deref()).await,
         CommandOptions::Compact {
             selection,
             options: o,
-        } => run_compact(&options, selection, o).await,
+        } => run_compact(options, selection, o).await,
         CommandOptions::Rollback {
             table,
             partition,
             dry_run,
-        } => run_rollback(&options, table, partition, *dry_run).await,
-        CommandOptions::Cleanup { tables, options: o } => run_cleanup(&options, tables, o).await,
+        } => run_rollback(options, table, partition, *dry_run).await,
+        CommandOptions::Cleanup { tables, options: o } => run_cleanup(options, tables, o).await,
         CommandOptions::Verify {
             table,
             partition,
             checksums,
-        } => run_verify(&options, table, partition, *checksums).await,
-        CommandOptions::Iceberg(command) => run_iceberg(&options, command).await,
+        } => run_verify(options, table, partition, *checksums).await,
+        CommandOptions::Iceberg(command) => run_iceberg(options, command).await,
     }
 }
 
@@ -623,6 +672,7 @@ async fn run_analyze(
     options: &Options,
     tables: &Tables,
     analyze_options: &AnalyzeOptions,
+    html: Option<&std::path::Path>,
 ) -> anyhow::Result<ExitCode> {
     let metastore = options.connect().await?;
     let report = analyze::analyze(
@@ -633,7 +683,19 @@ async fn run_analyze(
         &render::Surveying::new(options.format),
     )
     .await?;
-    render::analyze(&mut stdout(), &report, options.format, analyze_options.deep)?;
+    if let Some(m) = &options.metrics {
+        m.analyze(&report);
+    }
+    render::analyze(&mut stdout(), &report, options.format, analyze_options)?;
+    if let Some(path) = html {
+        let page = render::census_page(&report, analyze_options);
+        hive_orc_compactor::local::write_atomically(path, page.as_bytes()).with_context(|| {
+            format!(
+                "writing the HTML report {}: check that its directory exists and is writable",
+                path.display()
+            )
+        })?;
+    }
     Ok(if report.total.errors > 0 {
         ExitCode::Failed
     } else {
@@ -664,6 +726,9 @@ async fn run_cleanup(
     if !cleanup_options.dry_run {
         report = cleanup::execute(&metastore, &hdfs, report, cleanup_options).await;
     }
+    if let Some(m) = &options.metrics {
+        m.cleanup(&report);
+    }
     render::cleanup(&mut stdout(), &report, options.format)?;
     Ok(report.exit_code())
 }
@@ -686,12 +751,18 @@ async fn run_iceberg(options: &Options, command: &IcebergOptions) -> anyhow::Res
     match command {
         IcebergOptions::Check { tables, options: o } => {
             let report = iceberg::check(&metastore, &hdfs, tables.clone(), o).await?;
+            if let Some(m) = &options.metrics {
+                m.iceberg_check(&report);
+            }
             render::iceberg_check(&mut stdout(), &report, options.format)?;
             Ok(report.exit_code())
         }
         IcebergOptions::Migrate { table, options: o } => {
             cancel_on_signal(o.cancel.clone());
             let report = iceberg::migrate(&metastore, &hdfs, table, o).await;
+            if let Some(m) = &options.metrics {
+                m.iceberg_migrate(&report);
+            }
             render::iceberg_migrate(&mut stdout(), &report, options.format)?;
             Ok(report.outcome.exit_code())
         }
@@ -703,6 +774,9 @@ async fn run_iceberg(options: &Options, command: &IcebergOptions) -> anyhow::Res
         } => {
             cancel_on_signal(cancel.clone());
             let report = iceberg::revert(&metastore, &hdfs, table, *dry_run, lock, cancel).await;
+            if let Some(m) = &options.metrics {
+                m.iceberg_revert(&report);
+            }
             render::iceberg_revert(&mut stdout(), &report, options.format)?;
             Ok(report.outcome.exit_code())
         }
@@ -730,6 +804,9 @@ async fn run_compact(
     let observer = render::Batch::new(options.format, plan.runs.len() + plan.decided.len());
     let summary = batch::execute(&pool, &hdfs, plan, batch_options, &observer).await;
     observer.finish();
+    if let Some(m) = &options.metrics {
+        m.compact(&summary);
+    }
     if !matches!(selection.partitions, Partitions::Specs(_)) {
         render::batch_summary(&mut stdout(), &summary, options.format)?;
     }
@@ -744,7 +821,19 @@ async fn start(cli: Cli, matches: ArgMatches) -> anyhow::Result<ExitCode> {
         keytab: cli.global.keytab.clone(),
     })
     .map_err(anyhow::Error::msg)?;
-    run(options).await
+    let result = run(&options).await;
+    let Some(metrics) = &options.metrics else {
+        return result;
+    };
+    // Written whatever happened: an alert must see the failed run too.
+    let code = result.as_ref().map_or(ExitCode::Failed, |c| *c);
+    match metrics.finish(code) {
+        Ok(()) => result,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            result.map(|c| ExitCode::worst([c, ExitCode::Failed]))
+        }
+    }
 }
 
 fn main() -> ProcessExit {

@@ -23,9 +23,10 @@ use hive_orc_compactor::orc::DEFAULT_TARGET_SIZE;
 use hive_orc_compactor::resolve::TableName;
 use tokio_util::sync::CancellationToken;
 
+use crate::render::metrics::Recorder;
 use crate::render::Format;
 use crate::settings::Settings;
-use crate::{Cli, Command, Global, IcebergCommand, Scope, Sizes, StripeArgs};
+use crate::{AnalyzeFormat, Cli, Command, Global, IcebergCommand, Scope, Sizes, StripeArgs};
 
 /// A quarter of the default target: files this small are what compaction exists for.
 const DEFAULT_SMALL_FILE_SIZE: u64 = 64 * 1024 * 1024;
@@ -36,6 +37,8 @@ const DEFAULT_PARALLEL: usize = 2;
 /// Everything a command needs to run, resolved.
 pub struct Options {
     pub format: Format,
+    /// `--metrics-file`: the gauges of this run, written when it ends.
+    pub metrics: Option<Recorder>,
     /// Where the metastore is, and where that was found.
     pub metastore: config::Resolved,
     /// The Hadoop user we act as on clusters without Kerberos.
@@ -52,6 +55,8 @@ pub enum CommandOptions {
     Analyze {
         tables: Tables,
         options: AnalyzeOptions,
+        /// `--html`: where the census page goes as well.
+        html: Option<std::path::PathBuf>,
     },
     Compact {
         selection: Selection,
@@ -109,8 +114,10 @@ impl Options {
                 sizes,
                 deep,
                 stripes,
-                csv: _,
+                html,
+                ..
             } => CommandOptions::Analyze {
+                html: html.clone(),
                 options: {
                     let (stripes, min_stripe_size, stripe_size) =
                         stripe_policy(stripes, &settings)?;
@@ -144,6 +151,7 @@ impl Options {
                 discard_late_files,
                 rehome,
                 dry_run,
+                watch: _,
             } => CommandOptions::Cleanup {
                 tables: tables(scope)?,
                 options: CleanupOptions {
@@ -175,12 +183,26 @@ impl Options {
             }
         };
         let csv = matches!(cli.command, Command::Analyze { csv: true, .. });
-        Ok(Options {
-            format: match (global.json, csv) {
-                (true, _) => Format::Json,
-                (_, true) => Format::Csv,
-                _ => Format::Text,
+        let format = match (&cli.command, global.json, csv) {
+            (
+                Command::Analyze {
+                    format: Some(f), ..
+                },
+                _,
+                _,
+            ) => match f {
+                AnalyzeFormat::Text => Format::Text,
+                AnalyzeFormat::Json => Format::Json,
+                AnalyzeFormat::Csv => Format::Csv,
+                AnalyzeFormat::Html => Format::Html,
             },
+            (_, true, _) => Format::Json,
+            (_, _, true) => Format::Csv,
+            _ => Format::Text,
+        };
+        Ok(Options {
+            format,
+            metrics: metrics(&cli.command),
             metastore: metastore_config(global, &settings)?,
             hadoop_user: global.hadoop_user.clone(),
             command,
@@ -196,6 +218,22 @@ impl Options {
     pub fn hdfs(&self) -> Hdfs {
         Hdfs::as_user(self.hadoop_user.clone())
     }
+}
+
+/// The recorder of `--metrics-file`, named for the command that writes it.
+fn metrics(command: &Command) -> Option<Recorder> {
+    let (watch, name) = match command {
+        Command::Analyze { watch, .. } => (watch, "analyze"),
+        Command::Compact { watch, .. } => (watch, "compact"),
+        Command::Cleanup { watch, .. } => (watch, "cleanup"),
+        Command::Iceberg(IcebergCommand::Check { watch, .. }) => (watch, "iceberg-check"),
+        Command::Iceberg(IcebergCommand::Migrate { watch, .. }) => (watch, "iceberg-migrate"),
+        Command::Iceberg(IcebergCommand::Revert { watch, .. }) => (watch, "iceberg-revert"),
+        Command::Inspect { .. } | Command::Rollback { .. } | Command::Verify { .. } => return None,
+        Command::Docs(_) => return None,
+    };
+    let path = watch.metrics_file.clone()?;
+    Some(Recorder::new(path, name))
 }
 
 fn tables(scope: &Scope) -> anyhow::Result<Tables> {
@@ -225,7 +263,7 @@ fn iceberg_options(
         ..LockOptions::default()
     };
     Ok(match command {
-        IcebergCommand::Check { scope, sizes } => IcebergOptions::Check {
+        IcebergCommand::Check { scope, sizes, .. } => IcebergOptions::Check {
             tables: tables(scope)?,
             options: check(sizes)?,
         },
@@ -235,6 +273,7 @@ fn iceberg_options(
             sizes,
             dry_run,
             lock_timeout,
+            ..
         } => IcebergOptions::Migrate {
             table: table.clone(),
             options: iceberg::MigrateOptions {
@@ -252,6 +291,7 @@ fn iceberg_options(
             table,
             dry_run,
             lock_timeout,
+            ..
         } => IcebergOptions::Revert {
             table: table.clone(),
             dry_run: *dry_run,
@@ -316,6 +356,7 @@ fn compact(cli: &Cli, matches: &ArgMatches, settings: &Settings) -> anyhow::Resu
         lock_timeout,
         verify,
         stripes,
+        watch: _,
     } = &cli.command
     else {
         unreachable!("called for compact only")

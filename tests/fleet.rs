@@ -513,3 +513,416 @@ fn sigterm_mid_batch_leaves_no_partition_half_done() {
     let table_dir = t.location.clone().unwrap();
     assert_eq!(rt.block_on(staging_left(&table_dir)), Vec::<String>::new());
 }
+
+/// `s` with the entities an HTML serializer writes in attribute values and text undone.
+fn unescape(s: &str) -> String {
+    s.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&amp;", "&")
+}
+
+/// The element that starts with `start` in `dom`, up to the end of its row.
+fn row_of<'a>(dom: &'a str, start: &str) -> &'a str {
+    let at = dom
+        .find(start)
+        .unwrap_or_else(|| panic!("{start} not in the page"));
+    let rest = &dom[at..];
+    &rest[..rest.find("</tr>").unwrap_or(rest.len())]
+}
+
+/// The raw value of the first `data-col="col"` cell in `segment`.
+fn cell(segment: &str, col: &str) -> Option<u64> {
+    let key = format!("data-col=\"{col}\" data-v=\"");
+    let at = segment.find(&key)? + key.len();
+    let rest = &segment[at..];
+    rest[..rest.find('"')?].parse().ok()
+}
+
+#[test]
+fn analyze_html_report_opens_in_chromium_with_the_json_figures() {
+    let f = fixtures();
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("census.html");
+    let page_arg = page.to_str().unwrap();
+    // One run gives both the JSON and the page.
+    let o = run(&[
+        "analyze",
+        "--database",
+        &f.database,
+        "--json",
+        "--html",
+        page_arg,
+    ]);
+    assert!(matches!(code(&o), 0 | 1), "{}", describe(&o));
+    let (rows, summary) = split(&o);
+    let shot = dir.path().join("census.png");
+    let browser = Command::new(repo().join("scripts/browser"))
+        .args([page_arg, shot.to_str().unwrap(), "1280x1800"])
+        .output()
+        .unwrap();
+    assert!(browser.status.success(), "{}", describe(&browser));
+    let dom = stdout(&browser);
+    assert!(
+        dom.contains("data-ready=\"1\""),
+        "the page's script ran to its end"
+    );
+    assert!(
+        dom.contains("<svg class=\"histogram\""),
+        "the size histogram"
+    );
+    assert!(dom.contains("<svg class=\"excess\""), "the per-table chart");
+    // A PNG of the window's size: the IHDR chunk holds width and height.
+    let png = std::fs::read(&shot).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    let be = |at: usize| u32::from_be_bytes(png[at..at + 4].try_into().unwrap());
+    assert_eq!((be(16), be(20)), (1280, 1800));
+
+    let fields = [
+        "partitions",
+        "eligible",
+        "files",
+        "bytes",
+        "small_files",
+        "files_needed",
+        "excess_files",
+        "removable_files",
+        "namenode_objects",
+        "namenode_objects_removable",
+        "errors",
+    ];
+    for t in summary["tables"].as_array().unwrap() {
+        let scope = t["scope"].as_str().unwrap();
+        let row = row_of(&dom, &format!("<tr data-scope=\"{scope}\">"));
+        for field in fields {
+            assert_eq!(cell(row, field), t[field].as_u64(), "{scope} {field}");
+        }
+    }
+    let cards = row_of(&dom, "<div class=\"cards\" id=\"total\">");
+    for field in [
+        "files",
+        "bytes",
+        "excess_files",
+        "removable_files",
+        "namenode_objects_removable",
+    ] {
+        assert_eq!(
+            cell(cards, field),
+            summary["total"][field].as_u64(),
+            "total {field}"
+        );
+    }
+    assert!(
+        summary["total"]["namenode_objects_removable"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    // The first histogram is the total's: bucket by bucket, now and after.
+    for (series, key) in [
+        ("before", "files_by_size_before"),
+        ("after", "files_by_size_after"),
+    ] {
+        for (i, n) in summary["total"][key].as_array().unwrap().iter().enumerate() {
+            let bar = format!("data-series=\"{series}\" data-bucket=\"{i}\" data-v=\"{n}\"");
+            assert!(dom.contains(&bar), "{bar}");
+        }
+    }
+    // Every partition's row, found by its (escaped) names, shows its figures.
+    let listed: BTreeMap<(String, String), &str> = dom
+        .split("<tr data-table=\"")
+        .skip(1)
+        .filter_map(|r| {
+            let (table, rest) = r.split_once("\" data-partition=\"")?;
+            let (partition, rest) = rest.split_once('"')?;
+            Some(((unescape(table), unescape(partition)), rest))
+        })
+        .collect();
+    assert_eq!(
+        listed.len(),
+        rows.len(),
+        "every partition once (the worst are listed again)"
+    );
+    for r in &rows {
+        let key = (
+            r["table"].as_str().unwrap().to_string(),
+            r["partition"].as_str().unwrap().to_string(),
+        );
+        let row = listed[&key];
+        let row = &row[..row.find("</tr>").unwrap()];
+        for field in [
+            "files",
+            "bytes",
+            "small_files",
+            "excess_files",
+            "namenode_objects_removable",
+        ] {
+            assert_eq!(cell(row, field), r[field].as_u64(), "{key:?} {field}");
+        }
+        if let Some(rule) = r["rule"].as_str() {
+            assert!(row.contains(&format!("no [{rule}]")), "{key:?}: {row}");
+        }
+    }
+    // Refused tables are listed with their rule.
+    let refused = dom
+        .split("<table class=\"sortable refused\"")
+        .nth(1)
+        .unwrap();
+    assert!(refused.contains(">view<"), "the view's rule");
+
+    // A page that cannot be written is a one-line error naming it.
+    let o = run(&[
+        "analyze",
+        "--table",
+        &f.qualified("ext_p3"),
+        "--html",
+        "/nonexistent/dir/c.html",
+    ]);
+    assert_eq!(code(&o), 1, "{}", describe(&o));
+    assert!(
+        stderr(&o).contains("/nonexistent/dir/c.html"),
+        "{}",
+        describe(&o)
+    );
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", describe(&o));
+
+    // --deep on stdout: the stripes before and after.
+    let o = run(&[
+        "analyze",
+        "--table",
+        &f.qualified("ext_p3"),
+        "--deep",
+        "--format",
+        "html",
+    ]);
+    assert!(o.status.success(), "{}", describe(&o));
+    let html = stdout(&o);
+    assert!(
+        html.contains("<th>stripes/file now</th>") && html.contains("data-col=\"stripes_before\"")
+    );
+}
+
+/// The families of a metrics file, as the reference parser reads them.
+fn metrics(path: &std::path::Path) -> Vec<Value> {
+    let o = Command::new(repo().join("scripts/promtext"))
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "the parser rejects it: {}",
+        describe(&o)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// The value of the sample `name` whose labels include `labels`.
+fn sample(families: &[Value], name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    families
+        .iter()
+        .flat_map(|f| f["samples"].as_array().unwrap())
+        .find(|s| s["name"] == name && labels.iter().all(|(k, v)| s["labels"][k] == *v))
+        .and_then(|s| s["value"].as_f64())
+}
+
+#[test]
+fn metrics_file_parses_equals_the_json_and_survives_a_kill() {
+    let db = OwnDatabase::create("fleet_metrics", "fleet");
+    let f = &db.fixtures;
+    let table = f.qualified("fleet");
+    let dir = tempfile::tempdir().unwrap();
+    let prom = dir.path().join("hoc_compact.prom");
+    let prom_arg = prom.to_str().unwrap();
+    let labels = [("database", f.database.as_str()), ("table", "fleet")];
+    let compact = |extra: &[&str]| {
+        let mut args = vec!["compact", "--table", &table, "--min-age", "0s", "--json"];
+        args.extend(extra);
+        args.extend(["--metrics-file", prom_arg]);
+        run(&args)
+    };
+
+    // A run of three partitions (the others skipped by the budget).
+    let o = compact(&["--all", "--limit", "3"]);
+    assert!(o.status.success(), "{}", describe(&o));
+    let (_, summary) = split(&o);
+    let families = metrics(&prom);
+    let t = &summary["tables"][0];
+    assert_eq!(t["table"], table);
+    for (status, field) in [
+        ("compacted", "compacted"),
+        ("skipped", "skipped"),
+        ("failed", "failed"),
+    ] {
+        let mut l = labels.to_vec();
+        l.push(("status", status));
+        assert_eq!(
+            sample(&families, "hive_orc_compactor_compact_partitions", &l),
+            t[field].as_f64(),
+            "{status}"
+        );
+    }
+    assert_eq!(t["compacted"], 3);
+    for field in [
+        "files_before",
+        "files_after",
+        "bytes_before",
+        "bytes_after",
+        "bytes_rewritten",
+    ] {
+        let name = format!("hive_orc_compactor_compact_{field}");
+        assert_eq!(
+            sample(&families, &name, &labels),
+            t[field].as_f64(),
+            "{field}"
+        );
+        assert_eq!(
+            t[field], summary[field],
+            "one table: its figures are the run's"
+        );
+    }
+    let compact_label = [("command", "compact")];
+    assert_eq!(
+        sample(&families, "hive_orc_compactor_exit_code", &compact_label),
+        Some(0.0)
+    );
+    assert!(sample(&families, "hive_orc_compactor_run_seconds", &compact_label).unwrap() > 0.0);
+    let success = sample(
+        &families,
+        "hive_orc_compactor_last_success_timestamp_seconds",
+        &labels,
+    )
+    .expect("a last success");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    assert!((now - success).abs() < 600.0, "{success} vs {now}");
+    // No partition label anywhere: the series are as many as the tables.
+    for f in &families {
+        for s in f["samples"].as_array().unwrap() {
+            assert!(s["labels"].get("partition").is_none(), "{s}");
+        }
+    }
+
+    // A run killed mid-way leaves the previous file whole, and no temporary beside it.
+    let previous = std::fs::read(&prom).unwrap();
+    let mut child = command(&env("HMS_URI"))
+        .args([
+            "compact",
+            "--table",
+            &table,
+            "--all",
+            "--limit",
+            "1",
+            "--min-age",
+            "0s",
+            "--json",
+            "--metrics-file",
+            prom_arg,
+        ])
+        .env("FAILPOINTS", "compact::before-swap=sleep(60000)")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    // The skipped partitions are reported before the one that runs (and sleeps) starts.
+    assert!(out.read_line(&mut first).unwrap() > 0);
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(
+        std::fs::read(&prom).unwrap(),
+        previous,
+        "the previous file, whole"
+    );
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, vec![std::ffi::OsString::from("hoc_compact.prom")]);
+
+    // A run that does not succeed says so, and keeps the table's last success from the file
+    // before.
+    let o = compact(&["--partition", "dt=1999-01-01"]);
+    assert_eq!(code(&o), 3, "no such partition: {}", describe(&o));
+    let families = metrics(&prom);
+    assert_eq!(
+        sample(&families, "hive_orc_compactor_exit_code", &compact_label),
+        Some(3.0)
+    );
+    assert_eq!(
+        sample(
+            &families,
+            "hive_orc_compactor_last_success_timestamp_seconds",
+            &labels
+        ),
+        Some(success)
+    );
+
+    // analyze: the per-table excess and ideal counts an alert compares.
+    let analyze_prom = dir.path().join("hoc_analyze.prom");
+    let o = run(&[
+        "analyze",
+        "--table",
+        &table,
+        "--json",
+        "--metrics-file",
+        analyze_prom.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", describe(&o));
+    let (_, summary) = split(&o);
+    let families = metrics(&analyze_prom);
+    let t = &summary["tables"][0];
+    for (metric, field) in [
+        ("excess_files", "excess_files"),
+        ("ideal_files", "files_needed"),
+        ("files", "files"),
+        ("removable_files", "removable_files"),
+        ("namenode_objects_removable", "namenode_objects_removable"),
+    ] {
+        let name = format!("hive_orc_compactor_analyze_{metric}");
+        assert_eq!(
+            sample(&families, &name, &labels),
+            t[field].as_f64(),
+            "{metric}"
+        );
+    }
+
+    // A metrics file that cannot be written fails the run, naming it.
+    let o = run(&[
+        "analyze",
+        "--table",
+        &table,
+        "--metrics-file",
+        "/nonexistent/dir/m.prom",
+    ]);
+    assert_eq!(code(&o), 1, "{}", describe(&o));
+    assert!(stderr(&o).contains("cannot write the metrics file /nonexistent/dir/m.prom"));
+
+    // cleanup and iceberg check write theirs too.
+    for (args, name) in [
+        (
+            vec!["cleanup", "--table", &table, "--dry-run"],
+            "hive_orc_compactor_cleanup_partitions",
+        ),
+        (
+            vec!["iceberg", "check", "--table", &table],
+            "hive_orc_compactor_iceberg_check_files",
+        ),
+    ] {
+        let file = dir.path().join("other.prom");
+        let mut args = args.clone();
+        args.extend(["--json", "--metrics-file", file.to_str().unwrap()]);
+        let o = run(&args);
+        assert!(o.status.success(), "{args:?}: {}", describe(&o));
+        let families = metrics(&file);
+        assert!(
+            sample(&families, name, &labels).is_some(),
+            "{name} in {families:?}"
+        );
+        assert!(sample(&families, "hive_orc_compactor_exit_code", &[]).is_some());
+    }
+}

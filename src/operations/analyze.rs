@@ -8,11 +8,15 @@
 //!
 //! The figures: `files_needed = ceil(bytes / target_size)`, `excess_files = files - needed`
 //! (never below 0): how many files compaction could remove at best. Rows come sorted by excess
-//! files, most first.
+//! files, most first. The NameNode objects a partition takes are its files' inodes and blocks;
+//! the objects compaction would remove, and the file sizes after it, come from the plan with
+//! `deep`, else from the same estimate as `excess_files` (the data in `files_needed` files of
+//! equal size). A refused partition keeps what it has.
 
 use futures::StreamExt;
 use serde::Serialize;
 
+use crate::census::{namenode_objects, SizeHistogram};
 use crate::eligibility::Rule;
 use crate::fleet::{self, Partitions, Selection, Survey, Tables};
 use crate::hdfs::Hdfs;
@@ -54,11 +58,20 @@ pub struct PartitionAnalysis {
     pub small_files: usize,
     pub files_needed: usize,
     pub excess_files: usize,
+    /// Inodes and blocks of the data files.
+    pub namenode_objects: u64,
+    /// How many of those compaction would remove (0 unless eligible).
+    pub namenode_objects_removable: u64,
     pub eligible: bool,
     pub rule: Option<Rule>,
     pub reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plan: Option<DeepPlan>,
+    /// File sizes now and after compaction; summed into the totals, where JSON shows them.
+    #[serde(skip)]
+    pub sizes_before: SizeHistogram,
+    #[serde(skip)]
+    pub sizes_after: SizeHistogram,
 }
 
 /// What `compact --dry-run` would do with the partition (`deep` only).
@@ -66,8 +79,12 @@ pub struct PartitionAnalysis {
 pub struct DeepPlan {
     pub files_after: usize,
     pub rows: u64,
-    /// Stripes copied into merged outputs.
+    /// Stripes of the merged outputs (planned: a re-encode's are an estimate).
     pub stripes: usize,
+    /// Stripes of the data files now, and of the files after (merged outputs and files
+    /// carried unchanged).
+    pub stripes_before: usize,
+    pub stripes_after: usize,
     pub groups: Vec<GroupReport>,
 }
 
@@ -121,7 +138,21 @@ pub struct Totals {
     pub files: usize,
     pub bytes: u64,
     pub small_files: usize,
+    /// The files the data needs at the target size (the ideal count), and the files beyond it.
+    pub files_needed: usize,
+    pub excess_files: usize,
     pub removable_files: usize,
+    pub namenode_objects: u64,
+    pub namenode_objects_removable: u64,
+    /// Stripes now and after, over the partitions `deep` planned.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stripes_before: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stripes_after: Option<usize>,
+    /// Files per size bucket (`size_buckets` gives each bucket's smallest size), now and
+    /// after compaction.
+    pub files_by_size_before: SizeHistogram,
+    pub files_by_size_after: SizeHistogram,
     /// Partitions or tables that could not be read.
     pub errors: usize,
 }
@@ -133,8 +164,43 @@ impl Totals {
         self.files += p.files;
         self.bytes += p.bytes;
         self.small_files += p.small_files;
+        self.files_needed += p.files_needed;
+        self.excess_files += p.excess_files;
         self.removable_files += p.removable_files();
+        self.namenode_objects += p.namenode_objects;
+        self.namenode_objects_removable += p.namenode_objects_removable;
+        if let Some(plan) = &p.plan {
+            *self.stripes_before.get_or_insert(0) += plan.stripes_before;
+            *self.stripes_after.get_or_insert(0) += plan.stripes_after;
+        }
+        self.files_by_size_before.merge(&p.sizes_before);
+        self.files_by_size_after.merge(&p.sizes_after);
         self.errors += usize::from(!p.eligible && p.rule.is_none());
+    }
+
+    /// Adds another scope's sums (a database's tables, say) to these.
+    pub fn merge(&mut self, o: &Totals) {
+        self.partitions += o.partitions;
+        self.eligible += o.eligible;
+        self.files += o.files;
+        self.bytes += o.bytes;
+        self.small_files += o.small_files;
+        self.files_needed += o.files_needed;
+        self.excess_files += o.excess_files;
+        self.removable_files += o.removable_files;
+        self.namenode_objects += o.namenode_objects;
+        self.namenode_objects_removable += o.namenode_objects_removable;
+        for (sum, part) in [
+            (&mut self.stripes_before, o.stripes_before),
+            (&mut self.stripes_after, o.stripes_after),
+        ] {
+            if let Some(v) = part {
+                *sum.get_or_insert(0) += v;
+            }
+        }
+        self.files_by_size_before.merge(&o.files_by_size_before);
+        self.files_by_size_after.merge(&o.files_by_size_after);
+        self.errors += o.errors;
     }
 }
 
@@ -191,10 +257,14 @@ pub async fn analyze(
                 small_files: 0,
                 files_needed: 0,
                 excess_files: 0,
+                namenode_objects: 0,
+                namenode_objects_removable: 0,
                 eligible: false,
                 rule,
                 reason: Some(reason),
                 plan: None,
+                sizes_before: SizeHistogram::default(),
+                sizes_after: SizeHistogram::default(),
             });
             continue;
         }
@@ -202,18 +272,18 @@ pub async fn analyze(
         let table_rows = fleet::surveys(metastore, hdfs, t.candidates, options.small_file_size)
             .map(|s| {
                 tally.surveyed();
-                row(&s, options.target_size)
+                (row(&s, options.target_size), s.block_size)
             });
         if options.deep {
             let table = &t.table;
             let deep: Vec<_> = table_rows
-                .map(|r| deepen(metastore, hdfs, table, r, options))
+                .map(|(r, block_size)| deepen(metastore, hdfs, table, r, block_size, options))
                 .buffered(DEEP_PLANS_IN_FLIGHT)
                 .collect()
                 .await;
             rows.extend(deep);
         } else {
-            rows.extend(table_rows.collect::<Vec<_>>().await);
+            rows.extend(table_rows.map(|(r, _)| r).collect::<Vec<_>>().await);
         }
     }
     rows.sort_by(|a, b| {
@@ -246,6 +316,16 @@ pub async fn analyze(
 }
 
 fn row(s: &Survey, target_size: u64) -> PartitionAnalysis {
+    let needed = s.files_needed(target_size);
+    let excess = s.excess_files(target_size);
+    let (mut sizes_after, mut objects_after) = (s.histogram, s.namenode_objects);
+    if s.eligible() && excess > 0 {
+        // The estimate: the data in `needed` files of equal size.
+        let each = s.sizes.bytes.div_ceil(needed as u64);
+        sizes_after = SizeHistogram::default();
+        sizes_after.add(each, needed as u64);
+        objects_after = needed as u64 * namenode_objects(each, s.block_size);
+    }
     PartitionAnalysis {
         table: s.candidate.table.qualified_name(),
         partition: s.candidate.name.clone(),
@@ -255,8 +335,10 @@ fn row(s: &Survey, target_size: u64) -> PartitionAnalysis {
         mean_size: s.mean_size(),
         median_size: s.sizes.median,
         small_files: s.small_files,
-        files_needed: s.files_needed(target_size),
-        excess_files: s.excess_files(target_size),
+        files_needed: needed,
+        excess_files: excess,
+        namenode_objects: s.namenode_objects,
+        namenode_objects_removable: s.namenode_objects.saturating_sub(objects_after),
         eligible: s.eligible(),
         rule: s.refusal.as_ref().map(|r| r.rule),
         reason: s
@@ -265,6 +347,8 @@ fn row(s: &Survey, target_size: u64) -> PartitionAnalysis {
             .map(|r| r.reason.clone())
             .or(s.error.clone()),
         plan: None,
+        sizes_before: s.histogram,
+        sizes_after,
     }
 }
 
@@ -276,6 +360,7 @@ async fn deepen(
     hdfs: &Hdfs,
     table: &TableInfo,
     mut row: PartitionAnalysis,
+    block_size: Option<u64>,
     options: &AnalyzeOptions,
 ) -> PartitionAnalysis {
     if !row.eligible || row.partition.is_empty() {
@@ -301,6 +386,18 @@ async fn deepen(
     .await;
     match report.outcome.status {
         Status::DryRun | Status::NothingToDo => {
+            let outputs = report.groups.iter().flat_map(|g| &g.outputs);
+            let after: Vec<(u64, usize)> = outputs
+                .map(|o| (o.bytes, o.stripes))
+                .chain(report.carried.iter().map(|c| (c.bytes, c.stripes)))
+                .collect();
+            let objects_after: u64 = after
+                .iter()
+                .map(|&(bytes, _)| namenode_objects(bytes, block_size))
+                .sum();
+            // Zero-length files are dropped: they cost an inode each.
+            row.namenode_objects_removable = row.namenode_objects.saturating_sub(objects_after);
+            row.sizes_after = SizeHistogram::of(after.iter().map(|&(bytes, _)| bytes));
             row.plan = Some(DeepPlan {
                 files_after: report.files_after,
                 rows: report.rows,
@@ -310,6 +407,8 @@ async fn deepen(
                     .flat_map(|g| &g.outputs)
                     .map(|o| o.stripes)
                     .sum(),
+                stripes_before: report.stripes_before,
+                stripes_after: after.iter().map(|&(_, stripes)| stripes).sum(),
                 groups: report.groups,
             });
         }
@@ -317,6 +416,8 @@ async fn deepen(
             row.eligible = false;
             row.rule = report.outcome.rule;
             row.reason = report.outcome.reason;
+            row.namenode_objects_removable = 0;
+            row.sizes_after = row.sizes_before;
         }
     }
     row
@@ -352,6 +453,8 @@ mod tests {
             files_after: 1,
             rows: 2,
             stripes: 1,
+            stripes_before: 2,
+            stripes_after: 1,
             groups,
         };
         let (r, c) = (OutputWriter::Rewrite, OutputWriter::StripeCopy);

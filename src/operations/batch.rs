@@ -214,6 +214,21 @@ pub trait Observer: Sync {
 /// The end of a run, for cron: counts, what needs a look, and the exit code.
 #[derive(Debug, Default, Serialize)]
 pub struct BatchSummary {
+    #[serde(flatten)]
+    pub counts: Counts,
+    /// The same counts per table, in the order the tables were first reported.
+    pub tables: Vec<TableCounts>,
+    pub seconds: f64,
+    /// A signal stopped the run early.
+    pub interrupted: bool,
+    /// `db.table/partition: status: reason` of every refused, busy or failed partition.
+    pub attention: Vec<String>,
+    pub exit_code: i32,
+}
+
+/// A run's partitions by status, and what the compacted ones changed.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct Counts {
     pub partitions: usize,
     pub compacted: usize,
     pub nothing_to_do: usize,
@@ -223,23 +238,34 @@ pub struct BatchSummary {
     pub busy: usize,
     pub failed: usize,
     pub verification_failed: usize,
+    /// Data files and bytes of the compacted partitions, before and after.
+    pub files_before: usize,
+    pub files_after: usize,
+    pub bytes_before: u64,
+    pub bytes_after: u64,
     /// Data files the compacted partitions no longer list.
     pub files_removed: usize,
     /// Bytes written into new files.
     pub bytes_rewritten: u64,
-    pub seconds: f64,
-    /// A signal stopped the run early.
-    pub interrupted: bool,
-    /// `db.table/partition: status: reason` of every refused, busy or failed partition.
-    pub attention: Vec<String>,
-    pub exit_code: i32,
 }
 
-impl BatchSummary {
-    fn add(&mut self, r: &CompactReport) {
+#[derive(Debug, Clone, Serialize)]
+pub struct TableCounts {
+    pub table: String,
+    #[serde(flatten)]
+    pub counts: Counts,
+}
+
+impl Counts {
+    /// Counts `r`; false for a status that is not a compaction's (counted as a partition only).
+    fn add(&mut self, r: &CompactReport) -> bool {
         self.partitions += 1;
         let counter = match r.outcome.status {
             Status::Compacted => {
+                self.files_before += r.files_before;
+                self.files_after += r.files_after;
+                self.bytes_before += r.bytes_before;
+                self.bytes_after += r.bytes_after;
                 self.files_removed += r.files_before.saturating_sub(r.files_after);
                 self.bytes_rewritten += r.bytes_after;
                 &mut self.compacted
@@ -251,15 +277,35 @@ impl BatchSummary {
             Status::Busy => &mut self.busy,
             Status::Failed => &mut self.failed,
             Status::VerificationFailed => &mut self.verification_failed,
-            // Not a compaction's status: counted as a partition only.
             Status::RolledBack
             | Status::Cleaned
             | Status::Migrated
             | Status::Reverted
             | Status::Ready
-            | Status::Verified => return,
+            | Status::Verified => return false,
         };
         *counter += 1;
+        true
+    }
+}
+
+impl BatchSummary {
+    fn add(&mut self, r: &CompactReport) {
+        let table = &r.outcome.table;
+        let i = match self.tables.iter().position(|t| &t.table == table) {
+            Some(i) => i,
+            None => {
+                self.tables.push(TableCounts {
+                    table: table.clone(),
+                    counts: Counts::default(),
+                });
+                self.tables.len() - 1
+            }
+        };
+        self.tables[i].counts.add(r);
+        if !self.counts.add(r) {
+            return;
+        }
         if r.outcome.status.exit_code() != ExitCode::Ok {
             let status = serde_json::to_value(r.outcome.status)
                 .ok()
@@ -277,13 +323,16 @@ impl BatchSummary {
     /// The worst outcome; an interrupted run is a failed one.
     pub fn exit(&self) -> ExitCode {
         let statuses = [
-            (self.verification_failed, ExitCode::VerificationFailed),
             (
-                self.failed + usize::from(self.interrupted),
+                self.counts.verification_failed,
+                ExitCode::VerificationFailed,
+            ),
+            (
+                self.counts.failed + usize::from(self.interrupted),
                 ExitCode::Failed,
             ),
-            (self.busy, ExitCode::Busy),
-            (self.refused, ExitCode::Refused),
+            (self.counts.busy, ExitCode::Busy),
+            (self.counts.refused, ExitCode::Refused),
         ];
         ExitCode::worst(
             statuses
@@ -370,6 +419,9 @@ mod tests {
             },
             location: None,
             sizes: FileSizes::of(lengths),
+            histogram: Default::default(),
+            namenode_objects: 0,
+            block_size: None,
             small_files: lengths.len(),
             newest_modification: Some(newest),
             refusal: None,
@@ -431,8 +483,17 @@ mod tests {
             "gone".into(),
             None,
         ));
-        assert_eq!((s.compacted, s.refused, s.failed), (1, 1, 1));
-        assert_eq!((s.files_removed, s.bytes_rewritten), (9, 500));
+        assert_eq!(
+            (s.counts.compacted, s.counts.refused, s.counts.failed),
+            (1, 1, 1)
+        );
+        assert_eq!((s.counts.files_removed, s.counts.bytes_rewritten), (9, 500));
+        assert_eq!((s.counts.files_before, s.counts.files_after), (10, 1));
+        assert_eq!(s.tables.len(), 1);
+        assert_eq!(
+            (s.tables[0].table.as_str(), s.tables[0].counts.failed),
+            ("d.t", 1)
+        );
         assert_eq!(s.exit(), ExitCode::Failed);
         assert_eq!(
             s.attention,

@@ -201,6 +201,15 @@ impl PartitionCleanup {
         }
     }
 
+    /// The replaced data files removed (or, in a dry run, to be removed).
+    pub fn files_removed(&self) -> usize {
+        self.runs
+            .iter()
+            .filter(|r| r.action == RunAction::DeleteInputs)
+            .map(|r| r.removed.len())
+            .sum()
+    }
+
     fn is_empty(&self) -> bool {
         self.journals_rebuilt.is_empty()
             && self.runs.is_empty()
@@ -239,6 +248,8 @@ pub struct CleanupReport {
     pub dry_run: bool,
     /// Partitions with something to report (others had nothing left behind).
     pub partitions: Vec<PartitionCleanup>,
+    /// The partitioned tables checked, as `db.table` (refused and unpartitioned ones are not).
+    pub tables_checked: Vec<String>,
     pub partitions_checked: usize,
     pub files_removed: usize,
     /// Partitions whose cleanup failed (in part).
@@ -286,6 +297,7 @@ pub async fn plan(
     let mut report = CleanupReport {
         dry_run: options.dry_run,
         partitions: vec![],
+        tables_checked: vec![],
         partitions_checked: 0,
         files_removed: 0,
         errors: 0,
@@ -298,6 +310,7 @@ pub async fn plan(
         if let Some(e) = table.error {
             return Err(anyhow!("{}: {e}", table.table.qualified_name()));
         }
+        report.tables_checked.push(table.table.qualified_name());
         let existing: BTreeSet<String> = table.candidates.iter().map(|c| c.name.clone()).collect();
         if table.table.table_type.eq_ignore_ascii_case("MANAGED_TABLE") {
             for spec in dropped_homes(hdfs, &table.table, &existing).await? {
@@ -768,9 +781,7 @@ pub async fn execute(
     report.files_removed = report
         .partitions
         .iter()
-        .flat_map(|p| &p.runs)
-        .filter(|r| r.action == RunAction::DeleteInputs)
-        .map(|r| r.removed.len())
+        .map(PartitionCleanup::files_removed)
         .sum();
     report
 }

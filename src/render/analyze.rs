@@ -2,7 +2,10 @@
 
 use std::io::Write;
 
-use hive_orc_compactor::operations::analyze::{self, AnalyzeReport, PartitionAnalysis, Totals};
+use hive_orc_compactor::census::BUCKET_FLOORS;
+use hive_orc_compactor::operations::analyze::{
+    self, AnalyzeOptions, AnalyzeReport, PartitionAnalysis, Totals,
+};
 
 use super::{json, plural, size, style, Format};
 
@@ -62,8 +65,9 @@ pub fn analyze(
     out: &mut dyn Write,
     r: &AnalyzeReport,
     format: Format,
-    deep: bool,
+    options: &AnalyzeOptions,
 ) -> anyhow::Result<()> {
+    let deep = options.deep;
     match format {
         Format::Json => {
             for p in &r.partitions {
@@ -71,9 +75,14 @@ pub fn analyze(
             }
             json(
                 out,
-                &serde_json::json!({ "summary": { "tables": r.tables, "total": r.total } }),
+                &serde_json::json!({ "summary": {
+                    "tables": r.tables,
+                    "total": r.total,
+                    "size_buckets": BUCKET_FLOORS,
+                } }),
             )
         }
+        Format::Html => Ok(out.write_all(super::census_page(r, options).as_bytes())?),
         Format::Csv => {
             let mut w = csv::Writer::from_writer(&mut *out);
             w.write_record(analyze_header(deep))?;
@@ -105,7 +114,8 @@ pub fn analyze(
 fn totals_line(out: &mut dyn Write, t: &Totals) -> std::io::Result<()> {
     writeln!(
         out,
-        "{}: {} partitions ({} eligible), {} ({}), {} small; compaction would remove {}{}",
+        "{}: {} partitions ({} eligible), {} ({}), {} small; compaction would remove {} \
+         ({} NameNode objects){}",
         t.scope,
         t.partitions,
         t.eligible,
@@ -113,6 +123,7 @@ fn totals_line(out: &mut dyn Write, t: &Totals) -> std::io::Result<()> {
         size(t.bytes),
         t.small_files,
         plural(t.removable_files, "file"),
+        t.namenode_objects_removable,
         if t.errors > 0 {
             format!("; {} unreadable", t.errors)
         } else {
@@ -190,12 +201,24 @@ impl analyze::Tally for Surveying {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::render::testing::{assert_keys, object, printed};
+    use hive_orc_compactor::census::SizeHistogram;
     use hive_orc_compactor::eligibility::Rule;
 
-    fn report() -> AnalyzeReport {
+    pub(crate) fn options() -> AnalyzeOptions {
+        AnalyzeOptions {
+            small_file_size: 64 << 20,
+            target_size: 256 << 20,
+            deep: false,
+            stripes: hive_orc_compactor::operations::compact::Stripes::Auto,
+            min_stripe_size: 8 << 20,
+            stripe_size: 64 << 20,
+        }
+    }
+
+    pub(crate) fn report() -> AnalyzeReport {
         let row = |partition: &str, refused: bool| PartitionAnalysis {
             table: "d.t".into(),
             partition: partition.into(),
@@ -207,10 +230,18 @@ mod tests {
             small_files: 10,
             files_needed: 1,
             excess_files: 9,
+            namenode_objects: 20,
+            namenode_objects_removable: if refused { 0 } else { 18 },
             eligible: !refused,
             rule: refused.then_some(Rule::NotOrc),
             reason: refused.then(|| "it is text".to_string()),
             plan: None,
+            sizes_before: SizeHistogram::of([1024; 10]),
+            sizes_after: if refused {
+                SizeHistogram::of([1024; 10])
+            } else {
+                SizeHistogram::of([10 * 1024])
+            },
         };
         let total = Totals {
             scope: "d.t".into(),
@@ -219,7 +250,15 @@ mod tests {
             files: 20,
             bytes: 20 * 1024,
             small_files: 20,
+            files_needed: 2,
+            excess_files: 18,
             removable_files: 9,
+            namenode_objects: 40,
+            namenode_objects_removable: 18,
+            stripes_before: None,
+            stripes_after: None,
+            files_by_size_before: SizeHistogram::of([1024; 20]),
+            files_by_size_after: SizeHistogram::of([1024; 10].into_iter().chain([10 * 1024])),
             errors: 0,
         };
         AnalyzeReport {
@@ -231,7 +270,7 @@ mod tests {
 
     #[test]
     fn analyze_text_is_aligned_and_ends_with_the_totals() {
-        let (out, _) = printed(|o, _| analyze(o, &report(), Format::Text, false));
+        let (out, _) = printed(|o, _| analyze(o, &report(), Format::Text, &options()));
         assert_eq!(
             out,
             "TABLE  PARTITION  FILES     BYTES     MEAN   MEDIAN  SMALL  NEEDED  EXCESS  \
@@ -241,13 +280,13 @@ mod tests {
              no [not_orc]: it is text\n\
              \n\
              d.t: 2 partitions (1 eligible), 20 files (20.0 KiB), 20 small; compaction would \
-             remove 9 files\n"
+             remove 9 files (18 NameNode objects)\n"
         );
     }
 
     #[test]
     fn analyze_csv_has_raw_numbers_and_rules() {
-        let (out, _) = printed(|o, _| analyze(o, &report(), Format::Csv, false));
+        let (out, _) = printed(|o, _| analyze(o, &report(), Format::Csv, &options()));
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(
             lines,
@@ -261,7 +300,7 @@ mod tests {
 
     #[test]
     fn analyze_json_is_a_line_per_partition_then_the_summary() {
-        let (out, _) = printed(|o, _| analyze(o, &report(), Format::Json, false));
+        let (out, _) = printed(|o, _| analyze(o, &report(), Format::Json, &options()));
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines.len(), 3);
         let refused = object(lines[1]);

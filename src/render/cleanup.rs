@@ -83,6 +83,7 @@ mod tests {
         CleanupReport {
             dry_run: true,
             partitions: vec![],
+            tables_checked: vec!["d.t".into()],
             partitions_checked: 4,
             files_removed: 0,
             errors: 0,

@@ -206,20 +206,21 @@ pub fn batch_summary(out: &mut dyn Write, s: &BatchSummary, format: Format) -> a
     if format == Format::Json {
         return json(out, &serde_json::json!({ "summary": s }));
     }
+    let c = &s.counts;
     writeln!(
         out,
         "summary: {} compacted, {} nothing to do, {} dry run, {} skipped, {} refused, {} busy, \
          {} failed, {} verification failed; {} removed, {} rewritten, {:.1} s{}",
-        s.compacted,
-        s.nothing_to_do,
-        s.dry_run,
-        s.skipped,
-        s.refused,
-        s.busy,
-        s.failed,
-        s.verification_failed,
-        plural(s.files_removed, "file"),
-        size(s.bytes_rewritten),
+        c.compacted,
+        c.nothing_to_do,
+        c.dry_run,
+        c.skipped,
+        c.refused,
+        c.busy,
+        c.failed,
+        c.verification_failed,
+        plural(c.files_removed, "file"),
+        size(c.bytes_rewritten),
         s.seconds,
         if s.interrupted { " (interrupted)" } else { "" }
     )?;
@@ -234,6 +235,7 @@ mod tests {
     use super::*;
     use crate::render::testing::{assert_keys, printed, OUTCOME_KEYS};
     use hive_orc_compactor::eligibility::Rule;
+    use hive_orc_compactor::operations::batch::Counts;
     use hive_orc_compactor::operations::compact::{CarriedFile, GroupReport, OutputReport};
 
     fn compacted() -> CompactReport {
@@ -263,6 +265,7 @@ mod tests {
         r.carried = vec![CarriedFile {
             name: "c.orc".into(),
             bytes: 1024,
+            stripes: 1,
             reason: "already large".into(),
         }];
         r.new_location = Some("hdfs://nn/t/dt=1/.hive-orc-compactor/r".into());
@@ -350,11 +353,14 @@ mod tests {
     #[test]
     fn batch_summary_text_and_json() {
         let s = BatchSummary {
-            partitions: 3,
-            compacted: 2,
-            failed: 1,
-            files_removed: 10,
-            bytes_rewritten: 2048,
+            counts: Counts {
+                partitions: 3,
+                compacted: 2,
+                failed: 1,
+                files_removed: 10,
+                bytes_rewritten: 2048,
+                ..Counts::default()
+            },
             seconds: 1.25,
             attention: vec!["d.t/dt=1: failed: boom".into()],
             exit_code: 1,

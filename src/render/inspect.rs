@@ -83,7 +83,7 @@ pub fn inspect(
 ) -> anyhow::Result<()> {
     match format {
         Format::Json => json(out, r)?,
-        Format::Text | Format::Csv => text(out, r)?,
+        Format::Text | Format::Csv | Format::Html => text(out, r)?,
     }
     if r.outcome.status == Status::Refused {
         refusal(err, &r.outcome, r.partition_details.is_some())?;

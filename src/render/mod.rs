@@ -12,6 +12,8 @@ mod cleanup;
 mod compact;
 mod iceberg;
 mod inspect;
+pub mod metrics;
+mod report;
 mod rollback;
 mod verify;
 
@@ -20,16 +22,18 @@ pub use cleanup::cleanup;
 pub use compact::{batch_summary, Batch};
 pub use iceberg::{iceberg_check, iceberg_migrate, iceberg_revert};
 pub use inspect::inspect;
+pub use report::census_page;
 pub use rollback::rollback;
 pub use verify::verify;
 
 /// How every command prints its report: text for people, JSON for scripts, or (analyze only)
-/// CSV; a command without a CSV shape prints text for it.
+/// CSV or the HTML census page; a command without such a shape prints text for it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     Text,
     Json,
     Csv,
+    Html,
 }
 
 /// Progress bars' look, shared by every command that shows one.

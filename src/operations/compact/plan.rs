@@ -448,9 +448,11 @@ fn group_and_plan(
         .map(|(i, reason)| CarriedFile {
             name: files[*i].name.clone(),
             bytes: files[*i].length,
+            stripes: files[*i].tail.as_ref().map_or(0, |t| t.stripes.len()),
             reason: reason.clone(),
         })
         .collect();
+    report.stripes_before = tails.iter().map(|t| t.stripes.len()).sum();
     report.dropped_empty = dropped_empty
         .iter()
         .map(|&i| files[i].name.clone())

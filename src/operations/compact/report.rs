@@ -40,6 +40,7 @@ pub struct OutputReport {
 pub struct CarriedFile {
     pub name: String,
     pub bytes: u64,
+    pub stripes: usize,
     pub reason: String,
 }
 
@@ -53,6 +54,8 @@ pub struct CompactReport {
     pub bytes_before: u64,
     pub bytes_after: u64,
     pub rows: u64,
+    /// Stripes of the partition's data files before the run (read from their tails).
+    pub stripes_before: usize,
     pub groups: Vec<GroupReport>,
     /// Files copied unchanged: left alone by the plan, or unmergeable.
     pub carried: Vec<CarriedFile>,
@@ -93,6 +96,7 @@ impl CompactReport {
             bytes_before: 0,
             bytes_after: 0,
             rows: 0,
+            stripes_before: 0,
             groups: vec![],
             carried: vec![],
             dropped_empty: vec![],
