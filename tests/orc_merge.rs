@@ -173,7 +173,7 @@ const ALL_TYPES: &str = "struct<b:boolean,t:tinyint,si:smallint,i:int,l:bigint,f
 
 /// Deterministic rows with nulls at every level; `seed` shifts the value ranges so each file
 /// has its own min and max. Pre-1970 timestamps are whole seconds: with fractional seconds
-/// some readers fail on them (docs/orc-merge.md, "Verification").
+/// some readers fail on them (docs/design/orc-merge.md, "Verification").
 fn all_types_rows(seed: i64, n: i64) -> Vec<Value> {
     (0..n)
         .map(|k| {

@@ -440,7 +440,7 @@ fn writer_independent(lines: &[(u32, String)]) -> Vec<(u32, String)> {
 /// from the Java writer (every Hive type but char and union; union columns are never
 /// re-encoded) and from the C++ writer (bloom filters, several row groups).
 ///
-/// A known and documented difference (docs/orc-writer.md), left out per column: a decimal sum
+/// A known and documented difference (docs/design/orc-writer.md), left out per column: a decimal sum
 /// that needs more than 38 digits at the column's scale, which Java rounds and we leave out.
 #[test]
 fn re_encoded_statistics_are_those_of_the_same_rows_written_by_java() {

@@ -8,7 +8,7 @@ use prost::Message;
 use super::compress::Compression;
 use super::tail::OrcTail;
 
-/// What must be equal for stripes of two files to live in one file (docs/orc-merge.md, "The merge key").
+/// What must be equal for stripes of two files to live in one file (docs/design/orc-merge.md, "The merge key").
 ///
 /// Stripes are copied untouched, so everything a reader needs to decode them but finds only in
 /// the tail must agree: the type tree, the codec and its block size, the versions that select

@@ -2,7 +2,7 @@
 //!
 //! This module knows nothing about HDFS or the metastore: it reads bytes through [`RangeRead`]
 //! and writes them through [`Sink`], so the same code runs against HDFS in production and
-//! against local files in tests. The rules it follows are in docs/orc-merge.md; in short, stripes
+//! against local files in tests. The rules it follows are in docs/design/orc-merge.md; in short, stripes
 //! are copied byte for byte and only the file tail (Metadata, Footer, PostScript) is rebuilt.
 //!
 //! The flow for one partition: [`read_tail`] every file, [`group_tails`] by [`MergeKey`],

@@ -16,7 +16,7 @@ use super::ORC_MAGIC;
 /// offsets, that the stripes and the tail cover the file exactly, and that every stripe's
 /// bytes, read back, hash to what was handed to the writer (itself proven equal to what was
 /// read from the input while copying). It decodes no values: a byte-identical stripe needs no
-/// decoder to be trusted (docs/orc-merge.md, "Verification", says why). The stripes are read back with
+/// decoder to be trusted (docs/design/orc-merge.md, "Verification", says why). The stripes are read back with
 /// the same bounded read-ahead as the copy.
 ///
 /// [`read_tail`]: super::read_tail

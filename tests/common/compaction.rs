@@ -214,7 +214,7 @@ pub fn check_compactions(runs: &[Compaction]) {
                 assert_eq!(out_meta[key], in_metas[0][key], "{what}: {name} {key}");
             }
             // A stripe copy keeps its inputs' codec and writer; a re-encode writes the codec
-            // its group was planned with, as the current Java writer (docs/orc-writer.md).
+            // its group was planned with, as the current Java writer (docs/design/orc-writer.md).
             let rewritten = group_of(r, name).filter(|g| g.1["made_by"] == "rewrite");
             let reencoded = rewritten.is_some();
             let (compression, writer) = match rewritten {

@@ -1,5 +1,5 @@
 //! `compact`: merge one partition's small ORC files into a few large ones and swap the partition
-//! to them with one metastore call. The compaction protocol (docs/compaction-protocol.md) reads
+//! to them with one metastore call. The compaction protocol (docs/design/compaction-protocol.md) reads
 //! top to bottom: steps 1 to 3 in [`plan::plan`], steps 4 to 9 in [`run::Run::steps`], one
 //! method per step.
 //!
