@@ -64,7 +64,7 @@ struct Cli {
 
 #[derive(Args)]
 struct Global {
-    /// Defaults for flags, as TOML (see "Running from cron" in the README); flags and
+    /// Defaults for flags, as TOML (see docs/guide/cron-and-config.md); flags and
     /// environment variables override it
     #[arg(long, global = true, value_name = "FILE", env = "HOC_CONFIG")]
     config: Option<PathBuf>,
