@@ -698,8 +698,61 @@ def mib(b):
     return "" if b is None else f"{b / 2**20:,.0f}"
 
 
+# How BENCHMARKS.md names each set in its "Latest run per set" table.
+SET_LABELS = {"bench_a": "A", "bench_b": "B", "bench_c": "C", "bench_wide": "W",
+              "bench_w2k": "W2k", "bench_big": "BIG", "bench_t1k": "T1k", "bench_t10k": "T10k",
+              "bench_t100k": "T100k", "bench_r": "R", "bench_rbig": "RBIG"}
+
+
+def latest_rows(results, reencode, machine):
+    """Rows in the shape of BENCHMARKS.md's "Latest run per set" table, so updating it is a
+    paste: set, what, date, commit, machine and load, ours wall, ours / raw copy, peak RSS,
+    NameNode calls, against Spark, against ORC."""
+    when = machine["when"].replace("T", " ")[:16]
+    where = (f"{machine['nproc']} cores, load {machine['load_start']} → {machine['load_end']}")
+    ratio = lambda a, b: None if not a or not b else a / b
+    fmt = lambda v: "–" if v is None else f"{v:.2f}"
+    lines = ["Rows for BENCHMARKS.md, \"Latest run per set\" (replace each set's row):", ""]
+    for d in results:
+        ph = d["phases"]
+        o, t, a, raw = ph.get("ours"), ph.get("ours_tail"), ph.get("ours_auto"), ph.get("rawcopy")
+        if not o:
+            continue
+        walls = [f"full {wall(o):.1f}"] + ([f"tail {wall(t):.1f}"] if t else []) + \
+            ([f"auto {wall(a):.1f}"] if a else [])
+        if raw:
+            walls[-1] += f" (raw copy {wall(raw):.1f})"
+        vs_raw = " / ".join(fmt(ratio(raw and wall(raw), wall(x))) for x in (o, t) if x)
+        rss = " / ".join(f"{x['peak_rss_mib']:.0f}" for x in (o, t, a) if x)
+        sp = ph.get("spark")
+        spark = f"Spark {wall(sp):.1f} s: {fmt(ratio(wall(sp), wall(o)))}×" if sp else "not run"
+        orc = []
+        for key, label in (("orcmerge", "local"), ("orcmerge_hdfs", "HDFS")):
+            m = ph.get(key)
+            if m:
+                orc.append(f"{label} {wall(m):.1f} s: {fmt(ratio(wall(m), wall(o)))}"
+                           + (f" / {fmt(ratio(wall(m), wall(t)))}" if t else ""))
+        lines.append(f"| {SET_LABELS.get(d['dataset'], d['dataset'])} | {d['what']} | {when} | "
+                     f"{machine['commit']} | {where} | {', '.join(walls)} | {vs_raw} | {rss} | "
+                     f"{o.get('nn_rpcs', '')} | {spark} | {'; '.join(orc) or 'not run'} |")
+    for d in reencode:
+        ph = d["phases"]
+        o = ph.get("ours")
+        if not o:
+            continue
+        sp, pa = ph.get("spark"), ph.get("pyarrow")
+        spark = f"Spark {wall(sp):.1f} s: {fmt(ratio(wall(sp), wall(o)))}×" if sp else "not run"
+        orc = f"ORC C++ {wall(pa):.2f} s: {fmt(ratio(wall(pa), wall(o)))}" if pa else "not run"
+        runs = o.get("walls") or [o["wall_s"]]
+        lines.append(f"| {SET_LABELS.get(d['dataset'], d['dataset'])} | {d['what']} | {when} | "
+                     f"{machine['commit']} | {where} | median {wall(o):.2f} "
+                     f"({', '.join(f'{w:.2f}' for w in runs)}) | – | {o['peak_rss_mib']:.0f} | "
+                     f"{o.get('nn_rpcs', '')} | {spark} | {orc} |")
+    return lines + [""]
+
+
 def report(results, many, reencode, machine, args):
-    lines = []
+    lines = latest_rows(results, reencode, machine)
     lines.append(f"Run {machine['when']} ({'quick, ' if args.quick else ''}scale "
                  f"{args.scale}); load average at start {machine['load_start']}, at end "
                  f"{machine['load_end']}; other engineers' cargo/rustc/java processes at start "
@@ -812,7 +865,9 @@ def machine_facts():
     except IndexError:
         cpu = "?"
     df = subprocess.run(["df", "-h", STATE], capture_output=True, text=True).stdout.splitlines()[-1]
-    return {"when": datetime.datetime.now().isoformat(timespec="seconds"),
+    commit = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip() or "?"
+    return {"when": datetime.datetime.now().isoformat(timespec="seconds"), "commit": commit,
             "nproc": os.cpu_count(), "cpu": cpu, "mem_gib": round(int(mem) / 2**20, 1),
             "disk": df, "kernel": os.uname().release}
 
