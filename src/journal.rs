@@ -77,6 +77,10 @@ pub struct JournalOutput {
     /// as decoded from its inputs and proven equal in the output before the swap.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub column_digests: Vec<ColumnDigest>,
+    /// For a re-encoded output with plain timestamps: the writer time zone of its rows, as
+    /// runs of (zone, rows), proven equal to its inputs' before the swap.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub zones: Vec<(Option<String>, u64)>,
     /// Its modification time as HDFS listed it right after the swap (absent in journals of
     /// older versions): a file of this name with another time was written over since.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -431,6 +435,7 @@ pub async fn rebuild(
                 inputs: vec![],
                 stripe_checksums: vec![],
                 column_digests: vec![],
+                zones: vec![],
                 modification_time: Some(f.modification_time),
             })
             .collect(),

@@ -114,6 +114,19 @@ impl Kept {
     fn take(&self) -> Option<Source> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner).take()
     }
+
+    /// What [`Kept::take`] would hand out, left in place: the same reader, or the same bytes
+    /// (their budget stays with the kept source).
+    fn peek(&self) -> Option<Source> {
+        let kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        kept.as_ref().map(|source| match source {
+            Source::Reader(r) => Source::Reader(Arc::clone(r)),
+            Source::Held { bytes, .. } => Source::Held {
+                bytes: bytes.clone(),
+                _budget: None,
+            },
+        })
+    }
 }
 
 /// Where an input's bytes are read from for the copy or re-encode.
@@ -121,10 +134,10 @@ pub enum Source {
     /// An open reader: its block locations, no connection and no data.
     Reader(Arc<FileReader>),
     /// The whole file, read with its tail, and its share of [`HELD_BUDGET`] (given back when
-    /// dropped).
+    /// dropped; `None` for a look at bytes kept for another, see [`DataFile::peek`]).
     Held {
         bytes: Bytes,
-        _budget: SemaphorePermit<'static>,
+        _budget: Option<SemaphorePermit<'static>>,
     },
 }
 
@@ -178,9 +191,23 @@ impl DataFile {
         &self,
         hdfs: &Hdfs,
     ) -> impl Future<Output = Result<Source, OrcError>> + Send + 'static {
+        self.open_kept(hdfs, self.source.take())
+    }
+
+    /// Opens the file as [`DataFile::open`] does, for a look before the copy: what the
+    /// snapshot kept of it stays kept for the copy.
+    pub fn peek(&self, hdfs: &Hdfs) -> impl Future<Output = Result<Source, OrcError>> + Send {
+        self.open_kept(hdfs, self.source.peek())
+    }
+
+    fn open_kept(
+        &self,
+        hdfs: &Hdfs,
+        kept: Option<Source>,
+    ) -> impl Future<Output = Result<Source, OrcError>> + Send + 'static {
         let location = self.location();
         // What was kept, or the client to open a reader with.
-        let kept = match self.source.take() {
+        let kept = match kept {
             Some(source) => Ok(source),
             None => Err(hdfs.client(&location)),
         };
@@ -286,7 +313,7 @@ async fn held_or_reader(reader: FileReader, listed: u64) -> Result<Source, OrcEr
     let bytes = read_checked(&reader, 0..length, length, "the whole file").await?;
     Ok(Source::Held {
         bytes,
-        _budget: budget,
+        _budget: Some(budget),
     })
 }
 
@@ -509,7 +536,7 @@ mod tests {
         let before = HELD_BUDGET.available_permits();
         let source = Source::Held {
             bytes: Bytes::from_static(b"ORC and the rest"),
-            _budget: HELD_BUDGET.try_acquire_many(16).unwrap(),
+            _budget: Some(HELD_BUDGET.try_acquire_many(16).unwrap()),
         };
         assert!(HELD_BUDGET.available_permits() <= before - 16);
         let read = |range| futures::executor::block_on(source.read(range));

@@ -85,6 +85,9 @@ pub struct DeepPlan {
     /// carried unchanged).
     pub stripes_before: usize,
     pub stripes_after: usize,
+    /// Groups whose stripes would be re-encoded but are copied: their values cannot be
+    /// re-encoded exactly (each output's `why` names the file, the column and the value).
+    pub not_re_encodable: usize,
     pub groups: Vec<GroupReport>,
 }
 
@@ -149,6 +152,9 @@ pub struct Totals {
     pub stripes_before: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stripes_after: Option<usize>,
+    /// Groups of those partitions copied because their values cannot be re-encoded exactly.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub groups_not_re_encodable: Option<usize>,
     /// Files per size bucket (`size_buckets` gives each bucket's smallest size), now and
     /// after compaction.
     pub files_by_size_before: SizeHistogram,
@@ -172,6 +178,7 @@ impl Totals {
         if let Some(plan) = &p.plan {
             *self.stripes_before.get_or_insert(0) += plan.stripes_before;
             *self.stripes_after.get_or_insert(0) += plan.stripes_after;
+            *self.groups_not_re_encodable.get_or_insert(0) += plan.not_re_encodable;
         }
         self.files_by_size_before.merge(&p.sizes_before);
         self.files_by_size_after.merge(&p.sizes_after);
@@ -193,6 +200,7 @@ impl Totals {
         for (sum, part) in [
             (&mut self.stripes_before, o.stripes_before),
             (&mut self.stripes_after, o.stripes_after),
+            (&mut self.groups_not_re_encodable, o.groups_not_re_encodable),
         ] {
             if let Some(v) = part {
                 *sum.get_or_insert(0) += v;
@@ -409,6 +417,15 @@ async fn deepen(
                     .sum(),
                 stripes_before: report.stripes_before,
                 stripes_after: after.iter().map(|&(_, stripes)| stripes).sum(),
+                not_re_encodable: report
+                    .groups
+                    .iter()
+                    .filter(|g| {
+                        g.outputs
+                            .iter()
+                            .any(|o| o.why.contains(compact::NOT_RE_ENCODABLE))
+                    })
+                    .count(),
                 groups: report.groups,
             });
         }
@@ -455,6 +472,7 @@ mod tests {
             stripes: 1,
             stripes_before: 2,
             stripes_after: 1,
+            not_re_encodable: 0,
             groups,
         };
         let (r, c) = (OutputWriter::Rewrite, OutputWriter::StripeCopy);

@@ -1240,6 +1240,7 @@ async fn adopt(
             inputs: vec![],
             stripe_checksums: vec![],
             column_digests: vec![],
+            zones: vec![],
             modification_time: Some(file.modification_time),
         });
     }

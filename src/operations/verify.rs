@@ -307,6 +307,7 @@ async fn check_digests(
     let expected = Digests {
         rows: output.rows,
         columns: output.column_digests.clone(),
+        zones: output.zones.clone(),
     };
     match digest_file(reader, tail).await {
         Ok(found) => Ok((

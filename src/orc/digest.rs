@@ -5,7 +5,11 @@
 //! row: a null is `0`; a value is `1` followed by its fixed-width little-endian bits (floats by
 //! their bit pattern, so `-0.0`, `0.0` and every NaN stay distinct), a string or binary by its
 //! length and bytes, a list or map by its length and then its elements, a struct by each field
-//! in order, a union by its tag and then the value. The form is self-delimiting and depends on
+//! in order, a union by its tag and then the value (a null union row by its tag alone, that of
+//! the decoder's null-row variant). A timestamp is its nanoseconds since 1970 as
+//! 8 bytes after a `1`, or, beyond what 64 bits hold (before 1677 or after 2262), as 16 bytes
+//! after a `2`: in range, the same bytes whichever arrow type carried it, so digests journaled
+//! when timestamps were decoded as `Timestamp(ns)` still check. The form is self-delimiting and depends on
 //! nothing but the values, so the digest is the same however the rows are cut into batches or
 //! stripes, and any change of a value, a null, or the order of rows changes it.
 //!
@@ -17,13 +21,14 @@ use std::ops::Range;
 
 use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::{
-    DataType, Date32Type, Decimal128Type, Float32Type, Float64Type, Int16Type, Int32Type,
+    DataType, Date32Type, Decimal128Type, Field, Float32Type, Float64Type, Int16Type, Int32Type,
     Int64Type, Int8Type, Schema, TimeUnit, TimestampMicrosecondType, TimestampMillisecondType,
     TimestampNanosecondType, TimestampSecondType,
 };
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::Xxh3;
 
+use super::decode::{Zone, TIMESTAMP_NANOS};
 use super::error::{OrcError, VerifyFailure};
 
 /// The digest of one top-level column of one file.
@@ -39,6 +44,11 @@ pub struct ColumnDigest {
 pub struct Digests {
     pub rows: u64,
     pub columns: Vec<ColumnDigest>,
+    /// For a file with plain timestamps, the writer time zone of its rows, as runs of (zone,
+    /// rows) in row order: the stored values mean a wall clock only with their zone (see
+    /// decode's module docs). Empty when the file has none, and in digests rebuilt from a
+    /// journal, which does not keep them.
+    pub zones: Vec<(Zone, u64)>,
 }
 
 impl Digests {
@@ -66,13 +76,31 @@ impl Digests {
                 });
             }
         }
+        if !self.zones.is_empty() && found.zones != self.zones {
+            return Err(VerifyFailure::Zones {
+                expected: runs(&self.zones),
+                found: runs(&found.zones),
+            });
+        }
         Ok(())
     }
 }
 
+/// Zone runs in a message: `UTC x 10, America/Los_Angeles x 5`.
+fn runs(zones: &[(Zone, u64)]) -> String {
+    let named = zones.iter().map(|(zone, rows)| {
+        let zone = zone.as_deref().unwrap_or("(none)");
+        format!("{zone} x {rows}")
+    });
+    named.collect::<Vec<_>>().join(", ")
+}
+
 /// Digests batches as they are decoded, in order.
 pub struct Digester {
+    zones: Vec<(Zone, u64)>,
     columns: Vec<(String, Xxh3)>,
+    /// Which top-level columns are timestamps carried as decimals (decode::TIMESTAMP_NANOS).
+    timestamps: Vec<bool>,
     rows: u64,
     /// One column's canonical bytes for one batch, reused.
     buffer: Vec<u8>,
@@ -82,17 +110,21 @@ impl Digester {
     /// A digester for batches of `schema`.
     pub fn new(schema: &Schema) -> Self {
         Digester {
+            zones: Vec::new(),
             columns: schema
                 .fields()
                 .iter()
                 .map(|f| (f.name().clone(), Xxh3::new()))
                 .collect(),
+            timestamps: schema.fields().iter().map(|f| is_timestamp(f)).collect(),
             rows: 0,
             buffer: Vec::new(),
         }
     }
 
-    pub fn update(&mut self, batch: &RecordBatch) -> Result<(), OrcError> {
+    /// Digests the next batch; `zone` is the writer time zone of its stripe when the file holds
+    /// plain timestamps (`Decoder::zone`).
+    pub fn update(&mut self, batch: &RecordBatch, zone: Option<&Zone>) -> Result<(), OrcError> {
         if batch.num_columns() != self.columns.len() {
             return Err(OrcError::Decode(format!(
                 "a batch of {} columns among batches of {}",
@@ -100,17 +132,31 @@ impl Digester {
                 self.columns.len()
             )));
         }
-        for ((_, hasher), column) in self.columns.iter_mut().zip(batch.columns()) {
+        let columns = self.columns.iter_mut().zip(&self.timestamps);
+        for (((_, hasher), &timestamp), column) in columns.zip(batch.columns()) {
             self.buffer.clear();
-            encode(column.as_ref(), 0..column.len(), &mut self.buffer)?;
+            encode(
+                column.as_ref(),
+                timestamp,
+                0..column.len(),
+                &mut self.buffer,
+            )?;
             hasher.update(&self.buffer);
         }
         self.rows += batch.num_rows() as u64;
+        if let Some(zone) = zone {
+            let rows = batch.num_rows() as u64;
+            match self.zones.last_mut() {
+                Some((last, n)) if last == zone => *n += rows,
+                _ => self.zones.push((zone.clone(), rows)),
+            }
+        }
         Ok(())
     }
 
     pub fn finish(&self) -> Digests {
         Digests {
+            zones: self.zones.clone(),
             rows: self.rows,
             columns: self
                 .columns
@@ -124,8 +170,19 @@ impl Digester {
     }
 }
 
-/// Appends the canonical form of `array`'s values at `rows` to `out`.
-fn encode(array: &dyn Array, rows: Range<usize>, out: &mut Vec<u8>) -> Result<(), OrcError> {
+/// Whether the field carries timestamps as decimals (decode::TIMESTAMP_NANOS).
+fn is_timestamp(field: &Field) -> bool {
+    field.metadata().contains_key(TIMESTAMP_NANOS)
+}
+
+/// Appends the canonical form of `array`'s values at `rows` to `out`; `timestamp` when the
+/// array's field says it holds timestamps.
+fn encode(
+    array: &dyn Array,
+    timestamp: bool,
+    rows: Range<usize>,
+    out: &mut Vec<u8>,
+) -> Result<(), OrcError> {
     macro_rules! fixed {
         ($t:ty, $bits:expr) => {{
             let a = array.as_primitive::<$t>();
@@ -151,6 +208,21 @@ fn encode(array: &dyn Array, rows: Range<usize>, out: &mut Vec<u8>) -> Result<()
         DataType::Int64 => fixed!(Int64Type, std::convert::identity),
         DataType::Float32 => fixed!(Float32Type, f32::to_bits),
         DataType::Float64 => fixed!(Float64Type, f64::to_bits),
+        DataType::Decimal128(_, _) if timestamp => {
+            let a = array.as_primitive::<Decimal128Type>();
+            for i in rows {
+                if present(a, i, out) {
+                    let nanos = a.value(i);
+                    match i64::try_from(nanos) {
+                        Ok(narrow) => out.extend_from_slice(&narrow.to_le_bytes()),
+                        Err(_) => {
+                            *out.last_mut().expect("the presence byte") = 2;
+                            out.extend_from_slice(&nanos.to_le_bytes());
+                        }
+                    }
+                }
+            }
+        }
         DataType::Decimal128(_, _) => fixed!(Decimal128Type, std::convert::identity),
         DataType::Date32 => fixed!(Date32Type, std::convert::identity),
         DataType::Timestamp(TimeUnit::Second, _) => {
@@ -181,14 +253,14 @@ fn encode(array: &dyn Array, rows: Range<usize>, out: &mut Vec<u8>) -> Result<()
                 }
             }
         }
-        DataType::List(_) => {
+        DataType::List(item) => {
             let a = array.as_list::<i32>();
             for i in rows {
                 if present(a, i, out) {
                     let (start, end) = (a.value_offsets()[i], a.value_offsets()[i + 1]);
                     let (start, end) = (start as usize, end as usize);
                     length(end - start, out);
-                    encode(a.values().as_ref(), start..end, out)?;
+                    encode(a.values().as_ref(), is_timestamp(item), start..end, out)?;
                 }
             }
         }
@@ -199,7 +271,7 @@ fn encode(array: &dyn Array, rows: Range<usize>, out: &mut Vec<u8>) -> Result<()
                     let (start, end) = (a.value_offsets()[i], a.value_offsets()[i + 1]);
                     let (start, end) = (start as usize, end as usize);
                     length(end - start, out);
-                    encode(a.entries(), start..end, out)?;
+                    encode(a.entries(), false, start..end, out)?;
                 }
             }
         }
@@ -207,19 +279,24 @@ fn encode(array: &dyn Array, rows: Range<usize>, out: &mut Vec<u8>) -> Result<()
             let a = array.as_struct();
             for i in rows {
                 if present(a, i, out) {
-                    for field in a.columns() {
-                        encode(field.as_ref(), i..i + 1, out)?;
+                    for (field, column) in a.fields().iter().zip(a.columns()) {
+                        encode(column.as_ref(), is_timestamp(field), i..i + 1, out)?;
                     }
                 }
             }
         }
-        DataType::Union(_, _) => {
+        DataType::Union(variants, _) => {
             let a = array.as_union();
             for i in rows {
                 let tag = a.type_id(i);
                 out.push(tag as u8);
+                if a.child(tag).data_type() == &DataType::Null {
+                    // A null union row (decode::NULL_UNION_ROW): its tag says it all.
+                    continue;
+                }
                 let at = a.value_offset(i);
-                encode(a.child(tag).as_ref(), at..at + 1, out)?;
+                let timestamp = variants.iter().any(|(id, f)| id == tag && is_timestamp(f));
+                encode(a.child(tag).as_ref(), timestamp, at..at + 1, out)?;
             }
         }
         other => {
@@ -269,7 +346,7 @@ mod tests {
     fn digest(batches: &[RecordBatch]) -> Digests {
         let mut d = Digester::new(&batches[0].schema());
         for b in batches {
-            d.update(b).unwrap();
+            d.update(b, None).unwrap();
         }
         d.finish()
     }
@@ -335,5 +412,40 @@ mod tests {
         let batches: Vec<RecordBatch> = reader.map(|b| b.unwrap()).collect();
         let d = digest(&batches);
         assert!(d.rows > 0);
+    }
+
+    #[test]
+    fn timestamps_digest_alike_as_nanos_or_marked_decimals_and_beyond_2262() {
+        use arrow::array::{Decimal128Array, TimestampNanosecondArray};
+        let ns: Vec<Option<i64>> = vec![Some(-1), None, Some(1_700_000_000_123_456_789)];
+        let old = batch(vec![(
+            "ts",
+            Arc::new(TimestampNanosecondArray::from(ns.clone())),
+        )]);
+        let marked = Field::new("ts", DataType::Decimal128(38, 9), true)
+            .with_metadata([(TIMESTAMP_NANOS.to_string(), String::new())].into());
+        let wide = |values: Vec<Option<i128>>| {
+            let a = Decimal128Array::from(values)
+                .with_precision_and_scale(38, 9)
+                .unwrap();
+            let schema = Arc::new(Schema::new(vec![marked.clone()]));
+            RecordBatch::try_new(schema, vec![Arc::new(a) as ArrayRef]).unwrap()
+        };
+        let as_decimals = wide(ns.iter().map(|v| v.map(i128::from)).collect());
+        assert_eq!(
+            digest(&[old]),
+            digest(std::slice::from_ref(&as_decimals)),
+            "journals stay valid"
+        );
+        // Past what 64 bits hold: a value of its own, unlike any in range.
+        let far = wide(vec![Some(-1), None, Some(253_402_300_799_999_999_999)]);
+        assert_ne!(digest(&[far]), digest(&[as_decimals]));
+        // An unmarked decimal keeps its 16 bytes.
+        let plain = Decimal128Array::from(vec![Some(-1i128), None, Some(5)])
+            .with_precision_and_scale(38, 9)
+            .unwrap();
+        let plain = batch(vec![("ts", Arc::new(plain) as ArrayRef)]);
+        let marked_same = wide(vec![Some(-1), None, Some(5)]);
+        assert_ne!(digest(&[plain]), digest(&[marked_same]));
     }
 }

@@ -84,6 +84,10 @@ pub enum VerifyFailure {
         expected: u64,
         found: u64,
     },
+    /// A re-encoded output's timestamps, read back, are stored in other writer time zones than
+    /// its inputs' were: the same numbers would read as other wall clocks.
+    #[error("the rows' writer time zones read back as {found}, expected {expected}")]
+    Zones { expected: String, found: String },
 }
 
 pub(crate) fn corrupt(msg: impl Into<String>) -> OrcError {

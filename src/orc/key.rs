@@ -140,21 +140,6 @@ impl MergeKey {
     pub fn same_schema(&self, other: &MergeKey) -> bool {
         self.types == other.types && self.calendar == other.calendar
     }
-
-    /// Whether any column of the type tree is of `kind`: decided on the types themselves, not
-    /// on the schema text, where a column's name may spell a type ("event_timestamp").
-    pub fn holds(&self, kind: Kind) -> bool {
-        let mut bytes = &self.types[..];
-        while !bytes.is_empty() {
-            // Encoded by `merge_key` from decoded types, so they decode again.
-            match proto::Type::decode_length_delimited(&mut bytes) {
-                Ok(t) if t.kind() == kind => return true,
-                Ok(_) => {}
-                Err(_) => return false,
-            }
-        }
-        false
-    }
 }
 
 /// The groups of `grouping` that a re-encode may merge, as lists of indices into
@@ -263,52 +248,12 @@ fn schema_text(types: &[proto::Type], id: usize) -> String {
 }
 
 #[cfg(test)]
-/// A Java-written, uncompressed key of the struct of `columns` (name, kind of a leaf).
-pub fn key_of(columns: &[(&str, Kind)]) -> MergeKey {
-    let mut types = vec![proto::Type {
-        kind: Some(Kind::Struct as i32),
-        subtypes: (1..=columns.len() as u32).collect(),
-        field_names: columns.iter().map(|(n, _)| n.to_string()).collect(),
-        ..Default::default()
-    }];
-    types.extend(columns.iter().map(|(_, k)| proto::Type {
-        kind: Some(*k as i32),
-        ..Default::default()
-    }));
-    MergeKey {
-        schema: schema_text(&types, 0),
-        types: types
-            .iter()
-            .flat_map(|t| t.encode_length_delimited_to_vec())
-            .collect(),
-        compression: Compression::None,
-        compression_block_size: 262_144,
-        file_version: [0, 12],
-        writer: 0,
-        writer_version: 9,
-        software_version: None,
-        row_index_stride: 10_000,
-        calendar: 0,
-        stripe_statistics: true,
-    }
-}
-
-#[cfg(test)]
 mod tests {
     use super::*;
     use crate::orc::tail::statistics_gap;
     use crate::orc::tail::{read_tail, read_tail_with_statistics};
     use crate::orc::testutil::{block_on, MemFile, ALL_TYPES_LZ4, MULTI_STRIPE_ZSTD};
     use std::sync::Arc;
-
-    #[test]
-    fn holds_looks_at_types_not_at_names() {
-        let key = key_of(&[("event_timestamp", Kind::Long), ("uniontype<", Kind::Int)]);
-        assert!(!key.holds(Kind::Timestamp));
-        assert!(!key.holds(Kind::Union));
-        assert!(key.holds(Kind::Long));
-        assert!(key_of(&[("ts", Kind::Timestamp)]).holds(Kind::Timestamp));
-    }
 
     fn tail(bytes: &[u8]) -> OrcTail {
         block_on(read_tail(&MemFile::new(bytes.to_vec())))

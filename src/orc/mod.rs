@@ -25,9 +25,11 @@ mod key;
 mod merge;
 mod plan;
 mod reencode;
+mod rle;
 mod shape;
 mod stats;
 mod tail;
+mod timestamp;
 mod verify;
 mod write;
 
@@ -37,12 +39,11 @@ mod testutil;
 pub use compress::Compression;
 pub(crate) use copy::Task;
 pub use copy::{copy_pieces, Discard, Piece, ReadAhead};
+pub use decode::check_stored;
 pub use digest::{ColumnDigest, Digester, Digests};
 pub use error::{OrcError, VerifyFailure};
 pub(crate) use io::{read_checked, SPECULATIVE_TAIL};
 pub use io::{RangeRead, Sink};
-#[cfg(test)]
-pub use key::key_of;
 pub use key::{group_tails, merge_key, schema_groups, Grouping, MergeGroup, MergeKey, Unmergeable};
 pub use merge::{write_merged, MergedOutput, StripeChecksum};
 pub use plan::{

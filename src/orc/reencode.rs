@@ -13,12 +13,11 @@ use std::future::Future;
 use std::sync::Arc;
 
 use arrow::record_batch::RecordBatch;
-use orc_rust::proto::r#type::Kind;
 use orc_rust::proto::ColumnStatistics;
 use tokio::sync::mpsc;
 
 use super::copy::{open_ahead, Opens, ReadAhead, Task};
-use super::decode::Decoder;
+use super::decode::{Decoder, Zone};
 use super::digest::{Digester, Digests};
 use super::error::OrcError;
 use super::io::{Prefetched, RangeRead, Sink};
@@ -90,7 +89,10 @@ where
         let (decoded, mut batches) = mpsc::channel(DECODED_AHEAD);
         let decoding = Task::spawn(decode_all(first, opens, rows, decoded));
         let mut writer = OrcWriter::new(sink, options).await?;
-        while let Some(batch) = batches.recv().await {
+        while let Some((batch, zone)) = batches.recv().await {
+            if let Some(zone) = zone {
+                writer.set_zone(zone).await?;
+            }
             writer.write_batch(&as_written(batch)?).await?;
         }
         // The queue closes when the decoding ends, whether it finished or failed.
@@ -104,12 +106,12 @@ where
     let ((), (writer, (digester, recorded))) = tokio::try_join!(opener, write)?;
     let (written, _) = writer.finish().await?;
     // Independent of our decoder, `recorded`: what the original writers recorded about these
-    // values. The table's own columns (the root's children) but unions, where writers count alike.
+    // values. The table's own columns (the root's children): a union's count of non-null rows
+    // checks the null rows the decoder read beside orc-rust.
     let types = &tails[0].footer.types;
     let roots = types.first().map_or(&[][..], |root| &root.subtypes[..]);
     let top_level: Vec<usize> = std::iter::once(0)
         .chain(roots.iter().map(|&t| t as usize))
-        .filter(|&t| types.get(t).is_some_and(|ty| ty.kind() != Kind::Union))
         .collect();
     let wrong = contradictions(&recorded, &written.statistics, &top_level);
     if !wrong.is_empty() {
@@ -156,7 +158,7 @@ async fn decode_all<R: RangeRead + Send + 'static>(
     first: Input<R>,
     mut opens: Opens<usize, Input<R>>,
     rows: Vec<u64>,
-    decoded: mpsc::Sender<RecordBatch>,
+    decoded: mpsc::Sender<(RecordBatch, Option<Zone>)>,
 ) -> Result<(Digester, Vec<ColumnStatistics>), OrcError> {
     let mut digester = Digester::new(&first.decoder.schema());
     let mut recorded = StatisticsFold::default();
@@ -169,9 +171,10 @@ async fn decode_all<R: RangeRead + Send + 'static>(
         let mut rows = 0;
         while let Some(batch) = input.decoder.next().await? {
             let batch = as_decoded(batch)?;
-            digester.update(&batch)?;
+            let zone = input.decoder.zone().cloned();
+            digester.update(&batch, zone.as_ref())?;
             rows += batch.num_rows() as u64;
-            if decoded.send(batch).await.is_err() {
+            if decoded.send((batch, zone)).await.is_err() {
                 return Ok((digester, recorded.finish()));
             }
         }
@@ -229,6 +232,8 @@ where
         }
         all.rows = found.rows;
         all.columns.extend(found.columns);
+        // Every pass reads every stripe footer: the zones are the same in each.
+        all.zones = found.zones;
     }
     Ok(all)
 }
@@ -238,7 +243,7 @@ async fn digest<R: RangeRead + Send + 'static>(
 ) -> Result<Digests, OrcError> {
     let mut digester = Digester::new(&decoder.schema());
     while let Some(batch) = decoder.next().await? {
-        digester.update(&batch)?;
+        digester.update(&batch, decoder.zone())?;
     }
     Ok(digester.finish())
 }
@@ -291,15 +296,19 @@ fn take_rows(
 mod tests {
     use super::*;
     use crate::orc::tail::read_tail;
-    use crate::orc::testutil::{block_on, MemFile, VecSink, ALL_TYPES_LZ4, MULTI_STRIPE_ZSTD};
+    use crate::orc::testutil::{
+        block_on, MemFile, VecSink, ALL_TYPES_LZ4, CPP_BEFORE_1970_ZSTD, CPP_PRE1970_FRACTION,
+        LA_TIMESTAMPS_ZLIB, MULTI_STRIPE_ZSTD,
+    };
 
     fn tail(bytes: &'static [u8]) -> OrcTail {
         block_on(read_tail(&MemFile::new(bytes))).unwrap().unwrap()
     }
 
     /// Two copies of `input` re-encoded into one file: it reads back with the same digests,
-    /// and in fewer stripes than the inputs had.
-    fn reencode_twice(input: &'static [u8]) {
+    /// and in fewer stripes than the inputs had. Returns what was written, the digests read
+    /// back and the file.
+    fn reencode_twice(input: &'static [u8]) -> (ReencodedOutput, Digests, Vec<u8>) {
         let t = tail(input);
         let tails = [&t, &t];
         let mut sink = VecSink::default();
@@ -315,7 +324,7 @@ mod tests {
         assert_eq!(written.digests.rows, 2 * t.rows);
         assert_eq!(written.stripes, 1, "one stripe of a few KiB");
 
-        let out = MemFile::new(sink.data);
+        let out = MemFile::new(sink.data.clone());
         let out_tail = block_on(read_tail(&out)).unwrap().unwrap();
         assert_eq!(out_tail.rows, 2 * t.rows);
         let found = block_on(digest_file(out, &out_tail)).unwrap();
@@ -330,10 +339,11 @@ mod tests {
         for _ in 0..2 {
             let mut d = block_on(Decoder::open(MemFile::new(input), &t, 0)).unwrap();
             while let Some(b) = block_on(d.next()).unwrap() {
-                once.update(&b).unwrap();
+                once.update(&b, d.zone()).unwrap();
             }
         }
         assert_eq!(once.finish(), written.digests);
+        (written, found, sink.data)
     }
 
     #[test]
@@ -395,6 +405,121 @@ mod tests {
             writer.finish().await.unwrap();
         });
         sink.data
+    }
+
+    /// Plain timestamps stored in Los Angeles, 0001 to 9999: re-encoded, they keep their stored
+    /// seconds and zone. orc-rust's own read (which turns them into wall clocks with chrono-tz)
+    /// reads the output as it reads the input; and the bounds, unknown here, are left out.
+    #[test]
+    fn timestamps_keep_their_stored_seconds_and_writer_time_zone() {
+        use arrow::array::AsArray;
+        use arrow::datatypes::Decimal128Type;
+        let la = tail(LA_TIMESTAMPS_ZLIB);
+        let (written, found, file) = reencode_twice(LA_TIMESTAMPS_ZLIB);
+        let zone = Some("America/Los_Angeles".to_string());
+        assert_eq!(written.digests.zones, vec![(zone, 2 * la.rows)]);
+        let mut other = found.clone();
+        other.zones[0].0 = Some("UTC".into());
+        assert!(written.digests.check(&other).is_err(), "another zone fails");
+
+        // The values as orc-rust's own read gives them, turned into wall clocks with its zone
+        // database: the same numbers and zone give the same wall clocks.
+        let wall_clocks = |bytes: Vec<u8>| -> Vec<Option<i128>> {
+            let builder = orc_rust::ArrowReaderBuilder::try_new(bytes::Bytes::from(bytes)).unwrap();
+            let wide = arrow::datatypes::Schema::new(vec![
+                arrow::datatypes::Field::new("id", arrow::datatypes::DataType::Int64, true),
+                arrow::datatypes::Field::new(
+                    "ts",
+                    arrow::datatypes::DataType::Decimal128(38, 9),
+                    true,
+                ),
+            ]);
+            let batches = builder.with_schema(Arc::new(wide)).build();
+            batches
+                .flat_map(|b| {
+                    let b = b.unwrap();
+                    let ts = b.column(1).as_primitive::<Decimal128Type>().clone();
+                    ts.iter().collect::<Vec<_>>()
+                })
+                .collect()
+        };
+        let once = wall_clocks(LA_TIMESTAMPS_ZLIB.to_vec());
+        assert_eq!(once.len(), 7);
+        assert_eq!(wall_clocks(file.clone()), [once.clone(), once].concat());
+
+        let (_, statistics) = block_on(crate::orc::tail::read_tail_with_statistics(&MemFile::new(
+            file,
+        )))
+        .unwrap()
+        .unwrap();
+        let ts = &statistics.file[2];
+        assert_eq!(ts.number_of_values, Some(12), "{ts:?}");
+        assert!(ts.timestamp_statistics.is_none(), "no bounds: {ts:?}");
+    }
+
+    /// Times before 1970 with fractions, which pyarrow stores with negative nanoseconds, are
+    /// healed as they are decoded: the decoder reads the times pyarrow wrote (as ORC C++ reads
+    /// them back), and the output stores them in the standard layout, which orc-rust's own
+    /// read (the same rule as ORC Java's and ORC C++'s since ORC-763) reads as those times.
+    #[test]
+    fn negative_nanoseconds_before_1970_are_healed() {
+        use arrow::array::AsArray;
+        use arrow::datatypes::Decimal128Type;
+        let expected: Vec<Option<i128>> = [
+            Some(-2_208_988_799_500_000_000),
+            Some(-616_975_199_876_543_211),
+            Some(-172_800_750_000_000),
+            Some(946_684_800_000_000_000),
+            None,
+        ]
+        .repeat(40);
+        let t = tail(CPP_BEFORE_1970_ZSTD);
+        let decimals = |bytes: Vec<u8>, t: &OrcTail| -> Vec<Option<i128>> {
+            let mut d = block_on(Decoder::open(MemFile::new(bytes), t, 0)).unwrap();
+            let mut out = vec![];
+            while let Some(b) = block_on(d.next()).unwrap() {
+                out.extend(b.column(1).as_primitive::<Decimal128Type>().iter());
+            }
+            out
+        };
+        assert_eq!(decimals(CPP_BEFORE_1970_ZSTD.to_vec(), &t), expected);
+        let (written, _, file) = reencode_twice(CPP_BEFORE_1970_ZSTD);
+        assert_eq!(written.digests.rows, 400);
+        let out = block_on(read_tail(&MemFile::new(file.clone())))
+            .unwrap()
+            .unwrap();
+        assert_eq!(decimals(file.clone(), &out), expected.repeat(2));
+        // orc-rust alone, as Timestamp(ns), without our decoder's healing or zone handling.
+        let plain: Vec<Option<i64>> =
+            orc_rust::ArrowReaderBuilder::try_new(bytes::Bytes::from(file))
+                .unwrap()
+                .build()
+                .flat_map(|b| {
+                    let b = b.unwrap();
+                    let ts = b
+                        .column(1)
+                        .as_primitive::<arrow::datatypes::TimestampNanosecondType>();
+                    ts.iter().collect::<Vec<_>>()
+                })
+                .collect();
+        let want: Vec<Option<i64>> = expected.iter().map(|v| v.map(|v| v as i64)).collect();
+        assert_eq!(plain, want.repeat(2));
+    }
+
+    /// pyarrow stores a pre-1970 time with a fraction of a second with negative nanoseconds
+    /// (1969-12-31 23:59:59.5 as second 0 and -0.5 s): a time within the second before 1970,
+    /// which the standard layout cannot hold, is not healed, so the decoder stops with a reason
+    /// that names the column, and the group is copied. Times further back are healed: see
+    /// `timestamp` and the integration test `cpp_timestamps_before_1970_with_fractions_...`.
+    #[test]
+    fn nanoseconds_out_of_range_near_1970_stop_the_decoder() {
+        let t = tail(CPP_PRE1970_FRACTION);
+        let mut d = block_on(Decoder::open(MemFile::new(CPP_PRE1970_FRACTION), &t, 0)).unwrap();
+        let e = block_on(d.next()).unwrap_err();
+        assert!(matches!(e, OrcError::Decode(_)), "{e}");
+        let message = e.to_string();
+        assert!(message.contains("column 1, a timestamp"), "{message}");
+        assert!(message.contains("the second before 1970"), "{message}");
     }
 
     /// Read back a column at a time, a file gives the digests of one pass (every type), and

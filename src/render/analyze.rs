@@ -115,7 +115,7 @@ fn totals_line(out: &mut dyn Write, t: &Totals) -> std::io::Result<()> {
     writeln!(
         out,
         "{}: {} partitions ({} eligible), {} ({}), {} small; compaction would remove {} \
-         ({} NameNode objects){}",
+         ({} NameNode objects){}{}",
         t.scope,
         t.partitions,
         t.eligible,
@@ -124,6 +124,13 @@ fn totals_line(out: &mut dyn Write, t: &Totals) -> std::io::Result<()> {
         t.small_files,
         plural(t.removable_files, "file"),
         t.namenode_objects_removable,
+        match t.groups_not_re_encodable {
+            Some(n) if n > 0 => format!(
+                "; {} of tiny stripes copied, their values not re-encodable",
+                plural(n, "group")
+            ),
+            _ => String::new(),
+        },
         if t.errors > 0 {
             format!("; {} unreadable", t.errors)
         } else {
@@ -257,6 +264,7 @@ pub(crate) mod tests {
             namenode_objects_removable: 18,
             stripes_before: None,
             stripes_after: None,
+            groups_not_re_encodable: None,
             files_by_size_before: SizeHistogram::of([1024; 20]),
             files_by_size_after: SizeHistogram::of([1024; 10].into_iter().chain([10 * 1024])),
             errors: 0,

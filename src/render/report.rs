@@ -268,6 +268,11 @@ fn totals_cells(t: &Totals, deep: bool) -> Vec<(&'static str, String)> {
             "stripes after",
             num("stripes_after", opt(t.stripes_after), &opt(t.stripes_after)),
         ));
+        let kept = t.groups_not_re_encodable;
+        cells.push((
+            "groups not re-encodable",
+            num("groups_not_re_encodable", opt(kept), &opt(kept)),
+        ));
     }
     cells.push(("errors", count("errors", t.errors as u64)));
     cells

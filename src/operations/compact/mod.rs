@@ -58,7 +58,7 @@ pub use options::{
     WRITE_IN_PROGRESS_AGE,
 };
 pub use report::{CarriedFile, CompactReport, GroupReport, OutputReport};
-pub use write::{OutputWriter, Way};
+pub use write::{OutputWriter, Way, NOT_RE_ENCODABLE};
 
 /// Progress events, for the CLI's progress bar; the engine does not know how they are shown.
 pub trait Progress: Send + Sync {

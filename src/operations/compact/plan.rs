@@ -2,13 +2,15 @@
 //! and their tails, group them by merge key and plan the outputs. No side effects but the lock:
 //! exactly what `--dry-run` prints.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::anyhow;
+use futures::StreamExt;
 
 use super::options::{CompactOptions, Stripes};
 use super::report::{CarriedFile, CompactReport, GroupReport, OutputReport};
-use super::write::{choose, guard_decoder, OutputWriter, Way, JAVA_WRITER};
+use super::write::{choose, copy_stop, OutputWriter, Way, NOT_RE_ENCODABLE};
 use crate::eligibility::{self, Refusal, Rule};
 use crate::hdfs::{Hdfs, Location};
 use crate::layout;
@@ -16,8 +18,8 @@ use crate::lock::{self, LockError, PartitionLock};
 use crate::metastore::Metastore;
 use crate::operations::outcome::{Status, Stop};
 use crate::orc::{
-    group_tails, plan_group, schema_groups, GroupPlan, MergeKey, OrcTail, OutputPlan, OutputShape,
-    PlanOptions,
+    self, group_tails, plan_group, schema_groups, GroupPlan, MergeKey, OrcTail, OutputPlan,
+    OutputShape, PlanOptions,
 };
 use crate::partition_spec::PartitionSpec;
 use crate::resolve;
@@ -122,7 +124,8 @@ pub(super) async fn plan(
     report.files_before = snapshot.files.len();
     report.bytes_before = snapshot.bytes();
     report.rows = snapshot.rows();
-    let plan = group_and_plan(table, found, snapshot, options, report);
+    let unfit = unfit_for_re_encoding(hdfs, &snapshot, options).await?;
+    let plan = group_and_plan(table, found, snapshot, options, &unfit, report);
     if plan.outputs.is_empty() {
         report.outcome.status = Status::NothingToDo;
         report.outcome.reason = Some(if plan.snapshot.files.is_empty() {
@@ -328,13 +331,60 @@ fn snapshot_stop(e: SnapshotError) -> Stop {
     }
 }
 
-/// Groups the files by merge key and plans each group's outputs; fills the report's groups,
-/// carried and empty files.
+/// Under `--stripes auto`, the files of tiny stripes (a mean under `--min-stripe-size`) from
+/// writers other than ORC Java whose stored values a re-encode would refuse (see [`orc::check_stored`]), by index into
+/// `snapshot.files`, with the reason: their groups are planned as copies, so the dry run (and
+/// `analyze --deep`) says so and the run does not try. Values the decoder turns out unable to
+/// read while re-encoding are copied then, with the reason.
+async fn unfit_for_re_encoding(
+    hdfs: &Hdfs,
+    snapshot: &Snapshot,
+    options: &CompactOptions,
+) -> Result<BTreeMap<usize, String>, Stop> {
+    /// Files looked at concurrently: each is a stripe footer and a stream or two per stripe.
+    const AT_ONCE: usize = 16;
+    if options.stripes != Stripes::Auto {
+        return Ok(BTreeMap::new());
+    }
+    // ORC Java never writes nanoseconds out of range (its own reader refuses them), and our
+    // outputs say ORC Java too: tables written by Hive and Spark cost no read here.
+    const ORC_JAVA: u32 = 0;
+    let tiny = |t: &OrcTail| {
+        let bytes: u64 = t.stripes.iter().map(|s| s.length()).sum();
+        !t.stripes.is_empty() && bytes / (t.stripes.len() as u64) < options.min_stripe_size
+    };
+    let looked_at = |t: &OrcTail| t.writer != ORC_JAVA && tiny(t);
+    let checks = snapshot.files.iter().enumerate().filter_map(|(i, f)| {
+        let tail = f.tail.as_ref().filter(|t| looked_at(t))?;
+        Some(async move { (i, orc::check_stored(f.peek(hdfs), tail).await) })
+    });
+    let checked: Vec<_> = futures::stream::iter(checks)
+        .buffer_unordered(AT_ONCE)
+        .collect()
+        .await;
+    let mut unfit = BTreeMap::new();
+    for (i, checked) in checked {
+        let file = &snapshot.files[i];
+        match checked {
+            Ok(()) => {}
+            Err(orc::OrcError::Decode(why) | orc::OrcError::Corrupt(why)) => {
+                unfit.insert(i, format!("{} {NOT_RE_ENCODABLE} ({why})", file.name));
+            }
+            Err(e) => return Err(copy_stop(&format!("reading {}", file.location()), e)),
+        }
+    }
+    Ok(unfit)
+}
+
+/// Groups the files by merge key and plans each group's outputs, those with `unfit` files
+/// (by index into the snapshot's files) as copies; fills the report's groups, carried and
+/// empty files.
 fn group_and_plan(
     table: &TableInfo,
     found: Resolved,
     snapshot: Snapshot,
     options: &CompactOptions,
+    unfit: &BTreeMap<usize, String>,
     report: &mut CompactReport,
 ) -> PartitionPlan {
     let files = &snapshot.files;
@@ -343,6 +393,12 @@ fn group_and_plan(
     let tails: Vec<&OrcTail> = with_tail
         .iter()
         .filter_map(|&i| files[i].tail.as_ref())
+        .collect();
+    // By index into `tails`, as the planner counts.
+    let unfit: BTreeMap<usize, &str> = with_tail
+        .iter()
+        .enumerate()
+        .filter_map(|(t, i)| unfit.get(i).map(|why| (t, why.as_str())))
         .collect();
     let grouping = group_tails(&tails);
     let plan_options = PlanOptions {
@@ -371,8 +427,15 @@ fn group_and_plan(
                 .collect();
             members.sort_unstable();
             let key = &grouping.groups[cluster[0]].key;
-            let together =
-                plan_members(members, cluster.len(), key, &tails, options, &plan_options);
+            let together = plan_members(
+                members,
+                cluster.len(),
+                key,
+                &tails,
+                &unfit,
+                options,
+                &plan_options,
+            );
             if together.way.writer == OutputWriter::Rewrite {
                 planned.push(together);
             }
@@ -387,6 +450,7 @@ fn group_and_plan(
                         1,
                         &group.key,
                         &tails,
+                        &unfit,
                         options,
                         &plan_options,
                     )
@@ -483,32 +547,32 @@ struct Members {
 }
 
 /// Plans `files` (of `keys` merge keys, all of `key`'s schema) into outputs and chooses their
-/// way: the policy, then the decoder's guard against any non-Java writer among them. Files of
-/// several keys can only be re-encoded together; the reason says so.
+/// way by the policy (see [`choose`]), a copy where a file is `unfit` for re-encoding. Files
+/// of several keys can only be re-encoded together; the reason says so.
 fn plan_members(
     files: Vec<usize>,
     keys: usize,
     key: &MergeKey,
     tails: &[&OrcTail],
+    unfit: &BTreeMap<usize, &str>,
     options: &CompactOptions,
     plan_options: &PlanOptions,
 ) -> Members {
     let plan = plan_group(&files, tails, plan_options);
     let merged = plan.outputs.iter().flat_map(|o| &o.stripes);
-    let writer = files
-        .iter()
-        .map(|&f| tails[f].writer)
-        .find(|&w| w != JAVA_WRITER)
-        .unwrap_or(JAVA_WRITER);
-    let mut way = guard_decoder(
-        choose(
-            options,
-            merged.clone().count(),
-            merged.map(|s| s.length).sum(),
-        ),
-        writer,
-        key,
+    let mut way = choose(
+        options,
+        merged.clone().count(),
+        merged.map(|s| s.length).sum(),
     );
+    if way.writer == OutputWriter::Rewrite {
+        if let Some(why) = files.iter().find_map(|f| unfit.get(f)) {
+            way = Way {
+                writer: OutputWriter::StripeCopy,
+                why: format!("{}, but copied: {why}", way.why),
+            };
+        }
+    }
     let inputs = plan.outputs.iter().flat_map(|o| &o.inputs);
     let shape = OutputShape::dominant(inputs.map(|&f| tails[f]))
         .unwrap_or_else(|| OutputShape::of(tails[files[0]]));

@@ -532,6 +532,10 @@ impl<'a, M: PartitionStore, H: Files> Run<'a, M, H> {
                         Written::Copied(_) => vec![],
                         Written::Reencoded(r) => r.digests.columns.clone(),
                     },
+                    zones: match &m.written {
+                        Written::Copied(_) => vec![],
+                        Written::Reencoded(r) => r.digests.zones.clone(),
+                    },
                     modification_time: mtime(t),
                 })
                 .chain(staged.copies.iter().map(|(t, s, h)| JournalOutput {
@@ -541,6 +545,7 @@ impl<'a, M: PartitionStore, H: Files> Run<'a, M, H> {
                     inputs: vec![s.name.clone()],
                     stripe_checksums: vec![*h],
                     column_digests: vec![],
+                    zones: vec![],
                     modification_time: mtime(t),
                 }))
                 .collect(),

@@ -15,11 +15,10 @@ use super::options::{CompactOptions, Stripes};
 use crate::hdfs::{Hdfs, Location};
 use crate::operations::outcome::Stop;
 use crate::orc::{
-    self, copy_pieces, Discard, MergeKey, MergedOutput, OrcError, OrcTail, OutputPlan, OutputShape,
-    Piece, ReadAhead, ReencodedOutput, WriterOptions,
+    self, copy_pieces, Discard, MergedOutput, OrcError, OrcTail, OutputPlan, OutputShape, Piece,
+    ReadAhead, ReencodedOutput, WriterOptions,
 };
 use crate::snapshot::DataFile;
-use orc_rust::proto::r#type::Kind;
 
 /// What makes a merged output from its inputs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -79,44 +78,6 @@ pub(super) fn choose(options: &CompactOptions, stripes: usize, bytes: u64) -> Wa
     Way { writer, why }
 }
 
-/// The writer id the reference Java writer puts in its footers (ORC's `writer` field).
-pub(super) const JAVA_WRITER: u32 = 0;
-
-/// A re-encode turned back to a stripe copy where the decoder is known to misread values the
-/// same way on both reads, which the digests cannot catch: orc-rust misreads some pre-1970
-/// sub-second timestamps written by writers other than the Java one (the C++ writer's at
-/// least), so groups from those writers with a timestamp column are copied.
-pub(super) fn guard_decoder(way: Way, writer: u32, key: &MergeKey) -> Way {
-    if way.writer != OutputWriter::Rewrite {
-        return way;
-    }
-    // Decoded into arrow, a union row that is null and a union row of variant 0 holding a null
-    // are the same value, so the second would be written back as the first: a silent change
-    // that neither the digests (taken of decoded values on both sides) nor the recorded
-    // statistics can see. Any writer, any union: copied.
-    if key.holds(Kind::Union) {
-        return Way {
-            writer: OutputWriter::StripeCopy,
-            why: format!(
-                "{}, but copied: a union column cannot be re-encoded exactly (a non-null union \
-                 row holding a null value would come back as a null row)",
-                way.why
-            ),
-        };
-    }
-    if writer != JAVA_WRITER && (key.holds(Kind::Timestamp) || key.holds(Kind::TimestampInstant)) {
-        return Way {
-            writer: OutputWriter::StripeCopy,
-            why: format!(
-                "{}, but copied: a timestamp column written by a non-Java ORC writer (id \
-                 {writer}) may hold pre-1970 sub-second values the decoder misreads",
-                way.why
-            ),
-        };
-    }
-    way
-}
-
 /// What a writer made, with what step 5 checks it against.
 pub(super) enum Written {
     Copied(MergedOutput),
@@ -138,6 +99,10 @@ impl Written {
         }
     }
 }
+
+/// How `why` says that a group of tiny stripes was copied because its values cannot be
+/// re-encoded exactly: `analyze --deep` counts such groups.
+pub const NOT_RE_ENCODABLE: &str = "cannot be re-encoded exactly";
 
 /// One output as staged: what was written and, when the plan's way could not be followed, the
 /// way it was made instead.
@@ -178,7 +143,7 @@ impl OutputWriter {
                             written: Written::Copied(merged),
                             way: Way {
                                 writer: OutputWriter::StripeCopy,
-                                why: format!("cannot be re-encoded exactly ({e})"),
+                                why: format!("{NOT_RE_ENCODABLE} ({e})"),
                             },
                         });
                     }
@@ -383,7 +348,7 @@ async fn close(mut writer: hdfs_native::file::FileWriter, target: &Location) -> 
 
 /// Why a copy or a re-read stopped: a file that changed under the run means a writer is active
 /// (busy); bytes that changed between reader and writer fail verification; anything else fails.
-fn copy_stop(what: &str, e: OrcError) -> Stop {
+pub(super) fn copy_stop(what: &str, e: OrcError) -> Stop {
     match e {
         OrcError::Changed(_) => Stop::Busy(format!("{what}: {e}; a writer is active, retry later")),
         OrcError::Verify(_) => Stop::Verification(format!("{what}: {e}")),
@@ -394,38 +359,6 @@ fn copy_stop(what: &str, e: OrcError) -> Stop {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::orc::key_of;
-
-    #[test]
-    fn timestamps_of_other_writers_are_copied_not_re_encoded() {
-        let rewrite = choose(&CompactOptions::default(), 1000, 4000 * 1024);
-        let key = key_of(&[("id", Kind::Long), ("ts", Kind::Timestamp)]);
-        let cpp = guard_decoder(rewrite.clone(), 1, &key);
-        assert_eq!(cpp.writer, OutputWriter::StripeCopy);
-        assert!(cpp.why.contains("timestamp"), "{}", cpp.why);
-        assert_eq!(guard_decoder(rewrite.clone(), JAVA_WRITER, &key), rewrite);
-        let local = key_of(&[("ts", Kind::TimestampInstant)]);
-        assert_eq!(
-            guard_decoder(rewrite.clone(), 1, &local).writer,
-            OutputWriter::StripeCopy
-        );
-        // A name that spells a type is only a name.
-        let named = key_of(&[("event_timestamp", Kind::Long)]);
-        assert_eq!(guard_decoder(rewrite.clone(), 1, &named), rewrite);
-    }
-
-    #[test]
-    fn union_columns_are_copied_whoever_wrote_them() {
-        let rewrite = choose(&CompactOptions::default(), 1000, 4000 * 1024);
-        let key = key_of(&[("id", Kind::Long), ("u", Kind::Union)]);
-        let java = guard_decoder(rewrite.clone(), JAVA_WRITER, &key);
-        assert_eq!(java.writer, OutputWriter::StripeCopy);
-        assert!(java.why.contains("union"), "{}", java.why);
-        assert_eq!(
-            guard_decoder(rewrite.clone(), 1, &key).writer,
-            OutputWriter::StripeCopy
-        );
-    }
 
     #[test]
     fn auto_rewrites_groups_of_small_stripes_and_copies_the_others() {

@@ -135,6 +135,7 @@ impl BoolRle {
 #[cfg(test)]
 mod tests {
     use super::super::super::compress::Compression;
+    use super::super::super::rle::decode_bytes;
     use super::*;
 
     fn byte_rle() -> ByteRle {
@@ -165,7 +166,7 @@ mod tests {
             e.write(*v).unwrap();
         }
         let bytes = e.finish().unwrap().to_vec();
-        assert_eq!(decode_bytes(&bytes), values);
+        assert_eq!(decode_bytes(&bytes).unwrap(), values);
     }
 
     #[test]
@@ -182,21 +183,5 @@ mod tests {
             "one byte pending in the RLE, one bit in the next"
         );
         assert_eq!(e.finish().unwrap().to_vec(), vec![0xfe, 0x80, 0x80]);
-    }
-
-    /// The spec's decoding rule, written out for the tests.
-    pub(crate) fn decode_bytes(mut bytes: &[u8]) -> Vec<u8> {
-        let mut out = Vec::new();
-        while let Some((&control, rest)) = bytes.split_first() {
-            if control < 0x80 {
-                out.extend(std::iter::repeat_n(rest[0], control as usize + 3));
-                bytes = &rest[1..];
-            } else {
-                let n = 256 - control as usize;
-                out.extend_from_slice(&rest[..n]);
-                bytes = &rest[n..];
-            }
-        }
-        out
     }
 }

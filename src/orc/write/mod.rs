@@ -19,12 +19,18 @@ mod rle_v2;
 mod statistics;
 mod writer;
 
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
 use prost::Message;
 
 use super::compress::{compress, Compression};
 use super::error::OrcError;
 
 pub use writer::{OrcWriter, WriterOptions, WrittenFile};
+
+/// The decoder re-serves a healed stream in this encoding (see `decode::Chunks::read_beside`).
+pub(crate) use rle_v2::encode as rle_v2_encode;
 
 /// What every column writer needs to know about the file, shared read-only.
 #[derive(Clone, Debug)]
@@ -35,6 +41,10 @@ pub(crate) struct Settings {
     pub(crate) bloom_columns: Vec<u32>,
     pub(crate) bloom_fpp: f64,
     pub(crate) dictionary_key_threshold: f64,
+    /// Whether the stripe being written is in a UTC writer time zone, where a plain
+    /// timestamp's stored seconds are its wall clock: only then are its bounds known here
+    /// (see `OrcWriter::set_zone`). Shared by the writer, which sets it, and the columns.
+    pub(crate) wall_clock_known: Arc<AtomicBool>,
 }
 
 impl Settings {

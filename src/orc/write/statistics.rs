@@ -42,9 +42,12 @@ pub(crate) enum Kind {
     Date {
         range: Option<(i32, i32)>,
     },
-    /// Bounds as (UTC milliseconds, nanos within the millisecond).
+    /// Bounds as (UTC milliseconds, nanos within the millisecond); `bounded` is false once a
+    /// value came whose wall clock is not known here (a plain timestamp stored in a zone other
+    /// than UTC): the bounds are then left out, which readers take as unknown.
     Timestamp {
         range: Option<((i64, i32), (i64, i32))>,
+        bounded: bool,
     },
     Collection {
         children: Option<(u64, u64)>,
@@ -113,7 +116,10 @@ impl Stats {
                 scale: *scale,
             },
             Kind::Date { .. } => Kind::Date { range: None },
-            Kind::Timestamp { .. } => Kind::Timestamp { range: None },
+            Kind::Timestamp { .. } => Kind::Timestamp {
+                range: None,
+                bounded: true,
+            },
             Kind::Collection { .. } => Kind::Collection {
                 children: None,
                 total: 0,
@@ -201,9 +207,22 @@ impl Stats {
 
     pub(crate) fn timestamp(&mut self, millis: i64, nanos_in_milli: i32) {
         self.values += 1;
-        if let Kind::Timestamp { range } = &mut self.kind {
+        if let Kind::Timestamp {
+            range,
+            bounded: true,
+        } = &mut self.kind
+        {
             let v = (millis, nanos_in_milli);
             widen(range, &v, &v);
+        }
+    }
+
+    /// A timestamp whose wall clock is not known here: counted, and the bounds dropped.
+    pub(crate) fn timestamp_unbounded(&mut self) {
+        self.values += 1;
+        if let Kind::Timestamp { range, bounded } = &mut self.kind {
+            *range = None;
+            *bounded = false;
         }
     }
 
@@ -262,8 +281,19 @@ impl Stats {
             (Kind::Date { range }, Kind::Date { range: r }) => {
                 merge_range(range, r);
             }
-            (Kind::Timestamp { range }, Kind::Timestamp { range: r }) => {
-                merge_range(range, r);
+            (
+                Kind::Timestamp { range, bounded },
+                Kind::Timestamp {
+                    range: r,
+                    bounded: b,
+                },
+            ) => {
+                *bounded &= *b;
+                if *bounded {
+                    merge_range(range, r);
+                } else {
+                    *range = None;
+                }
             }
             (
                 Kind::Collection { children, total },
@@ -347,7 +377,11 @@ impl Stats {
                     maximum: range.map(|r| r.1),
                 });
             }
-            Kind::Timestamp { range } => {
+            Kind::Timestamp { bounded: false, .. } => {}
+            Kind::Timestamp {
+                range,
+                bounded: true,
+            } => {
                 // UTC milliseconds; the nanos fields hold the sub-millisecond nanos + 1.
                 // Readers take a missing minimum's nanos as 0 but a missing maximum's as
                 // 999_999, so the minimum's is left out when it is 0 (as the reference writer

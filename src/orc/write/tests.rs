@@ -15,6 +15,7 @@ use bytes::Bytes;
 use orc_rust::proto::{self, r#type::Kind as TypeKind};
 use orc_rust::ArrowReaderBuilder;
 
+use super::super::decode::{Decoder, Zone};
 use super::super::tail::{read_tail, read_tail_with_statistics, OrcTail, TailStatistics};
 use super::super::testutil::{block_on, MemFile, VecSink, ALL_TYPES_LZ4, MULTI_STRIPE_ZSTD};
 use super::super::Compression;
@@ -70,12 +71,49 @@ fn comparable(stats: &[proto::ColumnStatistics]) -> Vec<proto::ColumnStatistics>
         .collect()
 }
 
+/// `file` decoded by our decoder (null union rows marked, timestamps as stored), its batches
+/// cut to at most `batch_size` rows, each with its stripe's writer time zone.
+fn decode_as_stored(file: &[u8], batch_size: usize) -> Vec<(RecordBatch, Option<Zone>)> {
+    block_on(async {
+        let tail = read_tail(&MemFile::new(file.to_vec()))
+            .await
+            .unwrap()
+            .unwrap();
+        let mut decoder = Decoder::open(MemFile::new(file.to_vec()), &tail, 0)
+            .await
+            .unwrap();
+        let mut out = vec![];
+        while let Some(batch) = decoder.next().await.unwrap() {
+            for at in (0..batch.num_rows()).step_by(batch_size) {
+                let rows = batch_size.min(batch.num_rows() - at);
+                out.push((batch.slice(at, rows), decoder.zone().cloned()));
+            }
+        }
+        out
+    })
+}
+
+/// Re-encodes `input` as the compactor does, and checks that our decoder reads the output as
+/// it read the input.
 fn round_trip(input: &[u8], batch_size: usize, tweak: impl Fn(&mut WriterOptions)) -> Vec<u8> {
-    let batches = decode(input, batch_size);
+    let batches = decode_as_stored(input, batch_size);
     let mut options = options_like(input);
     tweak(&mut options);
-    let output = write(options, &batches);
-    assert_eq!(columns(&decode(&output, 1024)), columns(&batches));
+    let output = block_on(async {
+        let mut writer = OrcWriter::new(VecSink::default(), options).await.unwrap();
+        for (batch, zone) in &batches {
+            if let Some(zone) = zone {
+                writer.set_zone(zone.clone()).await.unwrap();
+            }
+            writer.write_batch(batch).await.unwrap();
+        }
+        let (_, sink) = writer.finish().await.unwrap();
+        sink.data
+    });
+    let only = |b: Vec<(RecordBatch, Option<Zone>)>| b.into_iter().map(|(b, _)| b).collect();
+    let (back, went_in): (Vec<RecordBatch>, Vec<RecordBatch>) =
+        (only(decode_as_stored(&output, 1024)), only(batches));
+    assert_eq!(columns(&back), columns(&went_in));
     output
 }
 
@@ -272,4 +310,122 @@ fn writer_throughput() {
         rows / secs,
         bytes as f64 / secs / 1e6
     );
+}
+
+/// The type tree `struct<ts:timestamp>` and its column as the decoder hands it over: a
+/// `Decimal128(38, 9)` of nanoseconds marked TIMESTAMP_NANOS.
+fn one_timestamp_column() -> (Vec<proto::Type>, Field) {
+    use super::super::decode::TIMESTAMP_NANOS;
+    let mut root = ty(TypeKind::Struct);
+    root.subtypes = vec![1];
+    root.field_names = vec!["ts".into()];
+    let field = Field::new("ts", arrow::datatypes::DataType::Decimal128(38, 9), true)
+        .with_metadata([(TIMESTAMP_NANOS.to_string(), String::new())].into());
+    (vec![root, ty(TypeKind::Timestamp)], field)
+}
+
+/// Timestamps over every year ORC holds, as the decoder hands them over (nanoseconds since
+/// 1970 in a decimal marked TIMESTAMP_NANOS), come back from our own file as they went in.
+#[test]
+fn timestamps_of_years_0001_to_9999_round_trip_as_decimal_nanos() {
+    use super::super::decode::{Decoder, TIMESTAMP_NANOS};
+    const S: i128 = 1_000_000_000;
+    let values: Vec<Option<i128>> = vec![
+        Some(-62_135_596_800 * S),              // 0001-01-01 00:00:00
+        Some(-12_219_292_800 * S - 1),          // 1582-10-14 23:59:59.999999999
+        Some(-2_208_988_800 * S + 123_456_789), // 1900-01-01 00:00:00.123456789
+        Some(-2 * S + 999_999_999),             // 1969-12-31 23:59:58.999999999
+        None,
+        Some(0),
+        Some(9_224_318_016 * S), // 2262-04-12 00:00:00 (past Timestamp(ns))
+        Some(253_402_300_799 * S + 999_999_999), // 9999-12-31 23:59:59.999999999
+    ];
+    let (types, field) = one_timestamp_column();
+    let array = Decimal128Array::from(values.clone())
+        .with_precision_and_scale(38, 9)
+        .unwrap();
+    let batch =
+        RecordBatch::try_new(Arc::new(Schema::new(vec![field])), vec![Arc::new(array)]).unwrap();
+    let file = write(
+        WriterOptions::new(types, Compression::Zlib, 65_536),
+        &[batch],
+    );
+    let back = block_on(async {
+        let mem = MemFile::new(file.clone());
+        let tail = read_tail(&mem).await.unwrap().unwrap();
+        let mut decoder = Decoder::open(mem, &tail, 1 << 20).await.unwrap();
+        let schema = decoder.schema();
+        assert!(schema.field(0).metadata().contains_key(TIMESTAMP_NANOS));
+        let mut values = vec![];
+        while let Some(b) = decoder.next().await.unwrap() {
+            let column = b
+                .column(0)
+                .as_any()
+                .downcast_ref::<Decimal128Array>()
+                .unwrap();
+            values.extend(column.iter());
+        }
+        values
+    });
+    assert_eq!(back, values);
+    // The file's bounds are those of the values, in milliseconds.
+    let (_, stats) = with_statistics(file);
+    let ts = stats.file[1].timestamp_statistics.clone().unwrap();
+    assert_eq!(ts.minimum_utc, Some(-62_135_596_800_000));
+    assert_eq!(ts.maximum_utc, Some(253_402_300_799_999));
+}
+
+/// Rows of two writer time zones go to stripes of their own, each footer naming its zone;
+/// plain timestamps keep their bounds only in the UTC stripe, and so the file has none.
+#[test]
+fn a_change_of_zone_starts_a_stripe_and_drops_the_bounds_it_cannot_know() {
+    let (types, field) = one_timestamp_column();
+    let schema = Arc::new(Schema::new(vec![field]));
+    let batch = |v: i128| {
+        let a = Decimal128Array::from(vec![Some(v), None])
+            .with_precision_and_scale(38, 9)
+            .unwrap();
+        RecordBatch::try_new(Arc::clone(&schema), vec![Arc::new(a) as ArrayRef]).unwrap()
+    };
+    let file = block_on(async {
+        let options = WriterOptions::new(types, Compression::Zstd, 65_536);
+        let mut writer = OrcWriter::new(VecSink::default(), options).await.unwrap();
+        writer.set_zone(Some("UTC".into())).await.unwrap();
+        writer.write_batch(&batch(5_000_000_000)).await.unwrap();
+        writer.set_zone(Some("Europe/Paris".into())).await.unwrap();
+        writer.write_batch(&batch(7_000_000_000)).await.unwrap();
+        writer.write_batch(&batch(8_000_000_000)).await.unwrap();
+        let (written, sink) = writer.finish().await.unwrap();
+        assert_eq!(written.stripes, 2);
+        sink.data
+    });
+    let tail = block_on(read_tail(&MemFile::new(file.clone())))
+        .unwrap()
+        .unwrap();
+    let zones: Vec<Option<String>> = tail
+        .stripes
+        .iter()
+        .map(|s| {
+            let at = (s.offset + s.index_length + s.data_length) as usize;
+            let footer = &file[at..s.end() as usize];
+            let footer =
+                super::super::compress::decompress(Compression::Zstd, 65_536, footer, "footer")
+                    .unwrap();
+            <proto::StripeFooter as prost::Message>::decode(footer.as_slice())
+                .unwrap()
+                .writer_timezone
+        })
+        .collect();
+    assert_eq!(zones, [Some("UTC".into()), Some("Europe/Paris".into())]);
+    let (_, stats) = with_statistics(file);
+    let stripes = stats.stripe_statistics().unwrap();
+    let utc = stripes[0].col_stats[1]
+        .timestamp_statistics
+        .clone()
+        .unwrap();
+    assert_eq!(utc.minimum_utc, Some(5_000));
+    assert!(stripes[1].col_stats[1].timestamp_statistics.is_none());
+    assert_eq!(stripes[1].col_stats[1].number_of_values, Some(2));
+    assert!(stats.file[1].timestamp_statistics.is_none());
+    assert_eq!(stats.file[1].number_of_values, Some(3));
 }

@@ -13,6 +13,9 @@
 //! such files), and another registered id (C++, Presto, Trino, ...) would invite workarounds
 //! meant for that writer. The software version names this tool, so a human can still tell.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
 use arrow::array::{Array, StructArray};
 use arrow::record_batch::RecordBatch;
 use bytes::Bytes;
@@ -20,6 +23,7 @@ use orc_rust::proto;
 use prost::Message;
 
 use super::super::compress::Compression;
+use super::super::decode::{is_utc, Zone};
 use super::super::error::OrcError;
 use super::super::io::Sink;
 use super::super::tail::OrcTail;
@@ -118,6 +122,10 @@ pub struct OrcWriter<S: Sink> {
     rows_in_group: u64,
     stripes: Vec<proto::StripeInformation>,
     stripe_stats: Vec<proto::StripeStatistics>,
+    /// The writer time zone of the stripe being written; see [`OrcWriter::set_zone`].
+    zone: Zone,
+    /// Whether the type tree has a plain timestamp, whose stored values depend on the zone.
+    wall_clock: bool,
 }
 
 impl<S: Sink> OrcWriter<S> {
@@ -139,7 +147,12 @@ impl<S: Sink> OrcWriter<S> {
             bloom_columns: options.bloom_filter_columns.clone(),
             bloom_fpp: options.bloom_filter_fpp,
             dictionary_key_threshold: options.dictionary_key_threshold,
+            wall_clock_known: Arc::new(AtomicBool::new(true)),
         };
+        let wall_clock = options
+            .types
+            .iter()
+            .any(|t| t.kind() == proto::r#type::Kind::Timestamp);
         let mut root = build(&options.types, 0, &settings)?;
         root.start_group();
         sink.write(Bytes::from_static(ORC_MAGIC)).await?;
@@ -154,7 +167,27 @@ impl<S: Sink> OrcWriter<S> {
             rows_in_group: 0,
             stripes: Vec::new(),
             stripe_stats: Vec::new(),
+            zone: Some("UTC".into()),
+            wall_clock,
         })
+    }
+
+    /// The writer time zone of the rows written next, as their input stripe named it: plain
+    /// timestamps come as the seconds stored in that zone (see decode's module docs), and are
+    /// stored back under it, so a change of zone starts a new stripe. Their bounds are written
+    /// only in a UTC zone, where the stored seconds are the wall clock; elsewhere the wall
+    /// clock depends on the reader's time zone database, and unknown bounds are better than
+    /// wrong ones. Without plain timestamps the zone changes nothing and is ignored.
+    pub async fn set_zone(&mut self, zone: Zone) -> Result<(), OrcError> {
+        if !self.wall_clock || zone == self.zone {
+            return Ok(());
+        }
+        self.flush_stripe().await?;
+        self.settings
+            .wall_clock_known
+            .store(is_utc(&zone), Ordering::Relaxed);
+        self.zone = zone;
+        Ok(())
     }
 
     /// Appends the batch's rows; its columns must be the arrow types orc-rust decodes the
@@ -204,8 +237,7 @@ impl<S: Sink> OrcWriter<S> {
                 .map(|(s, _)| s.clone())
                 .collect(),
             columns: parts.encodings,
-            // Timestamps are written as UTC wall-clock values (see TimestampWriter).
-            writer_timezone: Some("UTC".into()),
+            writer_timezone: self.zone.clone(),
             encryption: Vec::new(),
         };
         let footer = self.settings.compress_message(&footer)?;

@@ -25,4 +25,37 @@ for i in range(6000):
 java -jar "$jar" --define orc.compress=ZSTD --define orc.stripe.size=8192 \
   --define orc.rows.between.memory.checks=200 convert -O -s 'struct<a:bigint,s:string>' \
   -o "$here/multi_stripe_zstd.orc" "$tmp/multi.json"
+# Plain timestamps written in America/Los_Angeles (the zone the writer records), across the
+# years ORC holds: the stored seconds must survive a re-encode under that zone.
+cat > "$tmp/la.json" <<'JSON'
+{"id":1,"ts":"0001-01-01 00:00:00.000000000"}
+{"id":2,"ts":"1900-01-01 00:00:00.000000001"}
+{"id":3,"ts":"1969-12-31 23:59:58.500000000"}
+{"id":4,"ts":"2100-07-01 12:00:00.000000000"}
+{"id":5,"ts":null}
+{"id":6,"ts":"9999-12-31 23:59:59.999999999"}
+{"id":7,"ts":"2024-03-10 02:30:00.000000000"}
+JSON
+java -Duser.timezone=America/Los_Angeles -jar "$jar" --define orc.compress=ZLIB convert \
+  -t "yyyy-MM-dd HH:mm:ss.SSSSSSSSS" -O -s 'struct<id:bigint,ts:timestamp>' \
+  -o "$here/la_timestamps_zlib.orc" "$tmp/la.json"
 rm -f "$here"/.*.crc  # Hadoop local FS checksum side files
+
+# ORC C++ through pyarrow: a pre-1970 time with a fraction of a second, stored with negative
+# nanoseconds (which ORC Java refuses to read).
+"$repo/scripts/pyorc" --install
+"$repo/.cluster/cache/venv-pyarrow/bin/python" -c '
+import pyarrow as pa, pyarrow.orc as orc, sys
+ts = pa.array([1_000_000_000, -500_000_000, None], pa.timestamp("ns"))
+orc.write_table(pa.table({"ts": ts}), sys.argv[1], compression="uncompressed")
+' "$here/cpp_pre1970_fraction.orc"
+# The same, a day and more before 1970 (which a re-encode heals), zstd-compressed, 40 times:
+# 1900-01-01 00:00:00.5, 1950-06-14 02:00:00.123456789, 1969-12-29 23:59:59.25, 2000-01-01
+# and a null.
+"$repo/.cluster/cache/venv-pyarrow/bin/python" -c '
+import pyarrow as pa, pyarrow.orc as orc, sys
+ns = [-2208988799_500_000_000, -616975199_876_543_211, -172800_750_000_000, 946684800_000_000_000, None]
+ts = pa.array(ns * 40, pa.timestamp("ns"))
+ids = pa.array(range(len(ns) * 40), pa.int64())
+orc.write_table(pa.table({"id": ids, "ts": ts}), sys.argv[1], compression="zstd")
+' "$here/cpp_before_1970_zstd.orc"

@@ -333,9 +333,8 @@ pub(crate) fn build(
             settings,
             ty.scale.unwrap_or(0),
         )),
-        TypeKind::Timestamp | TypeKind::TimestampInstant => {
-            Box::new(primitive::Timestamps::column(id, settings))
-        }
+        TypeKind::Timestamp => Box::new(primitive::Timestamps::column(id, settings, true)),
+        TypeKind::TimestampInstant => Box::new(primitive::Timestamps::column(id, settings, false)),
         TypeKind::Struct => Box::new(nested::Struct::column(id, settings, children(settings)?)),
         TypeKind::List => Box::new(nested::Repeated::column(
             id,

@@ -7,6 +7,7 @@ use arrow::array::{Array, ArrayRef, AsArray, UInt32Array};
 use arrow::datatypes::DataType;
 use orc_rust::proto::{self, column_encoding::Kind as Encoding};
 
+use super::super::super::decode::NULL_UNION_ROW;
 use super::super::super::error::OrcError;
 use super::super::byte_rle::ByteRle;
 use super::super::rle_v2::IntRleV2;
@@ -241,10 +242,9 @@ impl Shape for Repeated {
 /// A union: its tags (the variant of each non-null row) in a byte-RLE DATA stream, and each
 /// variant a child column holding the values of its rows.
 ///
-/// Arrow unions have no null bitmap. orc-rust reads a null union row as variant 0 with a null
-/// value, so that is what is written back as a null row (an ORC file can also hold a non-null
-/// union row whose variant-0 value is null; decoded through arrow the two cannot be told
-/// apart, and both read back as null).
+/// Arrow unions have no null bitmap: the null rows are those of the variant marked
+/// [`NULL_UNION_ROW`], as the decoder hands them over. A row of another variant is not null,
+/// whether its value is or not.
 pub(crate) struct Union {
     tags: ByteRle,
 }
@@ -279,7 +279,15 @@ impl Shape for Union {
         let DataType::Union(fields, _) = union.data_type() else {
             return Err(mismatch(id, "Union", array.data_type()));
         };
-        let type_ids: Vec<i8> = fields.iter().map(|(t, _)| t).collect();
+        let null_id = fields
+            .iter()
+            .find(|(_, f)| f.metadata().contains_key(NULL_UNION_ROW))
+            .map(|(t, _)| t);
+        let type_ids: Vec<i8> = fields
+            .iter()
+            .map(|(t, _)| t)
+            .filter(|t| Some(*t) != null_id)
+            .collect();
         if type_ids.len() != children.len() {
             return Err(mismatch(
                 id,
@@ -290,15 +298,14 @@ impl Shape for Union {
         let mut picks: Vec<Vec<u32>> = vec![Vec::new(); type_ids.len()];
         for i in 0..union.len() {
             let type_id = union.type_id(i);
-            let tag = type_ids.iter().position(|t| *t == type_id).ok_or_else(|| {
-                OrcError::Unsupported(format!("column {id}: unknown union type id {type_id}"))
-            })?;
-            let offset = union.value_offset(i);
-            let valid = !(tag == 0 && union.child(type_id).is_null(offset));
+            let valid = Some(type_id) != null_id;
             if common.row(valid)? {
+                let tag = type_ids.iter().position(|t| *t == type_id).ok_or_else(|| {
+                    OrcError::Unsupported(format!("column {id}: unknown union type id {type_id}"))
+                })?;
                 common.group.plain();
                 self.tags.write(tag as u8)?;
-                picks[tag].push(offset as u32);
+                picks[tag].push(union.value_offset(i) as u32);
             }
         }
         for ((child, type_id), rows) in children.iter_mut().zip(&type_ids).zip(picks) {

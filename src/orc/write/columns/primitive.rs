@@ -1,6 +1,9 @@
 //! Columns of single values: boolean, tinyint, smallint/int/bigint, date, float/double,
 //! decimal and both timestamp kinds.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
 use arrow::array::{Array, ArrowPrimitiveType, AsArray};
 use arrow::datatypes::{
     DataType, Date32Type, Decimal128Type, Float32Type, Float64Type, Int16Type, Int32Type,
@@ -10,6 +13,7 @@ use arrow::datatypes::{
 use orc_rust::proto::{column_encoding::Kind as Encoding, r#type::Kind as TypeKind};
 
 use super::super::super::error::OrcError;
+use super::super::super::timestamp::{encode_nanos, ORC_EPOCH};
 use super::super::byte_rle::{BoolRle, ByteRle};
 use super::super::out_stream::OutStream;
 use super::super::rle_v2::{write_varint, IntRleV2};
@@ -265,22 +269,46 @@ fn write_varint_u128(mut v: u128, out: &mut Vec<u8>) {
     out.push(v as u8);
 }
 
-/// Seconds since the ORC epoch (2015-01-01 00:00:00 in the writer's time zone, UTC here).
-const ORC_EPOCH: i64 = 1_420_070_400;
-
 /// timestamp and timestamp with local time zone: seconds from the ORC epoch in DATA (signed),
 /// nanoseconds with their trailing zeros folded into the low three bits in SECONDARY.
 pub(crate) struct Timestamps {
     seconds: IntRleV2,
     nanos: IntRleV2,
+    /// For a plain timestamp, whether the stripe's zone makes the stored seconds the wall
+    /// clock (`Settings::wall_clock_known`); `None` for `timestamp with local time zone`,
+    /// always stored in UTC.
+    wall_clock_known: Option<Arc<AtomicBool>>,
 }
 
 impl Timestamps {
-    pub(crate) fn column(id: u32, settings: &Settings) -> Leaf<Self> {
-        let common = Common::new(id, settings, StatsKind::Timestamp { range: None });
+    /// A `timestamp` column when `plain`, else a `timestamp with local time zone` one.
+    pub(crate) fn column(id: u32, settings: &Settings, plain: bool) -> Leaf<Self> {
+        let range = None;
+        let common = Common::new(
+            id,
+            settings,
+            StatsKind::Timestamp {
+                range,
+                bounded: true,
+            },
+        );
         let seconds = IntRleV2::new(common.stream(), true);
         let nanos = IntRleV2::new(common.stream(), false);
-        Leaf::new(common, Self { seconds, nanos })
+        let wall_clock_known = plain.then(|| Arc::clone(&settings.wall_clock_known));
+        Leaf::new(
+            common,
+            Self {
+                seconds,
+                nanos,
+                wall_clock_known,
+            },
+        )
+    }
+
+    fn bounded(&self) -> bool {
+        self.wall_clock_known
+            .as_ref()
+            .is_none_or(|known| known.load(Ordering::Relaxed))
     }
 
     /// Writes every value of a timestamp array of unit `T` (`per_second` units a second).
@@ -290,11 +318,12 @@ impl Timestamps {
         array: &dyn Array,
         per_second: i64,
     ) -> Result<(), OrcError> {
+        let bounded = self.bounded();
         let (seconds, nanos) = (&mut self.seconds, &mut self.nanos);
         each::<T>(common, array, "Timestamp", |c, v| {
             let second = v.div_euclid(per_second);
             let nano = v.rem_euclid(per_second) * (1_000_000_000 / per_second);
-            timestamp(c, seconds, nanos, second, nano)
+            timestamp(c, seconds, nanos, second, nano, bounded)
         })
     }
 }
@@ -311,12 +340,17 @@ fn timestamp(
     nanos_stream: &mut IntRleV2,
     seconds: i64,
     nanos: i64,
+    bounded: bool,
 ) -> Result<(), OrcError> {
     let millis = seconds
         .checked_mul(1000)
         .ok_or_else(|| unrepresentable(common.id, seconds, nanos))?
         + nanos / 1_000_000;
-    common.group.timestamp(millis, (nanos % 1_000_000) as i32);
+    if bounded {
+        common.group.timestamp(millis, (nanos % 1_000_000) as i32);
+    } else {
+        common.group.timestamp_unbounded();
+    }
     // Readers take a negative second with a fraction of at least a millisecond to be stored
     // truncated toward zero (the reference writers' layout, see ORC-763), so the second just
     // before 1970 cannot carry such a fraction: refused rather than misread.
@@ -335,21 +369,6 @@ fn timestamp(
     nanos_stream.write(encode_nanos(nanos))
 }
 
-/// Nanoseconds with trailing decimal zeros removed: the low three bits hold how many zeros
-/// beyond the first two were dropped (1 means two zeros, 7 means eight).
-fn encode_nanos(nanos: i64) -> i64 {
-    if nanos == 0 || nanos % 100 != 0 {
-        return nanos << 3;
-    }
-    let mut n = nanos / 100;
-    let mut zeros = 1;
-    while n % 10 == 0 && zeros < 7 {
-        n /= 10;
-        zeros += 1;
-    }
-    (n << 3) | zeros
-}
-
 impl Values for Timestamps {
     fn write(&mut self, common: &mut Common, array: &dyn Array) -> Result<(), OrcError> {
         match array.data_type() {
@@ -365,23 +384,21 @@ impl Values for Timestamps {
             DataType::Timestamp(TimeUnit::Nanosecond, _) => {
                 self.write_unit::<TimestampNanosecondType>(common, array, 1_000_000_000)
             }
+            // How the decoder hands over timestamps (decode::TIMESTAMP_NANOS): nanoseconds
+            // since 1970 as a decimal, over every year ORC can hold.
+            DataType::Decimal128(38, 9) => {
+                let bounded = self.bounded();
+                let (seconds, nanos) = (&mut self.seconds, &mut self.nanos);
+                each::<Decimal128Type>(common, array, "Timestamp", |c, v| {
+                    let nano = v.rem_euclid(1_000_000_000) as i64;
+                    let second = i64::try_from(v.div_euclid(1_000_000_000))
+                        .map_err(|_| unrepresentable(c.id, i64::MAX, nano))?;
+                    timestamp(c, seconds, nanos, second, nano, bounded)
+                })
+            }
             other => Err(mismatch(common.id, "Timestamp", other)),
         }
     }
 
     streams!(Encoding::DirectV2; Data => seconds, Secondary => nanos);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn nanos_fold_trailing_zeros() {
-        assert_eq!(encode_nanos(0), 0);
-        assert_eq!(encode_nanos(123), 123 << 3);
-        assert_eq!(encode_nanos(500_000_000), (5 << 3) | 7);
-        assert_eq!(encode_nanos(1_000), (1 << 3) | 2);
-        assert_eq!(encode_nanos(123_456_000), (123_456 << 3) | 2);
-    }
 }
