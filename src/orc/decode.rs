@@ -35,7 +35,7 @@ use std::io;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use arrow::array::{
     new_null_array, Array, ArrayRef, AsArray, ListArray, MapArray, StructArray, UnionArray,
@@ -81,6 +81,8 @@ struct Chunks<R> {
     /// Streams served in place of the file's bytes, by their offset: healed timestamp
     /// nanoseconds (see [`Chunks::read_beside`]), each as long as the stream it replaces.
     patches: Vec<(u64, Bytes)>,
+    /// The columns whose nanoseconds were healed in any stripe so far.
+    healed: Arc<Mutex<BTreeSet<u32>>>,
 }
 
 /// The stripe footers of a file with timestamps or unions, their writer time zones and the
@@ -168,6 +170,7 @@ impl<R: RangeRead + Send> Chunks<R> {
             failure: Arc::new(Mutex::new(None)),
             footers,
             patches: Vec::new(),
+            healed: Arc::default(),
         }
     }
 
@@ -309,6 +312,9 @@ impl<R: RangeRead + Send> Chunks<R> {
                 .ok_or_else(|| refuse("healed, they do not fit in the stream's bytes"))?;
             tracing::debug!(column, stripe, "healed negative timestamp nanoseconds");
             self.patches.push((nanos.start, Bytes::from(served)));
+            if let Ok(mut healed) = self.healed.lock() {
+                healed.insert(column);
+            }
         }
         Ok(presence)
     }
@@ -471,6 +477,8 @@ where
 pub(crate) struct Decoder<R: RangeRead + Send + 'static> {
     stream: ArrowStreamReader<Chunks<R>>,
     failure: Arc<Mutex<Option<OrcError>>>,
+    /// The columns whose stored nanoseconds were healed (see [`Chunks::read_beside`]).
+    healed: Arc<Mutex<BTreeSet<u32>>>,
     /// Each stripe's writer time zone as served (see [`Chunks::served`]), when the file holds
     /// plain timestamps.
     zones: Option<Arc<Mutex<Vec<Option<Zone>>>>>,
@@ -549,6 +557,7 @@ impl<R: RangeRead + Send + 'static> Decoder<R> {
         configure: impl FnOnce(ArrowReaderBuilder<Chunks<R>>) -> ArrowReaderBuilder<Chunks<R>>,
     ) -> Result<Self, OrcError> {
         let failure = Arc::clone(&chunks.failure);
+        let healed = Arc::clone(&chunks.healed);
         let zones = chunks
             .footers
             .as_ref()
@@ -581,6 +590,7 @@ impl<R: RangeRead + Send + 'static> Decoder<R> {
         Ok(Decoder {
             stream: builder.build_async(),
             failure,
+            healed,
             zones,
             stripe_rows: tail.stripes.iter().map(|s| s.rows).collect(),
             rows_out: 0,
@@ -944,6 +954,14 @@ fn wide(field: &Field) -> Field {
 }
 
 impl<R: RangeRead + Send + 'static> Decoder<R> {
+    /// The timestamp columns whose stored nanoseconds were healed in the stripes decoded so
+    /// far: the statistics their writer recorded were taken of the unhealed values (ORC C++
+    /// truncates such a time toward zero to the millisecond), so their bounds are not to be
+    /// held against the decoded values.
+    pub fn healed(&self) -> BTreeSet<u32> {
+        self.healed.lock().map(|h| h.clone()).unwrap_or_default()
+    }
+
     /// The writer time zone of the stripe the last batch came from, when the file holds plain
     /// timestamps; `None` when it holds none (the zone then changes nothing).
     pub fn zone(&self) -> Option<&Zone> {

@@ -21,7 +21,7 @@ use super::decode::{Decoder, Zone};
 use super::digest::{Digester, Digests};
 use super::error::OrcError;
 use super::io::{Prefetched, RangeRead, Sink};
-use super::stats::{contradictions, StatisticsFold};
+use super::stats::{contradictions, without_timestamp_bounds, StatisticsFold};
 use super::tail::{read_statistics_again, OrcTail};
 use super::write::{OrcWriter, WriterOptions};
 
@@ -167,7 +167,6 @@ async fn decode_all<R: RangeRead + Send + 'static>(
         if i > 0 {
             input = next_input(&mut opens).await?;
         }
-        recorded.add(&input.recorded);
         let mut rows = 0;
         while let Some(batch) = input.decoder.next().await? {
             let batch = as_decoded(batch)?;
@@ -178,6 +177,11 @@ async fn decode_all<R: RangeRead + Send + 'static>(
                 return Ok((digester, recorded.finish()));
             }
         }
+        // Once decoded: which columns were healed is known only then.
+        recorded.add(&without_timestamp_bounds(
+            &input.recorded,
+            &input.decoder.healed(),
+        ));
         if rows != expected {
             return Err(OrcError::Decode(format!(
                 "input {i}: {rows} rows decoded, its footer says {expected}"

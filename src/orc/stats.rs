@@ -47,6 +47,21 @@ impl StatisticsFold {
     }
 }
 
+/// `file`'s statistics without the timestamp bounds of `columns` (their counts kept): for
+/// columns whose recorded bounds were taken of other values than those decoded.
+pub fn without_timestamp_bounds(
+    file: &[ColumnStatistics],
+    columns: &std::collections::BTreeSet<u32>,
+) -> Vec<ColumnStatistics> {
+    let mut out = file.to_vec();
+    for &column in columns {
+        if let Some(c) = out.get_mut(column as usize) {
+            c.timestamp_statistics = None;
+        }
+    }
+    out
+}
+
 /// Where statistics computed from decoded values (`computed`, one per column) contradict the
 /// ones the original writers recorded (`recorded`, merged over the inputs): a decoder that
 /// misread values the same way on every read would pass a digest check, not this one. Only
