@@ -19,8 +19,8 @@ use std::process::Command;
 use bytes::Bytes;
 use common::stats::cmp_stat;
 use hive_orc_compactor::orc::{
-    group_tails, plan_group, read_tail, verify_output, verify_tail, write_merged, Compression,
-    OrcTail, OrcWriter, PlanOptions, RangeRead, ReadAhead, Sink, WriterOptions,
+    self, group_tails, plan_group, read_tail, verify_output, verify_tail, write_merged,
+    Compression, OrcTail, PlanOptions, RangeRead, ReadAhead, Sink, WriterOptions,
 };
 use serde_json::{json, Value};
 
@@ -526,29 +526,26 @@ async fn different_schemas_and_codecs_form_separate_groups() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The re-encoding writer: rows written by Java, decoded by orc-rust, written again by
-// `OrcWriter`, judged by Java.
+// The re-encoding writer: rows written by Java, decoded and written again by `orc::reencode`
+// (as `compact` does), judged by Java.
 
-/// Decodes `input` with orc-rust and writes it again with the input's type tree, codec, block
-/// size, stride and metadata, in stripes of about `stripe_size` bytes.
-async fn reencode(input: &Path, output: &Path, bloom_columns: &[u32], stripe_size: u64) {
+/// Re-encodes `input` as `compact` does, with the input's type tree, codec, block size, stride,
+/// bloom filter columns and metadata, in stripes of about `stripe_size` bytes.
+async fn reencode(input: &Path, output: &Path, stripe_size: u64) {
     let tail = read_tail(&LocalFile::open(input)).await.unwrap().unwrap();
     let mut options = WriterOptions::from_tail(&tail);
-    options.bloom_filter_columns = bloom_columns.to_vec();
     options.stripe_size = stripe_size;
-    let mut writer = OrcWriter::new(LocalSink(File::create(output).unwrap()), options)
+    let mut sink = LocalSink(File::create(output).unwrap());
+    let path = input.to_path_buf();
+    let open = |_| {
+        let path = path.clone();
+        async move { Ok(LocalFile::open(&path)) }
+    };
+    let written = orc::reencode(&[&tail], open, &mut sink, options, &ReadAhead::default())
         .await
         .unwrap();
-    let reader = orc_rust::ArrowReaderBuilder::try_new(File::open(input).unwrap())
-        .unwrap()
-        .with_batch_size(700)
-        .build();
-    for batch in reader {
-        writer.write_batch(&batch.unwrap()).await.unwrap();
-    }
-    let (written, _) = writer.finish().await.unwrap();
     assert_eq!(written.length, std::fs::metadata(output).unwrap().len());
-    assert_eq!(written.rows, tail.rows);
+    assert_eq!(written.digests.rows, tail.rows);
 }
 
 /// Java seeks to rows around every row group boundary of `file` through its row index and
@@ -605,8 +602,9 @@ async fn reencoded_files_read_in_java_with_the_inputs_rows_statistics_and_seeks(
             ],
         );
         let output = dir.path().join(format!("out-{codec}.orc"));
-        // Columns 5 (l) and 8 (s) had bloom filters; small stripes to get several.
-        reencode(&input, &output, &[5, 8], 64 << 10).await;
+        // Columns 5 (l) and 8 (s) have bloom filters, which the output keeps; small stripes
+        // to get several.
+        reencode(&input, &output, 64 << 10).await;
         let out_tail = read_tail(&LocalFile::open(&output)).await.unwrap().unwrap();
         assert!(out_tail.stripes.len() > 1, "{codec}: several stripes");
 

@@ -11,7 +11,9 @@ use std::sync::OnceLock;
 
 use common::compaction::{check_compactions, check_second_run, compact_all_with, Compaction};
 use common::hdfs::{files_in, hdfs, loc, read_file};
-use common::orc_tools::{java_rewrite, meta_statistics};
+use common::orc_tools::{
+    java_metas, java_rewrite, java_vector_columns, java_vector_rows, meta_statistics,
+};
 use common::partition::Part;
 use common::pyorc::{check_cpp_reads, cpp_partition, cpp_read};
 use common::{env, rt, Fixtures, OwnDatabase};
@@ -20,7 +22,12 @@ use serde_json::Value;
 
 fn db() -> &'static Fixtures {
     static DB: OnceLock<OwnDatabase> = OnceLock::new();
-    &common::own_database(&DB, "rewrite", "basic,types,codecs,iceberg,big_stripes").fixtures
+    &common::own_database(
+        &DB,
+        "rewrite",
+        "basic,types,codecs,iceberg,big_stripes,far_timestamps",
+    )
+    .fixtures
 }
 
 fn part(table: &str, spec: &str) -> Part {
@@ -62,7 +69,7 @@ fn verify_checksums(part: &Part) -> Value {
 fn auto_reencodes_tiny_stripes_into_few_that_java_reads_as_the_inputs() {
     let parts: Vec<Part> = [
         ("ext_p1", "dt=2024-01-01"),
-        // Every Hive type but char and union (a union column is always copied: below).
+        // Every Hive type but char and union (unions: below).
         ("iceberg_types", "p=a"),
         ("codecs", "codec=zstd"),
         ("codecs", "codec=snappy"),
@@ -117,19 +124,73 @@ fn auto_reencodes_tiny_stripes_into_few_that_java_reads_as_the_inputs() {
     assert_eq!(p.ok("verify", &[], 0)["files"].as_u64(), Some(p.files));
 }
 
-/// A union column is never re-encoded: arrow cannot tell a null union row from a variant-0 row
-/// holding a null, so a re-encode would turn the second into the first unseen by the digests.
-/// `all_types` has such rows (nulls in every column's values). Copied, whatever `--stripes`.
-#[test]
-fn union_columns_are_copied_even_under_rewrite() {
-    let runs = compact_all_with(&[part("all_types", "p=a")], &["--stripes", "rewrite"]);
-    check_compactions(&runs);
-    let r = &runs[0].report;
-    all_made_by(r, "copy");
-    for o in outputs(r) {
-        assert!(o["why"].as_str().unwrap().contains("union column"), "{o}");
+/// Java reads every output of each run, row batch by row batch, as it read the output's inputs
+/// one after another.
+fn check_vector_reads(runs: &[Compaction]) {
+    for c in runs {
+        let r = &c.report;
+        let new_location = loc(r["new_location"].as_str().unwrap());
+        for o in outputs(r) {
+            let inputs: Vec<String> = o["inputs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| c.old_files[n.as_str().unwrap()].0.clone())
+                .collect();
+            let out = new_location.child(o["name"].as_str().unwrap()).to_string();
+            let before: Vec<String> = java_vector_rows(&inputs).concat();
+            let after = java_vector_rows(&[out]).concat();
+            assert_eq!(after.len(), before.len(), "{o}");
+            for (i, (a, b)) in after.iter().zip(&before).enumerate() {
+                assert_eq!(a, b, "row {i} of {o}");
+            }
+        }
     }
-    verify_checksums(&runs[0].part);
+}
+
+/// Union columns are re-encoded like any other: `all_types` (ORC Java) holds null union rows
+/// and non-null rows whose variant holds a null, which arrow alone would read alike; files of
+/// ORC C++ hold unions of both variants. The default re-encodes both partitions into one stripe
+/// per output, and Java and C++ read the rows they read before, each null where it was.
+#[test]
+fn union_columns_with_null_rows_and_null_variants_are_re_encoded_and_read_alike() {
+    let java = part("all_types", "p=a");
+    let cpp = cpp_partition(
+        &db().database,
+        "cpp_unions",
+        "zstd",
+        &[
+            "--files", "8", "--rows", "200", "--union", "--codec", "zstd",
+        ],
+    );
+    let inputs: Vec<String> = files_in(&java.home)
+        .into_iter()
+        .map(|(name, _)| loc(&java.home).child(&name).to_string())
+        .collect();
+    // The union is the last column.
+    let unions: Vec<String> = java_vector_rows(&inputs)
+        .into_iter()
+        .flatten()
+        .map(|row| row.rsplit('|').next().unwrap().to_string())
+        .collect();
+    assert!(unions.iter().any(|u| u == "null"), "a null union row");
+    assert!(
+        unions.iter().any(|u| u.ends_with("\"value\": null}")),
+        "a union row holding a null: {unions:?}"
+    );
+
+    let runs = compact_all_with(&[java, cpp], &["--stripes", "auto"]);
+    check_compactions(&runs);
+    check_cpp_reads(&runs[1..]);
+    check_vector_reads(&runs);
+    for run in &runs {
+        let r = &run.report;
+        all_made_by(r, "rewrite");
+        for (_, stripes) in stripes_in(r["new_location"].as_str().unwrap()) {
+            assert!(stripes <= 2, "{r}");
+        }
+        verify_checksums(&run.part);
+    }
 }
 
 #[test]
@@ -269,7 +330,8 @@ fn all_made_by(report: &Value, made_by: &str) {
     }
 }
 
-/// Files from the C++ writer (every type pyarrow writes but timestamps and unions, nulls, five codecs
+/// Files from the C++ writer (every type pyarrow writes but timestamps and unions, which have
+/// tests of their own; nulls, five codecs
 /// taking turns, bloom filters on c_string, row groups of 1,000 rows) re-encoded under
 /// `--stripes rewrite` and `auto`: Java and C++ read the inputs' values, and the five codecs
 /// make one group (a stripe copy would keep five).
@@ -324,16 +386,19 @@ fn files_from_the_cpp_writer_re_encoded_read_back_alike_in_java_and_cpp() {
     }
 }
 
-/// Files from the C++ writer with timestamp columns, some before 1970 with sub-second parts
-/// (which orc-rust misreads in such files, and Java ORC 1.9.5 cannot print at all: "nanos >
-/// 999999999 or < 0"): the group is copied even under `--stripes rewrite`, the reason says why,
-/// every stripe is the input's (checksums), and ORC C++ reads the inputs' values.
+/// Files from the C++ writer with timestamp columns, some before 1970 with sub-second parts,
+/// which pyarrow stores with negative nanoseconds (Java ORC 1.9.5 cannot print them: "nanos >
+/// 999999999 or < 0"), and some of those in the second just before 1970, which ORC's standard
+/// layout cannot hold, so they cannot be healed: under the default `auto` the group is planned
+/// as a copy (the dry run and `analyze --deep`, which counts it, say so), the reason names the
+/// file, the column and the stored value, every stripe is the input's (checksums), and ORC C++
+/// reads the inputs' values.
 #[test]
-fn timestamps_from_the_cpp_writer_are_copied_with_the_reason_and_read_alike() {
+fn cpp_timestamps_in_the_second_before_1970_are_copied_with_the_reason_and_read_alike() {
     let p = cpp_partition(
         &db().database,
-        "cpp_timestamps",
-        "old",
+        "cpp_nanos",
+        "negative_nanos",
         &[
             "--files",
             "6",
@@ -344,19 +409,177 @@ fn timestamps_from_the_cpp_writer_are_copied_with_the_reason_and_read_alike() {
             "zstd",
         ],
     );
-    let runs = compact_all_with(std::slice::from_ref(&p), &["--stripes", "rewrite"]);
+    let says_why = |r: &Value| {
+        for o in outputs(r) {
+            let why = o["why"].as_str().unwrap();
+            assert!(
+                why.contains("under --min-stripe-size")
+                    && why.contains(", but copied: cpp-")
+                    && why.contains("cannot be re-encoded exactly")
+                    && why.contains("a timestamp, stores nanoseconds out of range")
+                    && why.contains("column 13")
+                    && why.contains("encoded -")
+                    && why.contains("the second before 1970"),
+                "{o}"
+            );
+        }
+    };
+    // Known before anything is written: the dry run and analyze --deep say so.
+    let dry = p.ok("compact", &["--stripes", "auto", "--dry-run"], 0);
+    all_made_by(&dry, "copy");
+    says_why(&dry);
+    let table = format!("{}.cpp_nanos", db().database);
+    let deep = common::stdout(&common::run(&[
+        "analyze",
+        "--table",
+        &table,
+        "--deep",
+        "--stripes",
+        "auto",
+        "--json",
+    ]));
+    let deep: Vec<Value> = deep
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let row = deep
+        .iter()
+        .find(|v| v["partition"] == "p=negative_nanos")
+        .unwrap_or_else(|| panic!("{deep:?}"));
+    assert_eq!(row["plan"]["not_re_encodable"], 1, "{row}");
+    let summary = deep.last().unwrap();
+    let totals = &summary["summary"]["tables"][0];
+    assert_eq!(totals["scope"], table.as_str(), "{summary}");
+    assert_eq!(totals["groups_not_re_encodable"], 1, "{totals}");
+
+    let runs = compact_all_with(std::slice::from_ref(&p), &["--stripes", "auto"]);
     check_cpp_reads(&runs);
     let r = &runs[0].report;
     all_made_by(r, "copy");
-    for o in outputs(r) {
-        let why = o["why"].as_str().unwrap();
-        assert!(
-            why.contains("non-Java ORC writer") && why.contains("timestamp"),
-            "{o}"
-        );
-    }
+    says_why(r);
     let v = verify_checksums(&p);
     assert_eq!(v["checksums_checked"].as_u64(), Some(p.files), "{v}");
+}
+
+/// Files from the C++ writer whose timestamps of both kinds hold times before 1970 with
+/// fractions of a second, none in the second just before 1970 (which ORC's standard layout
+/// cannot hold): pyarrow stores them with negative nanoseconds, which ORC Java refuses to
+/// read. The default heals and re-encodes them into one stripe; ORC C++ reads the rows it read
+/// before, and ORC Java, which could not read the inputs at all, reads the same times.
+#[test]
+fn cpp_timestamps_before_1970_with_fractions_are_healed_and_read_alike_in_java_and_cpp() {
+    let args = [
+        "--files",
+        "8",
+        "--rows",
+        "200",
+        "--timestamps",
+        "--fractions-before-1970-but-not-in-its-last-second",
+    ];
+    let p = cpp_partition(&db().database, "cpp_healed", "fractions_before_1970", &args);
+    let inputs: Vec<String> = files_in(&p.home)
+        .into_iter()
+        .map(|(name, _)| loc(&p.home).child(&name).to_string())
+        .collect();
+    let before = cpp_read(&inputs);
+    let fractions_before_1970 = before
+        .iter()
+        .flat_map(|f| &f.rows)
+        .flat_map(|row| row.as_array().unwrap()[12..14].to_vec())
+        .filter(|v| {
+            v.as_i64()
+                .is_some_and(|ns| ns < 0 && ns % 1_000_000_000 != 0)
+        })
+        .count();
+    assert!(fractions_before_1970 > 10, "{fractions_before_1970}");
+
+    let runs = compact_all_with(std::slice::from_ref(&p), &["--stripes", "auto"]);
+    check_cpp_reads(&runs);
+    let r = &runs[0].report;
+    all_made_by(r, "rewrite");
+    let new_location = r["new_location"].as_str().unwrap();
+    let after = stripes_in(new_location);
+    assert_eq!(after.iter().map(|(_, n)| n).sum::<usize>(), 1, "{after:?}");
+    // Java reads the output's times as C++ read the inputs' (its JVM in UTC, as pyarrow's
+    // times are).
+    let out = loc(new_location).child(&after[0].0).to_string();
+    let java: Vec<String> = java_vector_columns(std::slice::from_ref(&out), &[12, 13]).concat();
+    let cpp: Vec<&Value> = before.iter().flat_map(|f| &f.rows).collect();
+    assert_eq!(java.len(), cpp.len());
+    for (j, c) in java.iter().zip(&cpp) {
+        let c = c.as_array().unwrap();
+        let expected = format!("{}|{}", java_timestamp(&c[12]), java_timestamp(&c[13]));
+        assert_eq!(*j, expected);
+    }
+    verify_checksums(&p);
+}
+
+/// A time read by ORC C++ (nanoseconds since 1970, or null) as Java's `Timestamp` prints it in
+/// UTC: trailing zeros of the fraction left out, at least one digit kept.
+fn java_timestamp(v: &Value) -> String {
+    let Some(ns) = v.as_i64() else {
+        return "null".into();
+    };
+    let t = chrono::DateTime::from_timestamp(ns.div_euclid(1_000_000_000), 0).unwrap();
+    let fraction = format!("{:09}", ns.rem_euclid(1_000_000_000));
+    let fraction = fraction.trim_end_matches('0');
+    let fraction = if fraction.is_empty() { "0" } else { fraction };
+    format!("{}.{fraction}", t.format("%Y-%m-%d %H:%M:%S"))
+}
+
+/// Files from the C++ writer with timestamps of both kinds before and after 1970, with
+/// fractions after it and whole seconds before (which Java ORC reads too), each codec: the
+/// default re-encodes them into one stripe, and Java and C++ read the inputs' rows.
+#[test]
+fn cpp_timestamps_are_re_encoded_into_one_stripe_and_read_alike_in_java_and_cpp() {
+    let args = [
+        "--files",
+        "10",
+        "--rows",
+        "300",
+        "--timestamps",
+        "--whole-seconds-before-1970",
+    ];
+    let p = cpp_partition(&db().database, "cpp_timestamps", "whole_before_1970", &args);
+    let runs = compact_all_with(std::slice::from_ref(&p), &["--stripes", "auto"]);
+    check_compactions(&runs);
+    check_cpp_reads(&runs);
+    let r = &runs[0].report;
+    all_made_by(r, "rewrite");
+    let after = stripes_in(r["new_location"].as_str().unwrap());
+    assert_eq!(after.iter().map(|(_, n)| n).sum::<usize>(), 1, "{after:?}");
+    verify_checksums(&p);
+}
+
+/// Timestamps of years 0001 to 9999 (1582-10-04/15, 1900-01-01, the nanosecond before 1970,
+/// 2262-04-12) and dates as far, written by ORC Java in UTC and in America/Los_Angeles, in
+/// small files: re-encoded into one stripe each, the stored values kept under their zone, so
+/// Java reads exactly the rows it read before (pyarrow, which reads timestamps as 64-bit
+/// nanoseconds, cannot read the inputs or the outputs); the bounds stay where the zone is UTC.
+#[test]
+fn far_timestamps_of_two_writer_time_zones_are_re_encoded_and_read_alike() {
+    let parts = [part("far_ts", "tz=utc"), part("far_ts", "tz=la")];
+    let runs = compact_all_with(&parts, &["--stripes", "auto"]);
+    check_compactions(&runs);
+    for run in &runs {
+        let r = &run.report;
+        all_made_by(r, "rewrite");
+        let new_location = r["new_location"].as_str().unwrap();
+        let after = stripes_in(new_location);
+        assert_eq!(after.len(), 1, "{after:?}");
+        assert_eq!(after[0].1, 1, "{after:?}");
+        let out = loc(new_location).child(&after[0].0).to_string();
+        let metas = java_metas(std::slice::from_ref(&out));
+        let ts = &metas[&out]["fileStatistics"][2];
+        if run.part.spec == "tz=utc" {
+            assert_eq!(ts["min"], "0001-01-01 00:00:00.0", "{ts}");
+            assert_eq!(ts["max"], "9999-12-31 23:59:59.999999999", "{ts}");
+        } else {
+            assert!(ts.get("min").is_none(), "unknown outside UTC: {ts}");
+            assert!(ts["count"].as_u64() > Some(0), "{ts}");
+        }
+        verify_checksums(&run.part);
+    }
 }
 
 /// The 30 files of `codecs/codec=mixed` (NONE, ZLIB, SNAPPY, ZSTD and LZ4 taking turns, one
@@ -437,8 +660,7 @@ fn writer_independent(lines: &[(u32, String)]) -> Vec<(u32, String)> {
 /// Our re-encode's statistics are those of a fresh write: `orc-tools meta` of every output
 /// equals that of the same rows written again by the Java writer (same codec, block size and
 /// row index stride) in its file, stripe and row group statistics and its bloom filters. Inputs
-/// from the Java writer (every Hive type but char and union; union columns are never
-/// re-encoded) and from the C++ writer (bloom filters, several row groups).
+/// from the Java writer (every Hive type but char and union) and from the C++ writer (bloom filters, several row groups).
 ///
 /// A known and documented difference (docs/design/orc-writer.md), left out per column: a decimal sum
 /// that needs more than 38 digits at the column's scale, which Java rounds and we leave out.
@@ -521,8 +743,9 @@ fn re_encoded_statistics_are_those_of_the_same_rows_written_by_java() {
 }
 
 /// `compact --dry-run` (text and `--json`) and `analyze --deep` (`--json` and `--csv`, with
-/// compact's `--stripes`) say per group which way its outputs are made and why: C++ files with
-/// timestamps are copied (the decoder's guard), without them re-encoded (tiny stripes).
+/// compact's `--stripes` and `--min-stripe-size`) say per group which way its outputs are made
+/// and why: C++ files of stripes under `--min-stripe-size` are re-encoded (a union column
+/// among them), larger ones copied.
 #[test]
 fn dry_runs_and_deep_analysis_say_which_way_and_why() {
     use common::{run, stdout};
@@ -531,28 +754,27 @@ fn dry_runs_and_deep_analysis_say_which_way_and_why() {
     let copied = cpp_partition(
         db,
         "cpp_ways",
-        "ts",
-        &[
-            "--files",
-            "4",
-            "--rows",
-            "100",
-            "--timestamps",
-            "--codec",
-            "snappy",
-        ],
+        "large",
+        &["--files", "3", "--rows", "5000", "--codec", "snappy"],
     );
     let rewritten = cpp_partition(
         db,
         "cpp_ways",
-        "plain",
-        &["--files", "4", "--rows", "100", "--codec", "snappy"],
+        "union",
+        &[
+            "--files", "4", "--rows", "100", "--union", "--codec", "snappy",
+        ],
     );
+    let min = ["--min-stripe-size", "32KiB"];
     for (partition, way, reason) in [
-        (&copied, "copy", "timestamp"),
-        (&rewritten, "rewrite", "--min-stripe-size"),
+        (&copied, "copy", "at least --min-stripe-size"),
+        (&rewritten, "rewrite", "under --min-stripe-size"),
     ] {
-        let dry = partition.ok("compact", &["--stripes", "auto", "--dry-run"], 0);
+        let dry = partition.ok(
+            "compact",
+            &["--stripes", "auto", "--dry-run", min[0], min[1]],
+            0,
+        );
         all_made_by(&dry, way);
         assert!(
             outputs(&dry)[0]["why"].as_str().unwrap().contains(reason),
@@ -566,13 +788,15 @@ fn dry_runs_and_deep_analysis_say_which_way_and_why() {
         "--table",
         &table,
         "--partition",
-        "p=ts",
+        "p=large",
         "--stripes",
         "auto",
         "--dry-run",
+        min[0],
+        min[1],
     ]));
     assert!(
-        text.contains("copy: ") && text.contains("timestamp"),
+        text.contains("copy: ") && text.contains("at least --min-stripe-size"),
         "{text}"
     );
 
@@ -585,6 +809,8 @@ fn dry_runs_and_deep_analysis_say_which_way_and_why() {
             "--deep",
             "--stripes",
             stripes,
+            min[0],
+            min[1],
             "--json",
         ]);
         stdout(&o)
@@ -595,8 +821,8 @@ fn dry_runs_and_deep_analysis_say_which_way_and_why() {
     };
     let rows = deep_rows("auto");
     for (spec, way, reason) in [
-        ("p=ts", "copy", "timestamp"),
-        ("p=plain", "rewrite", "--min-stripe-size"),
+        ("p=large", "copy", "at least --min-stripe-size"),
+        ("p=union", "rewrite", "under --min-stripe-size"),
     ] {
         let row = rows.iter().find(|r| r["partition"] == spec).unwrap();
         for g in row["plan"]["groups"].as_array().unwrap() {
@@ -607,13 +833,13 @@ fn dry_runs_and_deep_analysis_say_which_way_and_why() {
         }
     }
     // analyze takes compact's stripe flags: forced copies are planned as copies.
-    let plain = deep_rows("copy")
+    let forced = deep_rows("copy")
         .into_iter()
-        .find(|r| r["partition"] == "p=plain")
+        .find(|r| r["partition"] == "p=union")
         .unwrap();
-    for g in plain["plan"]["groups"].as_array().unwrap() {
+    for g in forced["plan"]["groups"].as_array().unwrap() {
         for o in g["outputs"].as_array().unwrap() {
-            assert_eq!(o["made_by"], "copy", "{plain}");
+            assert_eq!(o["made_by"], "copy", "{forced}");
         }
     }
     let csv = stdout(&run(&[
@@ -623,6 +849,8 @@ fn dry_runs_and_deep_analysis_say_which_way_and_why() {
         "--deep",
         "--stripes",
         "auto",
+        min[0],
+        min[1],
         "--csv",
     ]));
     let mut lines = csv.lines();
@@ -641,8 +869,8 @@ fn dry_runs_and_deep_analysis_say_which_way_and_why() {
     assert_eq!(
         found,
         vec![
-            ("p=plain".to_string(), "rewrite".to_string()),
-            ("p=ts".to_string(), "copy".to_string())
+            ("p=large".to_string(), "copy".to_string()),
+            ("p=union".to_string(), "rewrite".to_string())
         ],
         "{csv}"
     );

@@ -1,5 +1,6 @@
 //! Spark 3.5 reads what `compact --stripes rewrite` wrote, through the metastore: exactly the
-//! inputs' rows, and its ORC predicate pushdown skips the re-encoded row groups by their min/max
+//! inputs' rows (timestamps of years 0001 to 9999 in two writer time zones among them), and its
+//! ORC predicate pushdown skips the re-encoded row groups by their min/max
 //! statistics and bloom filters as it skipped the inputs' (the Java writer's).
 
 pub mod common;
@@ -13,7 +14,7 @@ use common::{env, Fixtures, OwnDatabase};
 
 fn db() -> &'static Fixtures {
     static DB: OnceLock<OwnDatabase> = OnceLock::new();
-    &common::own_database(&DB, "spark", "iceberg,pushdown").fixtures
+    &common::own_database(&DB, "spark", "iceberg,pushdown,far_timestamps").fixtures
 }
 
 fn part(table: &str, spec: &str) -> Part {
@@ -62,7 +63,8 @@ fn check_pushdown(p: &Part, read: &SparkRead, when: &str) {
 }
 
 /// Spark reads re-encoded partitions (every type Spark and Iceberg share, nulls; row groups of
-/// 1,000 rows with bloom filters) exactly as it read the inputs, and its pushdown selects the
+/// 1,000 rows with bloom filters; timestamps and dates from 0001-01-01 to 9999-12-31 written in
+/// UTC and in America/Los_Angeles) exactly as it read the inputs, and its pushdown selects the
 /// right row groups of the outputs: a point query on `id` reads one row group, an equality on a
 /// name no row holds reads almost none.
 #[test]
@@ -71,7 +73,14 @@ fn spark_reads_rewritten_partitions_as_the_inputs_and_skips_their_row_groups() {
     let pushdown = part("pushdown", "dt=2024-02-01");
     let queries = pushdown_queries(&pushdown);
     let queries: Vec<&str> = queries.iter().map(String::as_str).collect();
-    let reads = [(&types, &[][..]), (&pushdown, &queries[..])];
+    let far_utc = part("far_ts", "tz=utc");
+    let far_la = part("far_ts", "tz=la");
+    let reads = [
+        (&types, &[][..]),
+        (&pushdown, &queries[..]),
+        (&far_utc, &[][..]),
+        (&far_la, &[][..]),
+    ];
 
     let before = spark_read(&reads);
     for ((p, _), read) in reads.iter().zip(&before) {
@@ -84,7 +93,12 @@ fn spark_reads_rewritten_partitions_as_the_inputs_and_skips_their_row_groups() {
     check_pushdown(&pushdown, &before[1], "inputs");
 
     let runs = compact_all_with(
-        &[types.clone(), pushdown.clone()],
+        &[
+            types.clone(),
+            pushdown.clone(),
+            far_utc.clone(),
+            far_la.clone(),
+        ],
         &["--stripes", "rewrite"],
     );
     check_compactions(&runs);

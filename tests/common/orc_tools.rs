@@ -280,6 +280,47 @@ pub fn meta_statistics(file: &str) -> MetaStatistics {
 /// encoded like `template` (schema, codec, block size, row index stride), bloom filters on
 /// `bloom_columns` (comma-separated names, or "-").
 pub fn java_rewrite(out: &str, template: &str, bloom_columns: &str, inputs: &[String]) {
+    let mut args = vec![local(out), local(template), bloom_columns.to_string()];
+    args.extend(inputs.iter().map(|i| local(i)));
+    harness("JavaRewrite.java", &args);
+}
+
+/// The rows of each file as the Java reader hands them to Hive, a line per row
+/// (scripts/harness/orc-tools/VectorRows.java): unlike [`java_rows`], a null union row and a
+/// union row holding a null read differently.
+pub fn java_vector_rows(files: &[String]) -> Vec<Vec<String>> {
+    vector_rows(files.to_vec())
+}
+
+/// [`java_vector_rows`] of only the top-level `columns` (0-based), for rows whose other values
+/// may hold a '|' or a line break.
+pub fn java_vector_columns(files: &[String], columns: &[usize]) -> Vec<Vec<String>> {
+    let columns: Vec<String> = columns.iter().map(usize::to_string).collect();
+    let mut args = vec![format!("--columns={}", columns.join(","))];
+    args.extend_from_slice(files);
+    vector_rows(args)
+}
+
+fn vector_rows(args: Vec<String>) -> Vec<Vec<String>> {
+    let files = args.iter().filter(|a| !a.starts_with("--")).count();
+    let text = harness("VectorRows.java", &args);
+    let mut per_file: Vec<Vec<String>> = vec![];
+    for line in text.lines() {
+        if line.starts_with("== ") {
+            per_file.push(vec![]);
+        } else {
+            per_file
+                .last_mut()
+                .expect("a file first")
+                .push(line.to_string());
+        }
+    }
+    assert_eq!(per_file.len(), files, "one block of rows per file");
+    per_file
+}
+
+/// Runs one of scripts/harness/orc-tools' Java programs on orc-tools' class path; its stdout.
+fn harness(program: &str, args: &[String]) -> String {
     let cp = String::from_utf8(
         Command::new(repo().join("scripts/orc-tools"))
             .arg("--classpath")
@@ -292,15 +333,15 @@ pub fn java_rewrite(out: &str, template: &str, bloom_columns: &str, inputs: &[St
         .unwrap_or_else(|_| "/usr/lib/jvm/java-17-openjdk-amd64".into());
     let out = Command::new(format!("{java}/bin/java"))
         .args(["-Duser.timezone=UTC", "-cp", cp.trim()])
-        .arg(repo().join("scripts/harness/orc-tools/JavaRewrite.java"))
-        .args([local(out), local(template), bloom_columns.to_string()])
-        .args(inputs.iter().map(|i| local(i)))
+        .arg(repo().join("scripts/harness/orc-tools").join(program))
+        .args(args)
         .stdin(Stdio::null())
         .output()
         .expect("java runs");
     assert!(
         out.status.success(),
-        "JavaRewrite failed:\n{}",
+        "{program} failed:\n{}",
         short_errors(&stderr(&out))
     );
+    String::from_utf8(out.stdout).expect("utf-8 output")
 }

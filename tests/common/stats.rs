@@ -147,7 +147,11 @@ pub fn check_min_max(what: &str, inputs: &[&Value], output: &Value, reencoded: b
             }
             continue;
         }
-        let kind = o["type"].as_str().unwrap_or("");
+        // An output without a column's bounds has no type for it either: the inputs say.
+        let kind = o["type"]
+            .as_str()
+            .or(ins[0][c]["type"].as_str())
+            .unwrap_or("");
         for (key, want) in [
             ("min", std::cmp::Ordering::Less),
             ("max", std::cmp::Ordering::Greater),
@@ -177,8 +181,9 @@ pub fn check_min_max(what: &str, inputs: &[&Value], output: &Value, reencoded: b
                 (Some(found), None) => {
                     panic!("{what}: column {c} {key} is {found} but no input has one")
                 }
+                // A re-encode leaves a plain timestamp's bounds out outside UTC zones.
                 (None, Some(extreme)) => assert!(
-                    !all_have,
+                    !all_have || (reencoded && kind == "TIMESTAMP"),
                     "{what}: column {c} ({kind}) {key} dropped although every input has one \
                      (extreme {extreme})"
                 ),

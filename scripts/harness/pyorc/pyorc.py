@@ -6,9 +6,12 @@ which makes the environment, not this).
              writes (char and varchar it cannot), about one value in ten null, deterministic
              for a seed, a bloom filter on c_string. Without
              --timestamps no column is a timestamp; with it, c_ts and c_tsl are, and hold
-             pre-1970 values with sub-second parts among others. With --union, c_union
-             is a union column (the tool never re-encodes those, so the tests of re-encoding
-             leave it out).
+             pre-1970 values with sub-second parts among others (pyarrow stores those
+             with negative nanoseconds, which Java ORC refuses to read; with
+             --whole-seconds-before-1970 they are whole seconds; with
+             --fractions-before-1970-but-not-in-its-last-second none is in the second before
+             1970, which ORC's standard layout cannot hold). With --union, c_union
+             is a union column, never null (pyarrow's writer cannot write a null union row).
   rows FILE  each file read by the C++ reader, one JSON object per file per line:
              {"file", "rows": [[value per column] per row], "stripes", "compression",
              "writer", "schema"}. Values in a form that survives JSON exactly: timestamps as
@@ -59,12 +62,20 @@ def schema(timestamps, union):
     return pa.schema(fields)
 
 
-def column(name, typ, n, rnd, base):
+def column(name, typ, n, rnd, base, before_1970=None):
     """n values of one column; None about one time in ten (never for unions, whose nulls
     pyarrow's writer cannot express)."""
 
     def maybe(make):
         return [None if rnd.random() < 0.1 else make(base + i) for i in range(n)]
+
+    def ts(r):
+        v = rnd.randint(-2 * 10**18, 2 * 10**18) // rnd.choice([1, 1000, 10**9])
+        if before_1970 == "whole" and v < 0:
+            return v - v % 10**9
+        if before_1970 == "not-last-second" and -10**9 < v < 0:
+            return v - 10**9
+        return v
 
     if name == "c_union":
         tags = [rnd.randrange(2) for _ in range(n)]
@@ -86,8 +97,8 @@ def column(name, typ, n, rnd, base):
         "c_binary": lambda r: bytes(rnd.randrange(256) for _ in range(rnd.randint(0, 12))),
         "c_date": lambda r: datetime.date(1900, 1, 1) + datetime.timedelta(days=rnd.randint(0, 80000)),
         # Before 1970 and after, whole seconds and not: the values one decoder misreads.
-        "c_ts": lambda r: rnd.randint(-2 * 10**18, 2 * 10**18) // rnd.choice([1, 1000, 10**9]),
-        "c_tsl": lambda r: rnd.randint(-2 * 10**18, 2 * 10**18) // rnd.choice([1, 1000, 10**9]),
+        "c_ts": ts,
+        "c_tsl": ts,
         "c_array": lambda r: [None if rnd.random() < 0.1 else rnd.randint(-1000, 1000)
                               for _ in range(rnd.randint(0, 4))],
         "c_map": lambda r: [(f"k{j}", rnd.randint(-1000, 1000)) for j in range(rnd.randint(0, 3))],
@@ -103,7 +114,12 @@ def write(args):
     for f in range(args.files):
         codec = args.codec or CODECS[f % len(CODECS)]
         base = f * args.rows
-        table = pa.table([column(fl.name, fl.type, args.rows, rnd, base) for fl in s], schema=s)
+        before_1970 = ("whole" if args.whole_seconds_before_1970 else
+                       "not-last-second" if args.fractions_before_1970_but_not_in_its_last_second
+                       else None)
+        table = pa.table([column(fl.name, fl.type, args.rows, rnd, base, before_1970)
+                          for fl in s],
+                         schema=s)
         path = os.path.join(args.dir, f"cpp-{f:03d}.orc")
         orc.write_table(table, path, compression=codec, row_index_stride=args.stride,
                         # ORC column ids: the root is 0, and only primitives come before.
@@ -168,6 +184,8 @@ def main():
     w.add_argument("--seed", type=int, default=1)
     w.add_argument("--stride", type=int, default=10000, help="rows per row group")
     w.add_argument("--timestamps", action="store_true")
+    w.add_argument("--whole-seconds-before-1970", action="store_true")
+    w.add_argument("--fractions-before-1970-but-not-in-its-last-second", action="store_true")
     w.add_argument("--union", action="store_true")
     r = sub.add_parser("rows")
     r.add_argument("files", nargs="+")
