@@ -55,8 +55,9 @@ use prost::Message;
 use super::compress::{compress, decompress, Compression};
 use super::error::OrcError;
 use super::io::{read_checked, RangeRead};
+use super::marks::{NULL_UNION_ROW, TIMESTAMP_NANOS};
 use super::tail::OrcTail;
-use super::timestamp;
+use super::timestamp::{self, is_utc, Zone};
 use super::write::rle_v2_encode;
 
 /// What orc-rust reads of a file's end before it knows the tail's size.
@@ -105,35 +106,6 @@ struct Footers {
 /// Per union column of a stripe, its PRESENT stream's bits; `None` when it has none (no row
 /// is null).
 type Presence = BTreeMap<u32, Option<Vec<bool>>>;
-
-/// The writer time zone a stripe footer names; `None` when it names none (readers then take
-/// their own).
-pub type Zone = Option<String>;
-
-/// Whether `zone` is UTC by another name (the ids Java and the tz database give it), where
-/// the stored seconds of a plain timestamp are its wall clock for every reader. No zone is not
-/// UTC: readers then take their own.
-pub fn is_utc(zone: &Zone) -> bool {
-    const UTC: [&str; 16] = [
-        "UTC",
-        "Etc/UTC",
-        "GMT",
-        "Etc/GMT",
-        "UCT",
-        "Etc/UCT",
-        "Universal",
-        "Etc/Universal",
-        "Zulu",
-        "Etc/Zulu",
-        "GMT0",
-        "Etc/GMT0",
-        "Etc/GMT+0",
-        "Etc/GMT-0",
-        "Greenwich",
-        "Etc/Greenwich",
-    ];
-    zone.as_deref().is_some_and(|z| UTC.contains(&z))
-}
 
 impl<R: RangeRead + Send> Chunks<R> {
     /// Serves the file `tail` was read from, when the columns `roots` (and what they hold) are
@@ -643,10 +615,6 @@ impl<R: RangeRead + Send + 'static> Decoder<R> {
     }
 }
 
-/// Field metadata that marks the variant the decoder adds to a union (of type `Null`): the
-/// rows of that variant are null union rows (see the module docs).
-pub(crate) const NULL_UNION_ROW: &str = "hive-orc-compactor.null-union-row";
-
 /// A file's type tree, by column id (the root is 0; a column's children follow it).
 struct Tree<'a>(&'a [proto::Type]);
 
@@ -911,12 +879,6 @@ fn next_bit(bits: &mut HashMap<u32, Bits>, column: u32) -> Result<bool, OrcError
     b.read += 1;
     Ok(bit)
 }
-
-/// Field metadata that marks a column of ORC timestamps decoded as `Decimal128(38, 9)`: the
-/// nanoseconds since 1970-01-01 00:00:00 (of the wall clock for a plain timestamp, in UTC for
-/// `timestamp with local time zone`). Arrow's `Timestamp(ns)` holds only the years 1677 to 2262;
-/// ORC holds 0001 to 9999 and beyond (Hive's SCD2 tables end rows at 9999-12-31).
-pub(crate) const TIMESTAMP_NANOS: &str = "hive-orc-compactor.timestamp-nanos";
 
 /// `schema` with every timestamp, at any depth, as [`TIMESTAMP_NANOS`] decimals.
 fn wide_timestamps(schema: &Schema) -> Schema {

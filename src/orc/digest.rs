@@ -28,8 +28,9 @@ use arrow::datatypes::{
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::Xxh3;
 
-use super::decode::{Zone, TIMESTAMP_NANOS};
 use super::error::{OrcError, VerifyFailure};
+use super::marks::TIMESTAMP_NANOS;
+use super::timestamp::Zone;
 
 /// The digest of one top-level column of one file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -99,7 +100,7 @@ fn runs(zones: &[(Zone, u64)]) -> String {
 pub struct Digester {
     zones: Vec<(Zone, u64)>,
     columns: Vec<(String, Xxh3)>,
-    /// Which top-level columns are timestamps carried as decimals (decode::TIMESTAMP_NANOS).
+    /// Which top-level columns are timestamps carried as decimals (marks::TIMESTAMP_NANOS).
     timestamps: Vec<bool>,
     rows: u64,
     /// One column's canonical bytes for one batch, reused.
@@ -170,7 +171,7 @@ impl Digester {
     }
 }
 
-/// Whether the field carries timestamps as decimals (decode::TIMESTAMP_NANOS).
+/// Whether the field carries timestamps as decimals (marks::TIMESTAMP_NANOS).
 fn is_timestamp(field: &Field) -> bool {
     field.metadata().contains_key(TIMESTAMP_NANOS)
 }
@@ -291,7 +292,7 @@ fn encode(
                 let tag = a.type_id(i);
                 out.push(tag as u8);
                 if a.child(tag).data_type() == &DataType::Null {
-                    // A null union row (decode::NULL_UNION_ROW): its tag says it all.
+                    // A null union row (marks::NULL_UNION_ROW): its tag says it all.
                     continue;
                 }
                 let at = a.value_offset(i);

@@ -22,6 +22,7 @@ mod digest;
 mod error;
 mod io;
 mod key;
+mod marks;
 mod merge;
 mod plan;
 mod reencode;

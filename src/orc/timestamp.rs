@@ -11,6 +11,35 @@
 //! turns such a value into the standard layout, which ORC C++ reads as the same time and ORC
 //! Java can read.
 
+/// The writer time zone a stripe footer names; `None` when it names none (readers then take
+/// their own).
+pub type Zone = Option<String>;
+
+/// Whether `zone` is UTC by another name (the ids Java and the tz database give it), where
+/// the stored seconds of a plain timestamp are its wall clock for every reader. No zone is not
+/// UTC: readers then take their own.
+pub fn is_utc(zone: &Zone) -> bool {
+    const UTC: [&str; 16] = [
+        "UTC",
+        "Etc/UTC",
+        "GMT",
+        "Etc/GMT",
+        "UCT",
+        "Etc/UCT",
+        "Universal",
+        "Etc/Universal",
+        "Zulu",
+        "Etc/Zulu",
+        "GMT0",
+        "Etc/GMT0",
+        "Etc/GMT+0",
+        "Etc/GMT-0",
+        "Greenwich",
+        "Etc/Greenwich",
+    ];
+    zone.as_deref().is_some_and(|z| UTC.contains(&z))
+}
+
 /// 2015-01-01 00:00:00 UTC in seconds since 1970: what the stored seconds count from.
 pub(crate) const ORC_EPOCH: i64 = 1_420_070_400;
 

@@ -15,9 +15,10 @@ use bytes::Bytes;
 use orc_rust::proto::{self, r#type::Kind as TypeKind};
 use orc_rust::ArrowReaderBuilder;
 
-use super::super::decode::{Decoder, Zone};
+use super::super::decode::Decoder;
 use super::super::tail::{read_tail, read_tail_with_statistics, OrcTail, TailStatistics};
 use super::super::testutil::{block_on, MemFile, VecSink, ALL_TYPES_LZ4, MULTI_STRIPE_ZSTD};
+use super::super::timestamp::Zone;
 use super::super::Compression;
 use super::{OrcWriter, WriterOptions};
 
@@ -315,7 +316,7 @@ fn writer_throughput() {
 /// The type tree `struct<ts:timestamp>` and its column as the decoder hands it over: a
 /// `Decimal128(38, 9)` of nanoseconds marked TIMESTAMP_NANOS.
 fn one_timestamp_column() -> (Vec<proto::Type>, Field) {
-    use super::super::decode::TIMESTAMP_NANOS;
+    use super::super::marks::TIMESTAMP_NANOS;
     let mut root = ty(TypeKind::Struct);
     root.subtypes = vec![1];
     root.field_names = vec!["ts".into()];
@@ -328,7 +329,7 @@ fn one_timestamp_column() -> (Vec<proto::Type>, Field) {
 /// 1970 in a decimal marked TIMESTAMP_NANOS), come back from our own file as they went in.
 #[test]
 fn timestamps_of_years_0001_to_9999_round_trip_as_decimal_nanos() {
-    use super::super::decode::{Decoder, TIMESTAMP_NANOS};
+    use super::super::marks::TIMESTAMP_NANOS;
     const S: i128 = 1_000_000_000;
     let values: Vec<Option<i128>> = vec![
         Some(-62_135_596_800 * S),              // 0001-01-01 00:00:00

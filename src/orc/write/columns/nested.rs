@@ -7,8 +7,8 @@ use arrow::array::{Array, ArrayRef, AsArray, UInt32Array};
 use arrow::datatypes::DataType;
 use orc_rust::proto::{self, column_encoding::Kind as Encoding};
 
-use super::super::super::decode::NULL_UNION_ROW;
 use super::super::super::error::OrcError;
+use super::super::super::marks::NULL_UNION_ROW;
 use super::super::byte_rle::ByteRle;
 use super::super::rle_v2::IntRleV2;
 use super::super::statistics::Kind as StatsKind;

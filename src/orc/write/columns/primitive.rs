@@ -384,7 +384,7 @@ impl Values for Timestamps {
             DataType::Timestamp(TimeUnit::Nanosecond, _) => {
                 self.write_unit::<TimestampNanosecondType>(common, array, 1_000_000_000)
             }
-            // How the decoder hands over timestamps (decode::TIMESTAMP_NANOS): nanoseconds
+            // How the decoder hands over timestamps (marks::TIMESTAMP_NANOS): nanoseconds
             // since 1970 as a decimal, over every year ORC can hold.
             DataType::Decimal128(38, 9) => {
                 let bounded = self.bounded();
