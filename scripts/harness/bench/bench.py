@@ -61,17 +61,20 @@ DATASETS = {
     "bench_rbig": ("RBIG: 2,500 x 2,500 rows, 11 cols, zlib", "zlib"),
     "bench_rts": ("RTS: R with an SCD2 valid_to (9999-12-31 23:59:59.999999)", "zlib"),
     "bench_rcpp": ("RC++: R's files written again by ORC C++ (pyarrow)", "zlib"),
+    "bench_rbigts": ("RBIGTS: RBIG with an SCD2 valid_to (9999-12-31 23:59:59.999999)", "zlib"),
+    "bench_rbigcpp": ("RBIGC++: RBIG's files written again by ORC C++ (pyarrow)", "zlib"),
 }
 # Sets for `compact --stripes rewrite` (run_reencode), and whether Spark's rewrite runs on them
 # whatever --spark-sets says: R is the comparison the re-encode is judged by; RBIG (output of
 # several 64 MiB stripes) is for our memory, and Spark adds minutes there without a target.
-REENCODE_SETS = {"bench_r": True, "bench_rbig": False, "bench_rts": True, "bench_rcpp": True}
+REENCODE_SETS = {"bench_r": True, "bench_rbig": False, "bench_rts": True, "bench_rcpp": True,
+                 "bench_rbigts": False, "bench_rbigcpp": False}
 # Sets pyarrow cannot read (arrow's nanosecond timestamps end in 2262): no ORC C++ phase, and
 # their outputs are read back by Spark only.
-NOT_FOR_PYARROW = {"bench_rts"}
+NOT_FOR_PYARROW = {"bench_rts", "bench_rbigts"}
 # Sets whose files the Java generator writes and ORC C++ then writes again, file for file, on
 # HDFS, before anything is timed: inputs from ORC C++ (pyarrow_orc.py rewrite-each).
-FROM_CPP = {"bench_rcpp"}
+FROM_CPP = {"bench_rcpp", "bench_rbigcpp"}
 STRIPE_SIZE = 64 << 20
 # The column the one-column read takes (a string: dictionary or direct, per stripe).
 READ_COLUMN = "name"
@@ -723,7 +726,8 @@ def mib(b):
 SET_LABELS = {"bench_a": "A", "bench_b": "B", "bench_c": "C", "bench_wide": "W",
               "bench_w2k": "W2k", "bench_big": "BIG", "bench_t1k": "T1k", "bench_t10k": "T10k",
               "bench_t100k": "T100k", "bench_r": "R", "bench_rbig": "RBIG",
-              "bench_rts": "RTS", "bench_rcpp": "RC++"}
+              "bench_rts": "RTS", "bench_rcpp": "RC++", "bench_rbigts": "RBIGTS",
+              "bench_rbigcpp": "RBIGC++"}
 
 
 def latest_rows(results, reencode, machine):
