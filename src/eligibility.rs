@@ -6,7 +6,7 @@
 //! format that keeps its own file list) is refused, because rewriting its files behind that
 //! owner's back corrupts it.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::table::{StorageInfo, TableInfo};
 
@@ -15,7 +15,7 @@ use crate::table::{StorageInfo, TableInfo};
 pub const ORC_INPUT_FORMAT: &str = "org.apache.hadoop.hive.ql.io.orc.OrcInputFormat";
 pub const ORC_SERDE: &str = "org.apache.hadoop.hive.ql.io.orc.OrcSerde";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Rule {
     View,

@@ -28,6 +28,8 @@ pub const LISTINGS_IN_FLIGHT: usize = 16;
 #[derive(Debug, Clone)]
 pub enum Tables {
     One(TableName),
+    /// Tables named one by one, in this order (a work list's).
+    Named(Vec<TableName>),
     /// A database's tables, optionally only those whose name matches a glob (`events_*`).
     Database {
         db: String,
@@ -63,6 +65,45 @@ pub enum Partitions {
     Where(String),
     /// Specs as the user typed them; resolved (and refused when wrong) one by one.
     Specs(Vec<String>),
+    /// Partitions of several tables, each named by its table: a work list made by an earlier
+    /// selection (`compact --partitions-from`), resolved one by one like typed specs.
+    Listed(Vec<(TableName, String)>),
+}
+
+impl Partitions {
+    /// Each partition was named, not selected: reported on its own (refusals included), in the
+    /// order given, and left to `compact` whatever the thresholds say.
+    pub fn named_one_by_one(&self) -> bool {
+        matches!(self, Partitions::Specs(_) | Partitions::Listed(_))
+    }
+
+    /// A work list's lines, `db.table/partition-name` (what [`Candidate::key`] gives), into
+    /// partitions and the tables they name in first-seen order. Blank lines are ignored.
+    pub fn from_keys<'a>(
+        lines: impl IntoIterator<Item = &'a str>,
+    ) -> Result<(Vec<TableName>, Partitions), String> {
+        let mut tables: Vec<TableName> = Vec::new();
+        let mut listed = Vec::new();
+        for (n, line) in lines.into_iter().enumerate() {
+            let line = line.trim_end_matches(['\r', '\n']);
+            if line.trim().is_empty() {
+                continue;
+            }
+            let bad = |why: &str| format!("line {}: '{line}' {why}", n + 1);
+            let (table, spec) = line
+                .split_once('/')
+                .ok_or_else(|| bad("is not db.table/partition-name"))?;
+            let table: TableName = table.parse().map_err(|e: String| bad(&e))?;
+            if spec.is_empty() {
+                return Err(bad("names no partition"));
+            }
+            if !tables.contains(&table) {
+                tables.push(table.clone());
+            }
+            listed.push((table, spec.to_string()));
+        }
+        Ok((tables, Partitions::Listed(listed)))
+    }
 }
 
 /// `K/N`: this host takes the candidates whose stable hash falls in bucket K of N. Every host
@@ -146,6 +187,13 @@ pub struct TableSelection {
 pub async fn tables(metastore: &Metastore, tables: &Tables) -> anyhow::Result<Vec<TableInfo>> {
     match tables {
         Tables::One(name) => Ok(vec![resolve::table(metastore, name).await?]),
+        Tables::Named(names) => {
+            let mut out = Vec::with_capacity(names.len());
+            for name in names {
+                out.push(resolve::table(metastore, name).await?);
+            }
+            Ok(out)
+        }
         Tables::Database { db, glob } => {
             let mut names = metastore
                 .tables(db, None)
@@ -186,7 +234,7 @@ pub async fn select(
             error: None,
         };
         // Typed specs are each reported on their own, refusal included, as `compact` does.
-        if found.refusal.is_none() || matches!(selection.partitions, Partitions::Specs(_)) {
+        if found.refusal.is_none() || selection.partitions.named_one_by_one() {
             match candidates(metastore, &table, &selection.partitions).await {
                 Ok(mut c) => {
                     if let Some(shard) = &selection.shard {
@@ -218,8 +266,18 @@ async fn candidates(
         candidate(name_of(table, &info), Some(info))
     };
     let what = table.qualified_name();
-    if let Partitions::Specs(specs) = partitions {
-        return Ok(specs.iter().map(|s| candidate(s.clone(), None)).collect());
+    match partitions {
+        Partitions::Specs(specs) => {
+            return Ok(specs.iter().map(|s| candidate(s.clone(), None)).collect())
+        }
+        Partitions::Listed(listed) => {
+            return Ok(listed
+                .iter()
+                .filter(|(t, _)| t.db == table.db && t.table == table.name)
+                .map(|(_, s)| candidate(s.clone(), None))
+                .collect())
+        }
+        Partitions::All | Partitions::Where(_) => {}
     }
     if table.partition_keys.is_empty() {
         let dir = PartitionInfo {
@@ -468,6 +526,25 @@ pub async fn survey(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn work_lists_name_partitions_of_several_tables() {
+        let (tables, partitions) = Partitions::from_keys(
+            "s.events/dt=2026-11-01\nS.Events/dt=2026-11-02/h=01\n\nother/n=1\n".lines(),
+        )
+        .unwrap();
+        let names: Vec<String> = tables.iter().map(|t| t.to_string()).collect();
+        assert_eq!(names, ["s.events", "default.other"]);
+        let Partitions::Listed(listed) = partitions else {
+            panic!("listed")
+        };
+        let specs: Vec<&str> = listed.iter().map(|(_, s)| s.as_str()).collect();
+        assert_eq!(specs, ["dt=2026-11-01", "dt=2026-11-02/h=01", "n=1"]);
+        for bad in ["s.events", "s.events/", "a.b.c/dt=1"] {
+            let e = Partitions::from_keys([bad]).unwrap_err();
+            assert!(e.starts_with("line 1: "), "{e}");
+        }
+    }
 
     #[test]
     fn shards_parse_and_partition_keys() {

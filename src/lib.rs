@@ -22,3 +22,4 @@ pub mod relocate;
 pub mod resolve;
 pub mod snapshot;
 pub mod table;
+pub mod yarn;

@@ -15,12 +15,13 @@ use anyhow::Context;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use hive_orc_compactor::config;
 use hive_orc_compactor::exit::ExitCode;
-use hive_orc_compactor::fleet::{Partitions, Selection, Shard, Tables};
+use hive_orc_compactor::fleet::{Selection, Shard, Tables};
 use hive_orc_compactor::metastore::MetastorePool;
 use hive_orc_compactor::operations::analyze::{self, AnalyzeOptions};
 use hive_orc_compactor::operations::batch::{self, BatchOptions};
 use hive_orc_compactor::operations::cleanup::{self, CleanupOptions};
 use hive_orc_compactor::operations::compact::{Stripes, VerifyLevel};
+use hive_orc_compactor::operations::on_yarn::{self, YarnOptions};
 use hive_orc_compactor::operations::{iceberg, inspect};
 use hive_orc_compactor::operations::{rollback, verify};
 use hive_orc_compactor::resolve::TableName;
@@ -164,6 +165,7 @@ Examples:
   hive-orc-compactor analyze --database sales --tables 'events_*' --json
   hive-orc-compactor analyze --table sales.events --deep --csv > events.csv
   hive-orc-compactor analyze --database sales --html census.html")]
+    #[command(group(clap::ArgGroup::new("what").required(true).args(["table", "database"])))]
     Analyze {
         #[command(flatten)]
         scope: Scope,
@@ -219,6 +221,7 @@ Examples:
   hive-orc-compactor compact --table sales.events --partition 'dt=2026-11-01' --partition 'dt=2026-11-02'
   hive-orc-compactor compact --table sales.events --where \"dt < '2026-11-01'\" --min-files 10
   hive-orc-compactor compact --database sales --tables 'events_*' --parallel 4 --limit 500 --json")]
+    #[command(group(clap::ArgGroup::new("what").required(true).args(["table", "database", "partitions_from"])))]
     Compact {
         #[command(flatten)]
         scope: Scope,
@@ -259,6 +262,10 @@ Examples:
         /// Take only shard K of N of the candidates (stable hash of db.table/partition)
         #[arg(long, value_name = "K/N")]
         shard: Option<Shard>,
+        /// The partitions listed in FILE ('-': standard input), one db.table/partition-name
+        /// per line, as `--on-yarn` hands them to its tasks; compacted as typed specs are
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["partition", "where_", "all", "table", "database", "shard"])]
+        partitions_from: Option<PathBuf>,
         /// Do not take the metastore's EXCLUSIVE partition lock (writers using Hive's lock
         /// manager are then not kept out; the re-check before the swap still is)
         #[arg(long, conflicts_with = "require_lock")]
@@ -278,6 +285,8 @@ Examples:
         verify: Option<VerifyLevel>,
         #[command(flatten)]
         stripes: StripeArgs,
+        #[command(flatten)]
+        yarn: Box<YarnArgs>,
         #[command(flatten)]
         watch: Watch,
     },
@@ -333,6 +342,7 @@ Exit codes: 0 done (or nothing to do); 1 something could not be removed (the res
 Examples:
   hive-orc-compactor cleanup --table sales.events --dry-run
   hive-orc-compactor cleanup --database sales --tables 'events_*' --older-than 48h --trash")]
+    #[command(group(clap::ArgGroup::new("what").required(true).args(["table", "database"])))]
     Cleanup {
         #[command(flatten)]
         scope: Scope,
@@ -421,6 +431,7 @@ __HIVE_DEFAULT_PARTITION__, which becomes null), files, bytes, rows, small files
 files compaction would remove first.
 
 Exit codes: 0 every table ready; 3 a table is blocked; 1 a table could not be read.")]
+    #[command(group(clap::ArgGroup::new("what").required(true).args(["table", "database"])))]
     Check {
         #[command(flatten)]
         scope: Scope,
@@ -491,12 +502,7 @@ metadata. Refused (exit 3) once the Iceberg table has commits of its own: they w
 #[derive(Args)]
 struct Scope {
     /// The table, as db.table
-    #[arg(
-        long,
-        value_name = "DB.TABLE",
-        required_unless_present = "database",
-        conflicts_with = "database"
-    )]
+    #[arg(long, value_name = "DB.TABLE", conflicts_with = "database")]
     table: Option<TableName>,
     /// Every table of this database
     #[arg(long, value_name = "DB")]
@@ -504,6 +510,48 @@ struct Scope {
     /// With --database: only tables whose name matches this glob, e.g. 'events_*'
     #[arg(long, value_name = "GLOB", requires = "database")]
     tables: Option<String>,
+}
+
+/// Where `compact` does its work: here, or in the tasks of a YARN job.
+#[derive(Args)]
+struct YarnArgs {
+    /// Compact the selected partitions in a map-only YARN job (Hadoop Streaming, as DistCp
+    /// runs): this host plans, uploads itself and the work list to HDFS, submits the job with
+    /// the Hadoop client's `mapred`, follows it and prints the usual reports and summary
+    #[arg(long)]
+    on_yarn: bool,
+    /// With --on-yarn: map tasks, each compacting an equal share of the partitions, --parallel
+    /// at a time (default 4)
+    #[arg(long, value_name = "N", requires = "on_yarn", value_parser = clap::value_parser!(u16).range(1..))]
+    tasks: Option<u16>,
+    /// With --on-yarn: the YARN queue (mapreduce.job.queuename)
+    #[arg(long, value_name = "QUEUE", requires = "on_yarn")]
+    queue: Option<String>,
+    /// With --on-yarn: the Hadoop client's mapred command (default $HADOOP_HOME/bin/mapred,
+    /// else mapred on PATH) [env: HOC_HADOOP_CMD]
+    #[arg(
+        long,
+        value_name = "PATH",
+        requires = "on_yarn",
+        env = "HOC_HADOOP_CMD",
+        hide_env = true
+    )]
+    hadoop_cmd: Option<PathBuf>,
+    /// With --on-yarn: a release build already on HDFS for the tasks to run
+    /// (hdfs://.../hive-orc-compactor); default: this binary, uploaded for the job
+    #[arg(long, value_name = "URI", requires = "on_yarn")]
+    yarn_binary: Option<String>,
+    /// With --on-yarn: where the job's files go while it runs (removed at its end)
+    /// [default: hdfs:///user/<user>/.hive-orc-compactor/yarn]
+    #[arg(long, value_name = "URI", requires = "on_yarn")]
+    yarn_dir: Option<String>,
+    /// With --on-yarn: each task's container memory (default 384MiB plus 512MiB per --parallel
+    /// partition: the re-encoder's bound at 64 MiB stripes)
+    #[arg(long, value_name = "SIZE", value_parser = parse_bytes, requires = "on_yarn")]
+    task_memory: Option<u64>,
+    /// Set by --on-yarn for its tasks: status lines on stderr, reports as JSON lines
+    #[arg(long, hide = true, requires = "partitions_from")]
+    yarn_task: bool,
 }
 
 /// The run's metrics, for the commands cron runs.
@@ -641,7 +689,9 @@ async fn run(options: &Options) -> anyhow::Result<ExitCode> {
         CommandOptions::Compact {
             selection,
             options: o,
-        } => run_compact(options, selection, o).await,
+            yarn,
+            yarn_task,
+        } => run_compact(options, selection, o, yarn.as_ref(), *yarn_task).await,
         CommandOptions::Rollback {
             table,
             partition,
@@ -783,17 +833,23 @@ async fn run_iceberg(options: &Options, command: &IcebergOptions) -> anyhow::Res
     }
 }
 
-/// Plans the selection on one connection, then compacts on a pool of `--parallel` connections.
+/// Plans the selection on one connection, then compacts on a pool of `--parallel` connections,
+/// or hands the planned partitions to a YARN job.
 async fn run_compact(
     options: &Options,
     selection: &Selection,
     batch_options: &BatchOptions,
+    yarn: Option<&YarnOptions>,
+    yarn_task: bool,
 ) -> anyhow::Result<ExitCode> {
     cancel_on_signal(batch_options.compact.cancel.clone());
     let metastore = options.connect().await?;
     let hdfs = options.hdfs();
     let plan = batch::plan(&metastore, &hdfs, selection, batch_options).await?;
     drop(metastore);
+    if let Some(yarn) = yarn {
+        return run_on_yarn(options, plan, batch_options, yarn).await;
+    }
     let resolved = &options.metastore;
     let pool = MetastorePool::connect(
         resolved.config.clone(),
@@ -801,15 +857,80 @@ async fn run_compact(
     )
     .await
     .with_context(|| format!("metastore from {}", resolved.source))?;
-    let observer = render::Batch::new(options.format, plan.runs.len() + plan.decided.len());
+    let partitions = plan.runs.len() + plan.decided.len();
+    if yarn_task {
+        keep_task_alive();
+    }
+    let observer = match yarn_task {
+        true => render::Batch::yarn_task(partitions),
+        false => render::Batch::new(options.format, partitions),
+    };
     let summary = batch::execute(&pool, &hdfs, plan, batch_options, &observer).await;
     observer.finish();
     if let Some(m) = &options.metrics {
         m.compact(&summary);
     }
-    if !matches!(selection.partitions, Partitions::Specs(_)) {
-        render::batch_summary(&mut stdout(), &summary, options.format)?;
+    if !selection.partitions.named_one_by_one() {
+        render::batch_summary(&mut stdout(), &summary, None, options.format)?;
     }
+    // A task's outcomes are its report lines; a failing exit would only make YARN run the
+    // same partitions again. Exit 0 once every partition is reported.
+    Ok(if yarn_task {
+        ExitCode::Ok
+    } else {
+        summary.exit()
+    })
+}
+
+/// A YARN task that prints nothing for `mapreduce.task.timeout` is killed; one partition may
+/// take longer than that, so a status line goes out every minute while the task works.
+fn keep_task_alive() {
+    tokio::spawn(async {
+        let mut every = tokio::time::interval(Duration::from_secs(60));
+        loop {
+            every.tick().await;
+            eprintln!("reporter:status:hive-orc-compactor is compacting");
+        }
+    });
+}
+
+/// `--on-yarn`: the plan's partitions go to the tasks of one YARN job (a dry run prints the
+/// job instead); their reports come back into the usual summary.
+async fn run_on_yarn(
+    options: &Options,
+    plan: batch::BatchPlan,
+    batch_options: &BatchOptions,
+    yarn: &YarnOptions,
+) -> anyhow::Result<ExitCode> {
+    let job = on_yarn::plan(&plan, yarn);
+    if batch_options.compact.dry_run {
+        render::yarn_plan(&mut stdout(), &job, options.format)?;
+        let observer = render::Batch::new(options.format, plan.decided.len());
+        for r in &plan.decided {
+            batch::Observer::finished(&observer, r);
+        }
+        observer.finish();
+        return Ok(ExitCode::Ok);
+    }
+    let observer = render::Batch::new(options.format, plan.runs.len() + plan.decided.len());
+    let bar = render::Batch::yarn_job(options.format);
+    let progress = |pct: u8| bar.set_position(u64::from(pct));
+    let (summary, report) = on_yarn::execute(
+        &options.hdfs(),
+        plan,
+        job,
+        yarn,
+        &batch_options.compact.cancel,
+        &observer,
+        &progress,
+    )
+    .await;
+    bar.finish_and_clear();
+    observer.finish();
+    if let Some(m) = &options.metrics {
+        m.compact(&summary);
+    }
+    render::batch_summary(&mut stdout(), &summary, Some(&report), options.format)?;
     Ok(summary.exit())
 }
 

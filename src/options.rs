@@ -19,6 +19,7 @@ use hive_orc_compactor::operations::compact::{
     CompactOptions, Stripes, DEFAULT_MIN_STRIPE_SIZE, DEFAULT_STRIPE_SIZE, WRITE_IN_PROGRESS_AGE,
 };
 use hive_orc_compactor::operations::iceberg;
+use hive_orc_compactor::operations::on_yarn::YarnOptions;
 use hive_orc_compactor::orc::DEFAULT_TARGET_SIZE;
 use hive_orc_compactor::resolve::TableName;
 use tokio_util::sync::CancellationToken;
@@ -62,6 +63,10 @@ pub enum CommandOptions {
         selection: Selection,
         // Boxed: by far the largest command's options.
         options: Box<BatchOptions>,
+        /// `--on-yarn`: the job the partitions are compacted in.
+        yarn: Option<YarnOptions>,
+        /// This process is one of an `--on-yarn` job's tasks.
+        yarn_task: bool,
     },
     Rollback {
         table: TableName,
@@ -351,17 +356,21 @@ fn compact(cli: &Cli, matches: &ArgMatches, settings: &Settings) -> anyhow::Resu
         max_bytes,
         parallel,
         shard,
+        partitions_from,
         no_lock,
         require_lock,
         lock_timeout,
         verify,
         stripes,
+        yarn,
         watch: _,
     } = &cli.command
     else {
         unreachable!("called for compact only")
     };
+    let listed = partitions_from.as_deref().map(read_work_list).transpose()?;
     let partitions = match (partition.is_empty(), where_, all) {
+        _ if listed.is_some() => listed.as_ref().map(|(_, p)| p.clone()).expect("listed"),
         (false, _, _) => Partitions::Specs(partition.clone()),
         (true, Some(filter), _) => Partitions::Where(filter.clone()),
         (true, None, true) => Partitions::All,
@@ -373,7 +382,7 @@ fn compact(cli: &Cli, matches: &ArgMatches, settings: &Settings) -> anyhow::Resu
             )
             .exit(),
     };
-    let typed = matches!(partitions, Partitions::Specs(_));
+    let typed = partitions.named_one_by_one();
     // Typed specs are compacted whatever their age unless --min-age itself is given: the age
     // default is for selections, where nobody looked at each partition.
     let min_age_on_command_line = matches
@@ -431,13 +440,150 @@ fn compact(cli: &Cli, matches: &ArgMatches, settings: &Settings) -> anyhow::Resu
             .unwrap_or(DEFAULT_PARALLEL)
             .max(1),
     };
+    let yarn_options = match yarn.on_yarn {
+        true => Some(yarn_options(
+            cli,
+            yarn,
+            &options,
+            settings,
+            min_age_on_command_line,
+        )?),
+        false => None,
+    };
     Ok(CommandOptions::Compact {
         selection: Selection {
-            tables: tables(scope)?,
+            tables: match listed {
+                Some((tables, _)) => Tables::Named(tables),
+                None => tables(scope)?,
+            },
             partitions,
             shard: *shard,
         },
         options: Box::new(options),
+        yarn: yarn_options,
+        yarn_task: yarn.yarn_task,
+    })
+}
+
+/// `--partitions-from`: a file, or `-` for standard input (how a YARN task gets its share).
+fn read_work_list(path: &std::path::Path) -> anyhow::Result<(Vec<TableName>, Partitions)> {
+    let text = if path == std::path::Path::new("-") {
+        std::io::read_to_string(std::io::stdin()).context("reading the work list from stdin")?
+    } else {
+        std::fs::read_to_string(path)
+            .with_context(|| format!("reading the work list {}", path.display()))?
+    };
+    Partitions::from_keys(text.lines())
+        .map_err(|e| anyhow::anyhow!("work list {}: {e}", path.display()))
+}
+
+/// Container memory of a task: the streaming JVM's share plus our bound per partition at once
+/// (the re-encoder's peak stays under 512 MiB at 64 MiB stripes, see BENCHMARKS.md).
+fn default_task_memory_mb(parallel: usize) -> u64 {
+    384 + 512 * parallel as u64
+}
+
+/// The job `--on-yarn` submits, with the command line its tasks run: this run's settings as
+/// flags, so every task compacts exactly as this host would.
+fn yarn_options(
+    cli: &Cli,
+    yarn: &crate::YarnArgs,
+    options: &BatchOptions,
+    settings: &Settings,
+    min_age_on_command_line: bool,
+) -> anyhow::Result<YarnOptions> {
+    let global = &cli.global;
+    let metastore = metastore_config(global, settings)?;
+    if metastore.config.sasl_principal.is_some() {
+        anyhow::bail!(
+            "--on-yarn cannot reach a Kerberos (SASL) metastore yet: its tasks would need a              metastore delegation token, which this version does not fetch; run on the edge              node instead (--shard K/N spreads a selection over several hosts)"
+        );
+    }
+    let user = hdfs::hadoop_user(global.hadoop_user.as_deref());
+    let c = &options.compact;
+    let uris: Vec<String> = metastore
+        .config
+        .uris
+        .iter()
+        .map(|u| u.to_string())
+        .collect();
+    let mut args: Vec<String> = [
+        "compact",
+        "--partitions-from",
+        "-",
+        "--yarn-task",
+        "--json",
+        "--metastore",
+        &uris.join(","),
+        "--metastore-timeout",
+        &format!("{}s", metastore.config.io_timeout.as_secs().max(1)),
+        "--hadoop-user",
+        &user,
+        "--target-size",
+        &c.target_size.to_string(),
+        "--stripes",
+        c.stripes.as_str(),
+        "--min-stripe-size",
+        &c.min_stripe_size.to_string(),
+        "--stripe-size",
+        &c.stripe_size.to_string(),
+        "--verify",
+        c.verify.as_str(),
+        "--parallel",
+        &options.parallel.to_string(),
+        "--lock-timeout",
+        &format!("{}s", c.lock.wait.as_secs()),
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect();
+    if matches!(
+        metastore.config.transport,
+        hive_orc_compactor::metastore::Transport::Framed
+    ) {
+        args.push("--metastore-framed".into());
+    }
+    match c.lock.mode {
+        LockMode::Off => args.push("--no-lock".into()),
+        LockMode::Required => args.push("--require-lock".into()),
+        LockMode::IfSupported => {}
+    }
+    // The age this host judged by, judged again where the partition is compacted: a writer
+    // may have added files since.
+    if let Some(age) = options
+        .thresholds
+        .min_age
+        .filter(|_| min_age_on_command_line)
+    {
+        args.extend(["--min-age".into(), format!("{}s", age.as_secs())]);
+    }
+    let location = |flag: &str, uri: &str| {
+        hdfs::Location::parse(uri).map_err(|e| anyhow::anyhow!("{flag}: {e}"))
+    };
+    Ok(YarnOptions {
+        tasks: yarn.tasks.map_or(4, usize::from),
+        queue: yarn.queue.clone(),
+        mapred: yarn
+            .hadoop_cmd
+            .clone()
+            .unwrap_or_else(hive_orc_compactor::yarn::default_mapred),
+        binary: yarn
+            .yarn_binary
+            .as_deref()
+            .map(|u| location("--yarn-binary", u))
+            .transpose()?,
+        work_dir: match &yarn.yarn_dir {
+            Some(d) => location("--yarn-dir", d)?,
+            None => location(
+                "--yarn-dir",
+                &format!("hdfs:///user/{user}/.hive-orc-compactor/yarn"),
+            )?,
+        },
+        task_args: args,
+        task_memory_mb: yarn
+            .task_memory
+            .map_or(default_task_memory_mb(options.parallel), |b| b >> 20),
+        run_id: hive_orc_compactor::layout::new_run_id(),
     })
 }
 

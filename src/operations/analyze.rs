@@ -235,6 +235,11 @@ pub async fn analyze(
 ) -> anyhow::Result<AnalyzeReport> {
     let scope = match &tables {
         Tables::One(name) => name.to_string(),
+        Tables::Named(names) => names
+            .iter()
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
         Tables::Database { db, .. } => db.clone(),
     };
     let selection = Selection {

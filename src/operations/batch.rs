@@ -21,7 +21,7 @@ use futures::StreamExt;
 use serde::Serialize;
 
 use crate::exit::ExitCode;
-use crate::fleet::{self, Candidate, Partitions, Selection, Survey};
+use crate::fleet::{self, Candidate, Selection, Survey};
 use crate::hdfs::Hdfs;
 use crate::metastore::{Metastore, MetastorePool};
 use crate::operations::compact::{compact_partition, CompactOptions, CompactReport, Progress};
@@ -111,7 +111,7 @@ pub async fn plan(
     selection: &Selection,
     options: &BatchOptions,
 ) -> anyhow::Result<BatchPlan> {
-    let typed = matches!(selection.partitions, Partitions::Specs(_));
+    let typed = selection.partitions.named_one_by_one();
     let mut decided = Vec::new();
     let mut candidates = Vec::new();
     for t in fleet::select(metastore, selection).await? {
@@ -290,7 +290,7 @@ impl Counts {
 }
 
 impl BatchSummary {
-    fn add(&mut self, r: &CompactReport) {
+    pub(crate) fn add(&mut self, r: &CompactReport) {
         let table = &r.outcome.table;
         let i = match self.tables.iter().position(|t| &t.table == table) {
             Some(i) => i,

@@ -8,6 +8,7 @@ pub mod cleanup;
 pub mod compact;
 pub mod iceberg;
 pub mod inspect;
+pub mod on_yarn;
 pub mod outcome;
 pub mod rollback;
 pub mod verify;

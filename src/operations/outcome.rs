@@ -4,7 +4,7 @@
 //! outcome in one place ([`Outcome::stop`]).
 
 use anyhow::anyhow;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::eligibility::{Refusal, Rule};
 use crate::exit::ExitCode;
@@ -12,7 +12,7 @@ use crate::hdfs::FsError;
 use crate::relocate::RelocateError;
 
 /// What `--json` prints as `status`. Each command uses the statuses that fit it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Status {
     Compacted,
@@ -122,7 +122,7 @@ impl Stop {
 }
 
 /// The fields every per-partition report starts with (flattened into its JSON).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Outcome {
     pub table: String,
     pub partition: String,

@@ -5,6 +5,7 @@ use std::io::Write;
 
 use hive_orc_compactor::operations::batch::{self, BatchSummary};
 use hive_orc_compactor::operations::compact::{CompactReport, OutputWriter, Progress, VerifyLevel};
+use hive_orc_compactor::operations::on_yarn::{YarnPlan, YarnReport};
 use hive_orc_compactor::operations::outcome::Status;
 
 use super::{headline, json, plural, size, style, Format};
@@ -15,6 +16,9 @@ pub struct Batch {
     bars: indicatif::MultiProgress,
     done: indicatif::ProgressBar,
     format: Format,
+    /// This process is a YARN task: Hadoop Streaming reads `reporter:` lines on stderr as the
+    /// task's status and counters, and any such line as a sign of life.
+    yarn_task: bool,
 }
 
 impl Batch {
@@ -28,7 +32,28 @@ impl Batch {
         let bars = indicatif::MultiProgress::with_draw_target(target);
         let done = bars.add(indicatif::ProgressBar::new(partitions as u64));
         done.set_style(style("partitions [{bar:30}] {pos}/{len} elapsed {elapsed}"));
-        Batch { bars, done, format }
+        Batch {
+            bars,
+            done,
+            format,
+            yarn_task: false,
+        }
+    }
+
+    /// A YARN task's observer: reports as JSON lines on stdout (the task's output), status
+    /// and counters on stderr.
+    pub fn yarn_task(partitions: usize) -> Self {
+        Batch {
+            yarn_task: true,
+            ..Batch::new(Format::Json, partitions)
+        }
+    }
+
+    /// A YARN job followed from this host: one bar of the map phase's percent.
+    pub fn yarn_job(format: Format) -> indicatif::ProgressBar {
+        let bar = Batch::new(format, 100).done;
+        bar.set_style(style("YARN job [{bar:30}] {pos}% elapsed {elapsed}"));
+        bar
     }
 
     pub fn finish(&self) {
@@ -38,6 +63,13 @@ impl Batch {
 
 impl batch::Observer for Batch {
     fn started(&self, key: &str) -> Box<dyn Progress + '_> {
+        if self.yarn_task {
+            eprintln!(
+                "reporter:status:compacting {key} ({} of {} done)",
+                self.done.position(),
+                self.done.length().unwrap_or(0)
+            );
+        }
         let bar = self.bars.add(indicatif::ProgressBar::new(0));
         bar.set_style(style(
             "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
@@ -48,6 +80,12 @@ impl batch::Observer for Batch {
 
     fn finished(&self, report: &CompactReport) {
         self.done.inc(1);
+        if self.yarn_task {
+            eprintln!(
+                "reporter:counter:hive-orc-compactor,{},1",
+                report.outcome.status.as_text()
+            );
+        }
         if let Err(e) = self.bars.suspend(|| {
             compact(
                 &mut std::io::stdout().lock(),
@@ -202,9 +240,66 @@ pub fn compact(
 
 /// The end of a batch: one line of counts (and the partitions that need a look), or one
 /// `{"summary": ...}` object after the partitions' JSON lines.
-pub fn batch_summary(out: &mut dyn Write, s: &BatchSummary, format: Format) -> anyhow::Result<()> {
+/// What `compact --on-yarn --dry-run` would submit.
+pub fn yarn_plan(out: &mut dyn Write, p: &YarnPlan, format: Format) -> anyhow::Result<()> {
     if format == Format::Json {
-        return json(out, &serde_json::json!({ "summary": s }));
+        return json(out, &serde_json::json!({ "yarn_plan": p }));
+    }
+    writeln!(
+        out,
+        "dry run: would submit YARN job '{}': {} in {} of up to {} each",
+        p.job_name,
+        plural(p.work_list.len(), "partition"),
+        plural(p.tasks, "task"),
+        p.partitions_per_task
+    )?;
+    writeln!(
+        out,
+        "  work dir  {} (removed when the run ends)",
+        p.work_dir
+    )?;
+    writeln!(out, "  command   {}", p.command.join(" "))?;
+    for (i, key) in p.work_list.iter().enumerate() {
+        writeln!(
+            out,
+            "  task {:<4} {key}",
+            i / p.partitions_per_task.max(1) + 1
+        )?;
+    }
+    Ok(())
+}
+
+pub fn batch_summary(
+    out: &mut dyn Write,
+    s: &BatchSummary,
+    yarn: Option<&YarnReport>,
+    format: Format,
+) -> anyhow::Result<()> {
+    if format == Format::Json {
+        return match yarn {
+            Some(y) => json(out, &serde_json::json!({ "summary": s, "yarn": y })),
+            None => json(out, &serde_json::json!({ "summary": s })),
+        };
+    }
+    if let Some(y) = yarn {
+        writeln!(
+            out,
+            "yarn: job {} (application {}) {} in {:.1} s, {}",
+            y.job.as_deref().unwrap_or("-"),
+            y.application.as_deref().unwrap_or("-"),
+            if y.succeeded { "succeeded" } else { "failed" },
+            y.seconds,
+            plural(y.tasks, "task"),
+        )?;
+        for a in &y.failed_attempts {
+            writeln!(out, "  failed attempt: {a}")?;
+        }
+        if let Some(e) = &y.error {
+            writeln!(out, "  error: {e}")?;
+        }
+        if let Some(logs) = &y.logs {
+            writeln!(out, "  task logs: {logs}")?;
+        }
     }
     let c = &s.counts;
     writeln!(
@@ -366,14 +461,14 @@ mod tests {
             exit_code: 1,
             ..BatchSummary::default()
         };
-        let (out, _) = printed(|o, _| batch_summary(o, &s, Format::Text));
+        let (out, _) = printed(|o, _| batch_summary(o, &s, None, Format::Text));
         assert_eq!(
             out,
             "summary: 2 compacted, 0 nothing to do, 0 dry run, 0 skipped, 0 refused, 0 busy, \
              1 failed, 0 verification failed; 10 files removed, 2.0 KiB rewritten, 1.2 s\n  \
              needs a look: d.t/dt=1: failed: boom\n"
         );
-        let (out, _) = printed(|o, _| batch_summary(o, &s, Format::Json));
+        let (out, _) = printed(|o, _| batch_summary(o, &s, None, Format::Json));
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
         assert_eq!(v["summary"]["compacted"], 2);
         assert_eq!(v["summary"]["exit_code"], 1);

@@ -19,7 +19,7 @@ mod verify;
 
 pub use analyze::{analyze, Surveying};
 pub use cleanup::cleanup;
-pub use compact::{batch_summary, Batch};
+pub use compact::{batch_summary, yarn_plan, Batch};
 pub use iceberg::{iceberg_check, iceberg_migrate, iceberg_revert};
 pub use inspect::inspect;
 pub use report::census_page;

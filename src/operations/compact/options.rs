@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::lock::LockOptions;
@@ -79,7 +79,7 @@ impl Default for CompactOptions {
 /// planned, that stripes and tail cover the file exactly, and the file length; both check the
 /// total rows against the snapshot; and every copy checks in process, chunk by chunk, that the
 /// bytes handed to the HDFS writer are the bytes read from the input.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum VerifyLevel {
     /// The full bar: every stripe (every carried file) is re-read from HDFS and its XXH3
@@ -115,7 +115,7 @@ impl std::str::FromStr for VerifyLevel {
 
 /// How merged outputs get their stripes (`--stripes`). The choice is made per merge group when
 /// planning and carried by the plan; every other step of the protocol is the same either way.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Stripes {
     /// Re-encode a group whose mean input stripe is under `min_stripe_size`, copy the others;

@@ -1,6 +1,6 @@
 //! What `compact` reports for one partition: the plan as the dry run shows it, and the outcome.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::options::{Stripes, VerifyLevel};
 use super::write::OutputWriter;
@@ -8,7 +8,7 @@ use crate::eligibility::Rule;
 use crate::operations::outcome::{Outcome, Status};
 
 /// One merge group of the plan, as the dry run shows it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct GroupReport {
     /// The ORC schema shared by the group's files.
     pub schema: String,
@@ -19,7 +19,7 @@ pub struct GroupReport {
     pub outputs: Vec<OutputReport>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct OutputReport {
     pub name: String,
     pub inputs: Vec<String>,
@@ -36,7 +36,7 @@ pub struct OutputReport {
 }
 
 /// A file carried into the new location unchanged (byte copy), and why it is not merged.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CarriedFile {
     pub name: String,
     pub bytes: u64,
@@ -45,7 +45,7 @@ pub struct CarriedFile {
 }
 
 /// What `--json` prints for one partition.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CompactReport {
     #[serde(flatten)]
     pub outcome: Outcome,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use anyhow::anyhow;
 use bytesize::ByteSize;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::options::{CompactOptions, Stripes};
 use crate::hdfs::{Hdfs, Location};
@@ -21,7 +21,7 @@ use crate::orc::{
 use crate::snapshot::DataFile;
 
 /// What makes a merged output from its inputs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum OutputWriter {
     /// Stripes copied byte for byte behind one new tail: only files sharing schema,
     /// compression and writer can be merged (the plan's merge groups), and every stripe's

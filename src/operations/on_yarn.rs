@@ -1,0 +1,442 @@
+//! `compact --on-yarn`: the partitions a batch plan chose are compacted by the tasks of one
+//! map-only YARN job, the way DistCp copies: this host plans and reports, the cluster does the
+//! I/O. Each task runs this same binary's `compact` on its share of the work list, so every
+//! partition gets the one protocol with all of its promises, wherever it runs.
+//!
+//! Promises:
+//! 1. Every partition of the plan gets exactly one report: the one its task printed, or, when
+//!    no attempt of its task finished, `failed`, naming the job and how to read its logs.
+//! 2. A task's share travels in its input lines (NLineInputFormat), so a retried attempt redoes
+//!    exactly the partitions the failed one had, which the protocol makes safe: a partition
+//!    already swapped is nothing to do, a lock a dead attempt left makes it `busy`, and a
+//!    killed attempt leaves at most a hidden work directory that `cleanup` removes.
+//! 3. Only the output of committed attempts is read (Hadoop's output committer drops the rest),
+//!    so a partition is never counted twice.
+//! 4. The job's work directory on HDFS is removed when the run ends, whatever happened.
+//! 5. [`plan`] has no side effects: it is what `--dry-run` prints, and a dry run submits
+//!    nothing.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use bytes::Bytes;
+use serde::Serialize;
+
+use crate::fleet::Candidate;
+use crate::hdfs::{Hdfs, Location};
+use crate::operations::batch::{BatchPlan, BatchSummary, Observer};
+use crate::operations::compact::CompactReport;
+use crate::operations::outcome::Status;
+use crate::yarn::{self, Event, StreamingJob};
+
+/// Where the job's files live while it runs, under the work directory.
+const WORK_LIST: &str = "partitions.txt";
+const BINARY: &str = "hive-orc-compactor";
+const OUTPUT: &str = "out";
+/// Each task runs the binary under this name in its working directory.
+const LINK: &str = "hoc";
+/// Status lines every minute keep a task alive however long one partition takes; ten
+/// minutes of silence means it hangs.
+const TASK_TIMEOUT_MS: u64 = 600_000;
+/// Hadoop's default: a partition's task gets three retries.
+const MAX_ATTEMPTS: u32 = 4;
+/// The heap of the streaming task's own JVM, which only pipes lines to our process.
+const TASK_HEAP_MB: u64 = 200;
+
+/// What the CLI resolved for the job.
+#[derive(Debug, Clone)]
+pub struct YarnOptions {
+    /// Map tasks at most (fewer when there are fewer partitions).
+    pub tasks: usize,
+    pub queue: Option<String>,
+    /// The edge node's `mapred` command.
+    pub mapred: PathBuf,
+    /// The build the tasks run, already on HDFS; `None`: this binary, uploaded for the job.
+    pub binary: Option<Location>,
+    /// The run's files go to `<work_dir>/<run-id>`.
+    pub work_dir: Location,
+    /// The task's command line after the binary: `compact --partitions-from - ...` with the
+    /// run's settings (the CLI knows the flags; the engine does not).
+    pub task_args: Vec<String>,
+    pub task_memory_mb: u64,
+    /// `--json`'s name for this run, unique per submission.
+    pub run_id: String,
+}
+
+/// What the job will be: printed by `--dry-run`.
+#[derive(Debug, Serialize)]
+pub struct YarnPlan {
+    pub job_name: String,
+    pub tasks: usize,
+    pub partitions_per_task: usize,
+    pub work_dir: String,
+    /// The work list in file order, `db.table/partition` per line.
+    pub work_list: Vec<String>,
+    /// The `mapred` command line that submits it.
+    pub command: Vec<String>,
+    #[serde(skip)]
+    job: StreamingJob,
+    #[serde(skip)]
+    dir: Location,
+}
+
+/// What the job did, beside the partitions' reports: `--json` prints it with the summary.
+#[derive(Debug, Default, Serialize)]
+pub struct YarnReport {
+    pub application: Option<String>,
+    pub job: Option<String>,
+    pub tasks: usize,
+    pub succeeded: bool,
+    /// Attempts that failed or were killed (each retried while attempts remained).
+    pub failed_attempts: Vec<String>,
+    /// How to read the tasks' logs.
+    pub logs: Option<String>,
+    /// Why the job could not be run or its output read, when that happened.
+    pub error: Option<String>,
+    pub seconds: f64,
+}
+
+/// The job for the planned partitions; no side effects.
+pub fn plan(batch: &BatchPlan, options: &YarnOptions) -> YarnPlan {
+    let keys: Vec<String> = batch.runs.iter().map(Candidate::key).collect();
+    let (work_list, partitions_per_task, tasks) = deal(keys, options.tasks.max(1));
+    let dir = options.work_dir.child(&options.run_id);
+    let binary = options.binary.clone().unwrap_or_else(|| dir.child(BINARY));
+    let tables = {
+        let mut t: Vec<&str> = batch.runs.iter().map(|c| c.table.name.as_str()).collect();
+        t.sort_unstable();
+        t.dedup();
+        t.len()
+    };
+    let job = StreamingJob {
+        name: format!(
+            "hive-orc-compactor compact: {} partitions of {tables} tables ({})",
+            work_list.len(),
+            options.run_id
+        ),
+        queue: options.queue.clone(),
+        input: dir.child(WORK_LIST).to_string(),
+        output: dir.child(OUTPUT).to_string(),
+        files: vec![format!("{binary}#{LINK}")],
+        mapper: std::iter::once(format!("./{LINK}"))
+            .chain(options.task_args.iter().map(|a| quote(a)))
+            .collect::<Vec<_>>()
+            .join(" "),
+        env: task_env(),
+        lines_per_task: partitions_per_task,
+        task_memory_mb: options.task_memory_mb,
+        task_heap_mb: TASK_HEAP_MB,
+        task_timeout_ms: TASK_TIMEOUT_MS,
+        max_attempts: MAX_ATTEMPTS,
+    };
+    let command = std::iter::once(options.mapred.display().to_string())
+        .chain(job.args())
+        .collect();
+    YarnPlan {
+        job_name: job.name.clone(),
+        tasks,
+        partitions_per_task,
+        work_dir: dir.to_string(),
+        work_list,
+        command,
+        job,
+        dir,
+    }
+}
+
+/// The keys in file order for `tasks` tasks of equal share, and (share, tasks). The plan's
+/// order puts the partitions with the most work first; dealing them out in turn gives each
+/// task a like mix, its heaviest first, where contiguous shares would give one task all the
+/// heavy ones.
+fn deal(keys: Vec<String>, tasks: usize) -> (Vec<String>, usize, usize) {
+    let n = keys.len();
+    if n == 0 {
+        return (keys, 0, 0);
+    }
+    let share = n.div_ceil(tasks.min(n));
+    let tasks = n.div_ceil(share);
+    let mut shares: Vec<Vec<String>> = (0..tasks).map(|_| Vec::with_capacity(share)).collect();
+    let capacity = |t: usize| {
+        if t + 1 == tasks {
+            n - share * (tasks - 1)
+        } else {
+            share
+        }
+    };
+    let mut t = 0;
+    for key in keys {
+        while shares[t].len() == capacity(t) {
+            t = (t + 1) % tasks;
+        }
+        shares[t].push(key);
+        t = (t + 1) % tasks;
+    }
+    (shares.concat(), share, tasks)
+}
+
+/// Test builds hand their failure injections (`FAILPOINTS`, see `operations/compact`) on to the
+/// tasks, so a test can pause or fail a partition inside a YARN task.
+fn task_env() -> Vec<(String, String)> {
+    #[cfg(feature = "failpoints")]
+    if let Ok(f) = std::env::var("FAILPOINTS") {
+        return vec![("FAILPOINTS".into(), f)];
+    }
+    vec![]
+}
+
+/// Hadoop Streaming splits the mapper command at spaces, honouring quotes.
+fn quote(arg: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c);
+    if !arg.is_empty() && arg.chars().all(plain) {
+        arg.to_string()
+    } else {
+        format!("'{}'", arg.replace('\'', "'\\''"))
+    }
+}
+
+/// Reports the decided partitions, then writes the work list (and this binary) to HDFS,
+/// submits the job, follows it, reads the tasks' reports and removes the work directory.
+pub async fn execute(
+    hdfs: &Hdfs,
+    batch: BatchPlan,
+    job: YarnPlan,
+    options: &YarnOptions,
+    cancel: &tokio_util::sync::CancellationToken,
+    observer: &dyn Observer,
+    progress: &(dyn Fn(u8) + Sync),
+) -> (BatchSummary, YarnReport) {
+    let started = Instant::now();
+    let mut summary = BatchSummary::default();
+    let mut report = YarnReport {
+        tasks: job.tasks,
+        ..YarnReport::default()
+    };
+    for r in &batch.decided {
+        observer.finished(r);
+        summary.add(r);
+    }
+    let mut reports = Vec::new();
+    if !job.work_list.is_empty() {
+        match submit(hdfs, &job, options, cancel, progress, &mut report).await {
+            Ok(done) => reports = done,
+            Err(e) => {
+                tracing::error!("{e:#}");
+                report.error = Some(format!("{e:#}"));
+            }
+        }
+        if let Err(e) = hdfs.delete(&job.dir, true).await {
+            tracing::warn!("could not remove the job's work directory {}: {e}", job.dir);
+        }
+    }
+    let why_missing = match (&report.application, cancel.is_cancelled()) {
+        (_, true) => "not finished: the run was interrupted and its YARN job killed".to_string(),
+        (Some(app), _) => format!(
+            "its YARN task did not finish (job {}): see `yarn logs -applicationId {app}`",
+            report.job.as_deref().unwrap_or("?")
+        ),
+        (None, _) => format!(
+            "the YARN job did not start ({}); nothing ran on the cluster",
+            report.error.as_deref().unwrap_or("")
+        ),
+    };
+    for c in &batch.runs {
+        let key = c.key();
+        let found = reports.iter().position(|r: &CompactReport| {
+            r.outcome.table == c.table.qualified_name() && r.outcome.partition == c.name
+        });
+        let r = match found {
+            Some(i) => reports.swap_remove(i),
+            None => CompactReport::not_run(
+                &c.table.qualified_name(),
+                &c.name,
+                if cancel.is_cancelled() {
+                    Status::Skipped
+                } else {
+                    Status::Failed
+                },
+                why_missing.clone(),
+                None,
+            ),
+        };
+        tracing::debug!("{key}: {:?}", r.outcome.status);
+        observer.finished(&r);
+        summary.add(&r);
+    }
+    report.logs = report
+        .application
+        .as_ref()
+        .map(|app| format!("yarn logs -applicationId {app}"));
+    report.seconds = started.elapsed().as_secs_f64();
+    summary.interrupted = cancel.is_cancelled();
+    summary.exit_code = summary.exit().code();
+    summary.seconds = report.seconds;
+    (summary, report)
+}
+
+async fn submit(
+    hdfs: &Hdfs,
+    job: &YarnPlan,
+    options: &YarnOptions,
+    cancel: &tokio_util::sync::CancellationToken,
+    progress: &(dyn Fn(u8) + Sync),
+    report: &mut YarnReport,
+) -> anyhow::Result<Vec<CompactReport>> {
+    hdfs.mkdirs(&job.dir, 0o700).await?;
+    let mut list = job.work_list.join("\n");
+    list.push('\n');
+    write(hdfs, &job.dir.child(WORK_LIST), Bytes::from(list), 0o600).await?;
+    if options.binary.is_none() {
+        upload_self(hdfs, &job.dir.child(BINARY)).await?;
+    }
+    tracing::info!(
+        "submitting {} partitions to YARN in {} tasks: {}",
+        job.work_list.len(),
+        job.tasks,
+        job.command.join(" ")
+    );
+    let on_event = |e: &Event| match e {
+        Event::Submitted { application } => {
+            tracing::info!("YARN application {application} submitted")
+        }
+        Event::Progress(p) => progress(*p),
+        Event::AttemptFailed { attempt, status } => {
+            tracing::warn!("task attempt {attempt}: {status} (retried while attempts remain)")
+        }
+        Event::Job { .. } => {}
+    };
+    let end = yarn::run(&options.mapred, &job.job, cancel, &on_event).await?;
+    report.application = end.application;
+    report.job = end.job;
+    report.succeeded = end.succeeded;
+    report.failed_attempts.extend(end.failed_attempts);
+    if !end.succeeded && !cancel.is_cancelled() {
+        tracing::error!(
+            "the YARN job failed; its client's last lines:\n{}",
+            end.tail.join("\n")
+        );
+        if report.application.is_none() {
+            // Why it was never submitted is the client's last error, if it gave one.
+            let why = end
+                .tail
+                .iter()
+                .rev()
+                .find(|l| l.contains("ERROR") || l.contains("Exception"))
+                .or(end.tail.last())
+                .map_or("", String::as_str);
+            anyhow::bail!(
+                "{} exited before submitting it: {why}",
+                options.mapred.display()
+            );
+        }
+    }
+    read_reports(hdfs, &job.dir.child(OUTPUT)).await
+}
+
+/// Every report line of the committed tasks' output files.
+async fn read_reports(hdfs: &Hdfs, dir: &Location) -> anyhow::Result<Vec<CompactReport>> {
+    let Some(listing) = hdfs.list(dir).await? else {
+        return Ok(vec![]);
+    };
+    let mut out = Vec::new();
+    for f in listing
+        .files
+        .iter()
+        .filter(|f| f.name.starts_with("part-") && f.length > 0)
+    {
+        let file = dir.child(&f.name);
+        let reader = hdfs.open(&file).await?;
+        // Within the listed length: hdfs-native panics on reads past the end.
+        let bytes = reader
+            .read_range(0, f.length as usize)
+            .await
+            .map_err(|e| anyhow::anyhow!("reading {file}: {e}"))?;
+        for line in String::from_utf8_lossy(&bytes).lines() {
+            // TextOutputFormat writes `key<TAB>value`; our lines are all key.
+            let line = line.trim_end_matches('\t').trim();
+            if line.is_empty() {
+                continue;
+            }
+            match serde_json::from_str::<CompactReport>(line) {
+                Ok(r) => out.push(r),
+                Err(e) => tracing::warn!("{file}: a line that is not a report ({e}): {line}"),
+            }
+        }
+    }
+    Ok(out)
+}
+
+async fn write(hdfs: &Hdfs, file: &Location, bytes: Bytes, permission: u16) -> anyhow::Result<()> {
+    let mut w = hdfs.create(file, permission).await?;
+    w.write_bytes(bytes)
+        .await
+        .map_err(|e| anyhow::anyhow!("writing {file}: {e}"))?;
+    w.close()
+        .await
+        .map_err(|e| anyhow::anyhow!("closing {file}: {e}"))?;
+    Ok(())
+}
+
+/// Copies the running binary to HDFS in pieces, so memory does not hold it whole.
+async fn upload_self(hdfs: &Hdfs, to: &Location) -> anyhow::Result<()> {
+    use tokio::io::AsyncReadExt;
+    let me = std::env::current_exe()
+        .map_err(|e| anyhow::anyhow!("cannot find this program's own file to ship it: {e}"))?;
+    let mut file = tokio::fs::File::open(&me)
+        .await
+        .map_err(|e| anyhow::anyhow!("opening {}: {e}", me.display()))?;
+    let mut w = hdfs.create(to, 0o700).await?;
+    let mut buf = vec![0u8; 4 << 20];
+    loop {
+        let n = file.read(&mut buf).await?;
+        if n == 0 {
+            break;
+        }
+        w.write_bytes(Bytes::copy_from_slice(&buf[..n]))
+            .await
+            .map_err(|e| anyhow::anyhow!("writing {to}: {e}"))?;
+    }
+    w.close()
+        .await
+        .map_err(|e| anyhow::anyhow!("closing {to}: {e}"))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(n: usize) -> Vec<String> {
+        (0..n).map(|i| format!("k{i}")).collect()
+    }
+
+    #[test]
+    fn shares_are_dealt_heaviest_first_and_fill_every_split() {
+        let (list, share, tasks) = deal(keys(10), 4);
+        assert_eq!((share, tasks), (3, 4));
+        // Splits of `share` lines, in file order: each task's first line is among the heaviest.
+        let splits: Vec<&[String]> = list.chunks(share).collect();
+        assert_eq!(splits.len(), 4);
+        let firsts: Vec<&str> = splits.iter().map(|s| s[0].as_str()).collect();
+        assert_eq!(firsts, ["k0", "k1", "k2", "k3"]);
+        let mut all = list.clone();
+        all.sort();
+        let mut want = keys(10);
+        want.sort();
+        assert_eq!(all, want);
+        assert_eq!(deal(keys(3), 8), (keys(3), 1, 3));
+        assert_eq!(deal(vec![], 4), (vec![], 0, 0));
+        let (list, share, tasks) = deal(keys(40), 4);
+        assert_eq!((share, tasks, list.len()), (10, 4, 40));
+    }
+
+    #[test]
+    fn mapper_arguments_survive_streaming_splitting() {
+        assert_eq!(quote("--target-size"), "--target-size");
+        assert_eq!(
+            quote("thrift://h:9083,thrift://g:9083"),
+            "thrift://h:9083,thrift://g:9083"
+        );
+        assert_eq!(quote("a b"), "'a b'");
+        assert_eq!(quote(""), "''");
+    }
+}
