@@ -1,0 +1,432 @@
+//! `compact --on-yarn` against the local cluster's YARN (`scripts/cluster start --yarn`: a
+//! MiniMRYarnCluster beside HDFS and the metastore, and a `mapred` command in
+//! `$HADOOP_HOME/bin`): the job's tasks compact with the same protocol, the client reports
+//! every partition, retries lose and double nothing, and a dry run submits nothing.
+//!
+//! One job at a time: the minicluster's one NodeManager holds one job's tasks.
+
+pub mod common;
+
+use std::collections::BTreeMap;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::hdfs::list;
+use common::orc_tools::java_rows;
+use common::partition::{assert_untouched, Part, State};
+use common::*;
+use serde_json::Value;
+
+/// `scripts/test` runs these against its cluster's YARN; `SKIP_YARN=1` (a cluster started
+/// without `--yarn`) skips them, saying so.
+fn skipped() -> bool {
+    if std::env::var("SKIP_YARN").as_deref() == Ok("1") {
+        eprintln!("SKIP_YARN=1: skipped");
+        return true;
+    }
+    assert!(
+        std::env::var_os("HADOOP_HOME").is_some(),
+        "HADOOP_HOME is not set: start the cluster with `scripts/cluster start --yarn` and \
+         eval \"$(scripts/cluster env)\", or set SKIP_YARN=1"
+    );
+    false
+}
+
+fn one_job_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TURN.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A fresh database of the `yarn` set per test: each changes what it compacts.
+fn database(name: &str) -> OwnDatabase {
+    OwnDatabase::create(&format!("{name}_{}", std::process::id()), "yarn")
+}
+
+/// Every partition of the database, as `Part`s.
+fn parts(db: &OwnDatabase) -> Vec<Part> {
+    let f = &db.fixtures;
+    let mut out = Vec::new();
+    for table in ["yarn_a", "yarn_b", "yarn_c"] {
+        for p in &f.table(table).partitions {
+            out.push(Part::of(f, &env("HMS_URI"), table, &p.spec));
+        }
+    }
+    out
+}
+
+/// The rows Java ORC reads from the partition's current files, sorted: a multiset.
+fn rows(part: &Part) -> Vec<Vec<String>> {
+    let dir = part.location();
+    let files: Vec<String> = list(&dir).0.iter().map(|f| format!("{dir}/{f}")).collect();
+    let mut all: Vec<Vec<String>> = java_rows(&files)
+        .into_iter()
+        .flatten()
+        .map(|row| vec![row])
+        .collect();
+    all.sort();
+    all
+}
+
+fn on_yarn(args: &[&str]) -> Output {
+    let t0 = Instant::now();
+    let o = run(args);
+    eprintln!(
+        "{args:?}: exit {:?} in {:.1}s\n{}",
+        o.status.code(),
+        t0.elapsed().as_secs_f64(),
+        stderr(&o)
+    );
+    o
+}
+
+/// The per-partition reports (by `table/partition`) and the summary line of a `--json` run.
+fn reports(o: &Output) -> (BTreeMap<String, Value>, Value) {
+    let mut lines: Vec<Value> = stdout(o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    let last = lines.pop().expect("a summary line");
+    let by_key = lines
+        .into_iter()
+        .map(|r| {
+            let key = format!(
+                "{}/{}",
+                r["table"].as_str().unwrap(),
+                r["partition"].as_str().unwrap()
+            );
+            (key, r)
+        })
+        .collect();
+    (by_key, last)
+}
+
+fn yarn_dir(db: &OwnDatabase) -> String {
+    format!("{}/tmp/yarn-{}", env("HDFS_URL"), db.fixtures.database)
+}
+
+fn assert_work_dir_removed(dir: &str) {
+    let (files, dirs) = list(dir);
+    assert!(
+        files.is_empty() && dirs.is_empty(),
+        "the job's work directory {dir} is not empty: {files:?} {dirs:?}"
+    );
+}
+
+#[test]
+fn forty_partitions_of_three_tables_over_four_tasks() {
+    if skipped() {
+        return;
+    }
+    let _turn = one_job_at_a_time();
+    let db = database("yarn_all");
+    let parts = parts(&db);
+    assert_eq!(parts.len(), 40);
+    let before: Vec<Vec<Vec<String>>> = parts.iter().map(rows).collect();
+    let dir = yarn_dir(&db);
+    let o = on_yarn(&[
+        "compact",
+        "--database",
+        &db.fixtures.database,
+        "--min-age",
+        "0s",
+        "--on-yarn",
+        "--tasks",
+        "4",
+        "--yarn-dir",
+        &dir,
+        "--json",
+    ]);
+    assert_eq!(code(&o), 0, "{}", describe(&o));
+    let (by_key, last) = reports(&o);
+    let summary = &last["summary"];
+    let yarn = &last["yarn"];
+    assert_eq!(summary["compacted"], 40, "{last}");
+    assert_eq!(summary["files_before"], 160);
+    assert_eq!(summary["files_after"], 40);
+    assert_eq!(summary["tables"].as_array().unwrap().len(), 3);
+    assert_eq!(yarn["tasks"], 4, "{yarn}");
+    assert_eq!(yarn["succeeded"], true);
+    assert!(yarn["application"]
+        .as_str()
+        .unwrap()
+        .starts_with("application_"));
+    assert!(yarn["logs"]
+        .as_str()
+        .unwrap()
+        .starts_with("yarn logs -applicationId "));
+    for (part, rows_before) in parts.iter().zip(&before) {
+        let key = format!("{}/{}", part.qualified(), part.spec);
+        let r = &by_key[&key];
+        assert_eq!(r["status"], "compacted", "{key}: {r}");
+        assert_eq!(r["files_after"], 1, "{key}");
+        assert_ne!(part.location(), part.home, "{key} was swapped");
+        // Every row, as Java ORC reads it, once.
+        assert_eq!(&rows(part), rows_before, "{key}");
+        let (_, params) = part.location_and_parameters();
+        assert_eq!(params["numFiles"], "1", "{key}");
+        assert_eq!(params["numRows"], part.rows.to_string(), "{key}");
+    }
+    assert_work_dir_removed(&dir);
+
+    // A second run finds nothing to do; on the edge node, it is the same protocol.
+    let o = run(&[
+        "compact",
+        "--database",
+        &db.fixtures.database,
+        "--min-age",
+        "0s",
+        "--json",
+    ]);
+    assert_eq!(code(&o), 0, "{}", describe(&o));
+    let (_, last) = reports(&o);
+    assert_eq!(last["summary"]["nothing_to_do"], 40, "{last}");
+}
+
+#[test]
+fn a_dry_run_submits_nothing_and_prints_the_job() {
+    let db = database("yarn_dry");
+    let parts = parts(&db);
+    let before: Vec<State> = parts.iter().map(|p| p.state(true)).collect();
+    let dir = yarn_dir(&db);
+    // A mapred that fails if it is called at all.
+    let o = on_yarn(&[
+        "compact",
+        "--database",
+        &db.fixtures.database,
+        "--min-age",
+        "0s",
+        "--on-yarn",
+        "--tasks",
+        "3",
+        "--hadoop-cmd",
+        "/bin/false",
+        "--yarn-dir",
+        &dir,
+        "--dry-run",
+        "--json",
+    ]);
+    assert_eq!(code(&o), 0, "{}", describe(&o));
+    let plan = &json(&o)["yarn_plan"];
+    let work_list = plan["work_list"].as_array().unwrap();
+    assert_eq!(work_list.len(), 40, "{plan}");
+    assert_eq!(
+        (plan["tasks"].as_u64(), plan["partitions_per_task"].as_u64()),
+        (Some(3), Some(14))
+    );
+    let command: Vec<&str> = plan["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(command[..2], ["/bin/false", "streaming"]);
+    for want in [
+        "mapreduce.map.speculative=false",
+        "stream.map.input.ignoreKey=true",
+    ] {
+        assert!(command.contains(&want), "{command:?}");
+    }
+    let mapper = command[command.iter().position(|a| *a == "-mapper").unwrap() + 1];
+    assert!(
+        mapper.starts_with("./hoc compact --partitions-from - --yarn-task"),
+        "{mapper}"
+    );
+    for (part, b) in parts.iter().zip(&before) {
+        assert_untouched(part, b, &part.state(true), "a dry run with --on-yarn");
+    }
+    let (files, dirs) = list(&dir);
+    assert!(
+        files.is_empty() && dirs.is_empty(),
+        "nothing written to {dir}"
+    );
+}
+
+#[cfg(feature = "failpoints")]
+#[test]
+fn a_task_killed_mid_partition_is_retried_and_nothing_is_lost_or_doubled() {
+    if skipped() {
+        return;
+    }
+    let _turn = one_job_at_a_time();
+    let db = database("yarn_kill");
+    let parts: Vec<Part> = parts(&db)
+        .into_iter()
+        .filter(|p| p.table == "yarn_c")
+        .collect();
+    let before: Vec<Vec<Vec<String>>> = parts.iter().map(rows).collect();
+    let dir = yarn_dir(&db);
+    let table = db.fixtures.qualified("yarn_c");
+    // Each partition pauses before its swap, so a kill lands inside one. Without the lock the
+    // retry need not wait for the dead attempt's lock to expire (that case is `busy`, below).
+    let child = command(&env("HMS_URI"))
+        .args([
+            "compact",
+            "--table",
+            &table,
+            "--all",
+            "--min-age",
+            "0s",
+            "--on-yarn",
+            "--tasks",
+            "2",
+            "--no-lock",
+            "--yarn-dir",
+            &dir,
+            "--json",
+        ])
+        .env("FAILPOINTS", "compact::before-swap=sleep(2000)")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The first task process to start is killed while it sleeps before a swap.
+    let started = Instant::now();
+    let killed = loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(240),
+            "no task started"
+        );
+        // By process name: the job client's command line holds the task's too.
+        let found = Command::new("pgrep").args(["-x", "hoc"]).output().unwrap();
+        let pids = String::from_utf8_lossy(&found.stdout).to_string();
+        if let Some(pid) = pids.split_whitespace().next() {
+            std::thread::sleep(Duration::from_millis(1500));
+            let k = Command::new("kill").args(["-9", pid]).status().unwrap();
+            assert!(k.success());
+            break pid.to_string();
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let o = child.wait_with_output().unwrap();
+    eprintln!("killed task process {killed}\n{}", stderr(&o));
+    assert_eq!(code(&o), 0, "{}", describe(&o));
+    let (by_key, last) = reports(&o);
+    assert_eq!(last["summary"]["compacted"], 6, "{last}");
+    let failed = last["yarn"]["failed_attempts"].as_array().unwrap();
+    assert_eq!(failed.len(), 1, "one attempt killed: {last}");
+    for (part, rows_before) in parts.iter().zip(&before) {
+        let key = format!("{}/{}", part.qualified(), part.spec);
+        assert_eq!(by_key[&key]["status"], "compacted", "{key}");
+        assert_eq!(&rows(part), rows_before, "{key}: every row once");
+        let (_, params) = part.location_and_parameters();
+        assert_eq!(params["numRows"], part.rows.to_string(), "{key}");
+    }
+    assert_work_dir_removed(&dir);
+    // The killed attempt's staging is hidden and goes with cleanup.
+    for part in &parts {
+        part.cleanup(&["--staging-older-than", "0s"]);
+    }
+}
+
+#[test]
+fn busy_and_refused_partitions_are_reported_and_the_others_go_on() {
+    if skipped() {
+        return;
+    }
+    use hive_orc_compactor::lock::{self, LockMode, LockOptions, Target};
+    let _turn = one_job_at_a_time();
+    let db = database("yarn_mixed");
+    let parts: Vec<Part> = parts(&db)
+        .into_iter()
+        .filter(|p| p.table == "yarn_c")
+        .take(3)
+        .collect();
+    let locked = &parts[2];
+    let ms = common::metastore::metastore(&env("HMS_URI"));
+    let held = rt()
+        .block_on(lock::acquire(
+            &ms,
+            &Target {
+                db: &locked.db,
+                table: &locked.table,
+                partition: &locked.spec,
+            },
+            &LockOptions {
+                mode: LockMode::Required,
+                wait: Duration::ZERO,
+                user: "yarn-test".into(),
+                ..LockOptions::default()
+            },
+            &tokio_util::sync::CancellationToken::new(),
+            &mut vec![],
+        ))
+        .expect("the test takes the lock")
+        .expect("HMS 4 has locks");
+    let locked_before = locked.state(true);
+    // A partition of a full-ACID table of the shared fixtures: refused where it runs.
+    let fx = fixtures();
+    let acid = &fx.table("acid_full").partitions[0];
+    let acid_key = format!("{}/{}", fx.qualified("acid_full"), acid.spec);
+    let acid_part = Part::of(&fx, &env("HMS_URI"), "acid_full", &acid.spec);
+    let acid_before = acid_part.state(true);
+    let list_file = std::env::temp_dir().join(format!("hoc-yarn-{}.txt", std::process::id()));
+    let mut lines: Vec<String> = parts
+        .iter()
+        .map(|p| format!("{}/{}", p.qualified(), p.spec))
+        .collect();
+    lines.push(acid_key.clone());
+    std::fs::write(&list_file, lines.join("\n")).unwrap();
+    let dir = yarn_dir(&db);
+    let o = on_yarn(&[
+        "compact",
+        "--partitions-from",
+        list_file.to_str().unwrap(),
+        "--on-yarn",
+        "--tasks",
+        "2",
+        "--lock-timeout",
+        "0",
+        "--yarn-dir",
+        &dir,
+        "--json",
+    ]);
+    let _ = std::fs::remove_file(&list_file);
+    rt().block_on(held.release()).expect("unlock");
+    // Busy outranks refused in the exit code.
+    assert_eq!(code(&o), 4, "{}", describe(&o));
+    let (by_key, last) = reports(&o);
+    let status = |k: &str| by_key[k]["status"].as_str().unwrap().to_string();
+    assert_eq!(
+        status(&format!("{}/{}", parts[0].qualified(), parts[0].spec)),
+        "compacted"
+    );
+    assert_eq!(
+        status(&format!("{}/{}", parts[1].qualified(), parts[1].spec)),
+        "compacted"
+    );
+    assert_eq!(
+        status(&format!("{}/{}", locked.qualified(), locked.spec)),
+        "busy"
+    );
+    assert_eq!(status(&acid_key), "refused");
+    assert_eq!(by_key[&acid_key]["rule"], "transactional", "{last}");
+    let attention = last["summary"]["attention"].as_array().unwrap();
+    assert_eq!(attention.len(), 2, "{last}");
+    assert_untouched(
+        locked,
+        &locked_before,
+        &locked.state(true),
+        "a busy partition",
+    );
+    assert_untouched(
+        &acid_part,
+        &acid_before,
+        &acid_part.state(true),
+        "a refused partition",
+    );
+    assert_work_dir_removed(&dir);
+}
+
+/// What a task runs, on an empty share: nothing to report, exit 0.
+#[test]
+fn an_empty_work_list_is_nothing_to_do() {
+    let o = run(&[
+        "compact",
+        "--partitions-from",
+        "/dev/null",
+        "--yarn-task",
+        "--json",
+    ]);
+    assert_eq!(code(&o), 0, "{}", describe(&o));
+    assert!(stdout(&o).trim().is_empty(), "{}", stdout(&o));
+}
