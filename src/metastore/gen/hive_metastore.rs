@@ -8503,6 +8503,12 @@ pub trait TThriftHiveMetastoreSyncClient {
     fn check_lock(&mut self, rqst: CheckLockRequest) -> thrift::Result<LockResponse>;
     fn unlock(&mut self, rqst: UnlockRequest) -> thrift::Result<()>;
     fn heartbeat(&mut self, ids: HeartbeatRequest) -> thrift::Result<()>;
+    fn get_delegation_token(
+        &mut self,
+        token_owner: String,
+        renewer_kerberos_principal_name: String,
+    ) -> thrift::Result<String>;
+    fn cancel_delegation_token(&mut self, token_str_form: String) -> thrift::Result<()>;
 }
 
 pub trait TThriftHiveMetastoreSyncClientMarker {}
@@ -9698,6 +9704,77 @@ impl<C: TThriftClient + TThriftHiveMetastoreSyncClientMarker> TThriftHiveMetasto
             result.ok_or()
         }
     }
+    fn get_delegation_token(
+        &mut self,
+        token_owner: String,
+        renewer_kerberos_principal_name: String,
+    ) -> thrift::Result<String> {
+        ({
+            self.increment_sequence_number();
+            let message_ident = TMessageIdentifier::new(
+                "get_delegation_token",
+                TMessageType::Call,
+                self.sequence_number(),
+            );
+            let call_args = ThriftHiveMetastoreGetDelegationTokenArgs {
+                token_owner,
+                renewer_kerberos_principal_name,
+            };
+            self.o_prot_mut().write_message_begin(&message_ident)?;
+            call_args.write_to_out_protocol(self.o_prot_mut())?;
+            self.o_prot_mut().write_message_end()?;
+            self.o_prot_mut().flush()
+        })?;
+        {
+            let message_ident = self.i_prot_mut().read_message_begin()?;
+            verify_expected_sequence_number(self.sequence_number(), message_ident.sequence_number)?;
+            verify_expected_service_call("get_delegation_token", &message_ident.name)?;
+            if message_ident.message_type == TMessageType::Exception {
+                let remote_error =
+                    thrift::Error::read_application_error_from_in_protocol(self.i_prot_mut())?;
+                self.i_prot_mut().read_message_end()?;
+                return Err(thrift::Error::Application(remote_error));
+            }
+            verify_expected_message_type(TMessageType::Reply, message_ident.message_type)?;
+            let result = ThriftHiveMetastoreGetDelegationTokenResult::read_from_in_protocol(
+                self.i_prot_mut(),
+            )?;
+            self.i_prot_mut().read_message_end()?;
+            result.ok_or()
+        }
+    }
+    fn cancel_delegation_token(&mut self, token_str_form: String) -> thrift::Result<()> {
+        ({
+            self.increment_sequence_number();
+            let message_ident = TMessageIdentifier::new(
+                "cancel_delegation_token",
+                TMessageType::Call,
+                self.sequence_number(),
+            );
+            let call_args = ThriftHiveMetastoreCancelDelegationTokenArgs { token_str_form };
+            self.o_prot_mut().write_message_begin(&message_ident)?;
+            call_args.write_to_out_protocol(self.o_prot_mut())?;
+            self.o_prot_mut().write_message_end()?;
+            self.o_prot_mut().flush()
+        })?;
+        {
+            let message_ident = self.i_prot_mut().read_message_begin()?;
+            verify_expected_sequence_number(self.sequence_number(), message_ident.sequence_number)?;
+            verify_expected_service_call("cancel_delegation_token", &message_ident.name)?;
+            if message_ident.message_type == TMessageType::Exception {
+                let remote_error =
+                    thrift::Error::read_application_error_from_in_protocol(self.i_prot_mut())?;
+                self.i_prot_mut().read_message_end()?;
+                return Err(thrift::Error::Application(remote_error));
+            }
+            verify_expected_message_type(TMessageType::Reply, message_ident.message_type)?;
+            let result = ThriftHiveMetastoreCancelDelegationTokenResult::read_from_in_protocol(
+                self.i_prot_mut(),
+            )?;
+            self.i_prot_mut().read_message_end()?;
+            result.ok_or()
+        }
+    }
 }
 
 //
@@ -9822,6 +9899,12 @@ pub trait ThriftHiveMetastoreSyncHandler {
     fn handle_check_lock(&self, rqst: CheckLockRequest) -> thrift::Result<LockResponse>;
     fn handle_unlock(&self, rqst: UnlockRequest) -> thrift::Result<()>;
     fn handle_heartbeat(&self, ids: HeartbeatRequest) -> thrift::Result<()>;
+    fn handle_get_delegation_token(
+        &self,
+        token_owner: String,
+        renewer_kerberos_principal_name: String,
+    ) -> thrift::Result<String>;
+    fn handle_cancel_delegation_token(&self, token_str_form: String) -> thrift::Result<()>;
 }
 
 pub struct ThriftHiveMetastoreSyncProcessor<H: ThriftHiveMetastoreSyncHandler> {
@@ -10255,6 +10338,32 @@ impl<H: ThriftHiveMetastoreSyncHandler> ThriftHiveMetastoreSyncProcessor<H> {
         o_prot: &mut dyn TOutputProtocol,
     ) -> thrift::Result<()> {
         TThriftHiveMetastoreProcessFunctions::process_heartbeat(
+            &self.handler,
+            incoming_sequence_number,
+            i_prot,
+            o_prot,
+        )
+    }
+    fn process_get_delegation_token(
+        &self,
+        incoming_sequence_number: i32,
+        i_prot: &mut dyn TInputProtocol,
+        o_prot: &mut dyn TOutputProtocol,
+    ) -> thrift::Result<()> {
+        TThriftHiveMetastoreProcessFunctions::process_get_delegation_token(
+            &self.handler,
+            incoming_sequence_number,
+            i_prot,
+            o_prot,
+        )
+    }
+    fn process_cancel_delegation_token(
+        &self,
+        incoming_sequence_number: i32,
+        i_prot: &mut dyn TInputProtocol,
+        o_prot: &mut dyn TOutputProtocol,
+    ) -> thrift::Result<()> {
+        TThriftHiveMetastoreProcessFunctions::process_cancel_delegation_token(
             &self.handler,
             incoming_sequence_number,
             i_prot,
@@ -13836,6 +13945,177 @@ impl TThriftHiveMetastoreProcessFunctions {
             },
         }
     }
+    pub fn process_get_delegation_token<H: ThriftHiveMetastoreSyncHandler>(
+        handler: &H,
+        incoming_sequence_number: i32,
+        i_prot: &mut dyn TInputProtocol,
+        o_prot: &mut dyn TOutputProtocol,
+    ) -> thrift::Result<()> {
+        let args = ThriftHiveMetastoreGetDelegationTokenArgs::read_from_in_protocol(i_prot)?;
+        match handler
+            .handle_get_delegation_token(args.token_owner, args.renewer_kerberos_principal_name)
+        {
+            Ok(handler_return) => {
+                let message_ident = TMessageIdentifier::new(
+                    "get_delegation_token",
+                    TMessageType::Reply,
+                    incoming_sequence_number,
+                );
+                o_prot.write_message_begin(&message_ident)?;
+                let ret = ThriftHiveMetastoreGetDelegationTokenResult {
+                    result_value: Some(handler_return),
+                    o1: None,
+                };
+                ret.write_to_out_protocol(o_prot)?;
+                o_prot.write_message_end()?;
+                o_prot.flush()
+            }
+            Err(e) => match e {
+                thrift::Error::User(usr_err) => {
+                    if usr_err.downcast_ref::<MetaException>().is_some() {
+                        let err = usr_err
+                            .downcast::<MetaException>()
+                            .expect("downcast already checked");
+                        let ret_err = ThriftHiveMetastoreGetDelegationTokenResult {
+                            result_value: None,
+                            o1: Some(*err),
+                        };
+                        let message_ident = TMessageIdentifier::new(
+                            "get_delegation_token",
+                            TMessageType::Reply,
+                            incoming_sequence_number,
+                        );
+                        o_prot.write_message_begin(&message_ident)?;
+                        ret_err.write_to_out_protocol(o_prot)?;
+                        o_prot.write_message_end()?;
+                        o_prot.flush()
+                    } else {
+                        let ret_err = {
+                            ApplicationError::new(
+                                ApplicationErrorKind::Unknown,
+                                usr_err.to_string(),
+                            )
+                        };
+                        let message_ident = TMessageIdentifier::new(
+                            "get_delegation_token",
+                            TMessageType::Exception,
+                            incoming_sequence_number,
+                        );
+                        o_prot.write_message_begin(&message_ident)?;
+                        thrift::Error::write_application_error_to_out_protocol(&ret_err, o_prot)?;
+                        o_prot.write_message_end()?;
+                        o_prot.flush()
+                    }
+                }
+                thrift::Error::Application(app_err) => {
+                    let message_ident = TMessageIdentifier::new(
+                        "get_delegation_token",
+                        TMessageType::Exception,
+                        incoming_sequence_number,
+                    );
+                    o_prot.write_message_begin(&message_ident)?;
+                    thrift::Error::write_application_error_to_out_protocol(&app_err, o_prot)?;
+                    o_prot.write_message_end()?;
+                    o_prot.flush()
+                }
+                _ => {
+                    let ret_err =
+                        { ApplicationError::new(ApplicationErrorKind::Unknown, e.to_string()) };
+                    let message_ident = TMessageIdentifier::new(
+                        "get_delegation_token",
+                        TMessageType::Exception,
+                        incoming_sequence_number,
+                    );
+                    o_prot.write_message_begin(&message_ident)?;
+                    thrift::Error::write_application_error_to_out_protocol(&ret_err, o_prot)?;
+                    o_prot.write_message_end()?;
+                    o_prot.flush()
+                }
+            },
+        }
+    }
+    pub fn process_cancel_delegation_token<H: ThriftHiveMetastoreSyncHandler>(
+        handler: &H,
+        incoming_sequence_number: i32,
+        i_prot: &mut dyn TInputProtocol,
+        o_prot: &mut dyn TOutputProtocol,
+    ) -> thrift::Result<()> {
+        let args = ThriftHiveMetastoreCancelDelegationTokenArgs::read_from_in_protocol(i_prot)?;
+        match handler.handle_cancel_delegation_token(args.token_str_form) {
+            Ok(_) => {
+                let message_ident = TMessageIdentifier::new(
+                    "cancel_delegation_token",
+                    TMessageType::Reply,
+                    incoming_sequence_number,
+                );
+                o_prot.write_message_begin(&message_ident)?;
+                let ret = ThriftHiveMetastoreCancelDelegationTokenResult { o1: None };
+                ret.write_to_out_protocol(o_prot)?;
+                o_prot.write_message_end()?;
+                o_prot.flush()
+            }
+            Err(e) => match e {
+                thrift::Error::User(usr_err) => {
+                    if usr_err.downcast_ref::<MetaException>().is_some() {
+                        let err = usr_err
+                            .downcast::<MetaException>()
+                            .expect("downcast already checked");
+                        let ret_err =
+                            ThriftHiveMetastoreCancelDelegationTokenResult { o1: Some(*err) };
+                        let message_ident = TMessageIdentifier::new(
+                            "cancel_delegation_token",
+                            TMessageType::Reply,
+                            incoming_sequence_number,
+                        );
+                        o_prot.write_message_begin(&message_ident)?;
+                        ret_err.write_to_out_protocol(o_prot)?;
+                        o_prot.write_message_end()?;
+                        o_prot.flush()
+                    } else {
+                        let ret_err = {
+                            ApplicationError::new(
+                                ApplicationErrorKind::Unknown,
+                                usr_err.to_string(),
+                            )
+                        };
+                        let message_ident = TMessageIdentifier::new(
+                            "cancel_delegation_token",
+                            TMessageType::Exception,
+                            incoming_sequence_number,
+                        );
+                        o_prot.write_message_begin(&message_ident)?;
+                        thrift::Error::write_application_error_to_out_protocol(&ret_err, o_prot)?;
+                        o_prot.write_message_end()?;
+                        o_prot.flush()
+                    }
+                }
+                thrift::Error::Application(app_err) => {
+                    let message_ident = TMessageIdentifier::new(
+                        "cancel_delegation_token",
+                        TMessageType::Exception,
+                        incoming_sequence_number,
+                    );
+                    o_prot.write_message_begin(&message_ident)?;
+                    thrift::Error::write_application_error_to_out_protocol(&app_err, o_prot)?;
+                    o_prot.write_message_end()?;
+                    o_prot.flush()
+                }
+                _ => {
+                    let ret_err =
+                        { ApplicationError::new(ApplicationErrorKind::Unknown, e.to_string()) };
+                    let message_ident = TMessageIdentifier::new(
+                        "cancel_delegation_token",
+                        TMessageType::Exception,
+                        incoming_sequence_number,
+                    );
+                    o_prot.write_message_begin(&message_ident)?;
+                    thrift::Error::write_application_error_to_out_protocol(&ret_err, o_prot)?;
+                    o_prot.write_message_end()?;
+                    o_prot.flush()
+                }
+            },
+        }
+    }
 }
 
 impl<H: ThriftHiveMetastoreSyncHandler> TProcessor for ThriftHiveMetastoreSyncProcessor<H> {
@@ -13943,6 +14223,12 @@ impl<H: ThriftHiveMetastoreSyncHandler> TProcessor for ThriftHiveMetastoreSyncPr
             "check_lock" => self.process_check_lock(message_ident.sequence_number, i_prot, o_prot),
             "unlock" => self.process_unlock(message_ident.sequence_number, i_prot, o_prot),
             "heartbeat" => self.process_heartbeat(message_ident.sequence_number, i_prot, o_prot),
+            "get_delegation_token" => {
+                self.process_get_delegation_token(message_ident.sequence_number, i_prot, o_prot)
+            }
+            "cancel_delegation_token" => {
+                self.process_cancel_delegation_token(message_ident.sequence_number, i_prot, o_prot)
+            }
             method => Err(thrift::Error::Application(ApplicationError::new(
                 ApplicationErrorKind::UnknownMethod,
                 format!("unknown method {}", method),
@@ -18975,6 +19261,264 @@ impl ThriftHiveMetastoreHeartbeatResult {
         }
         if let Some(ref fld_var) = self.o3 {
             o_prot.write_field_begin(&TFieldIdentifier::new("o3", TType::Struct, 3))?;
+            fld_var.write_to_out_protocol(o_prot)?;
+            o_prot.write_field_end()?
+        }
+        o_prot.write_field_stop()?;
+        o_prot.write_struct_end()
+    }
+}
+
+//
+// ThriftHiveMetastoreGetDelegationTokenArgs
+//
+
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+struct ThriftHiveMetastoreGetDelegationTokenArgs {
+    token_owner: String,
+    renewer_kerberos_principal_name: String,
+}
+
+impl ThriftHiveMetastoreGetDelegationTokenArgs {
+    fn read_from_in_protocol(
+        i_prot: &mut dyn TInputProtocol,
+    ) -> thrift::Result<ThriftHiveMetastoreGetDelegationTokenArgs> {
+        i_prot.read_struct_begin()?;
+        let mut f_1: Option<String> = None;
+        let mut f_2: Option<String> = None;
+        loop {
+            let field_ident = i_prot.read_field_begin()?;
+            if field_ident.field_type == TType::Stop {
+                break;
+            }
+            let field_id = field_id(&field_ident)?;
+            match field_id {
+                1 => {
+                    let val = i_prot.read_string()?;
+                    f_1 = Some(val);
+                }
+                2 => {
+                    let val = i_prot.read_string()?;
+                    f_2 = Some(val);
+                }
+                _ => {
+                    i_prot.skip(field_ident.field_type)?;
+                }
+            };
+            i_prot.read_field_end()?;
+        }
+        i_prot.read_struct_end()?;
+        verify_required_field_exists(
+            "ThriftHiveMetastoreGetDelegationTokenArgs.token_owner",
+            &f_1,
+        )?;
+        verify_required_field_exists(
+            "ThriftHiveMetastoreGetDelegationTokenArgs.renewer_kerberos_principal_name",
+            &f_2,
+        )?;
+        let ret = ThriftHiveMetastoreGetDelegationTokenArgs {
+            token_owner: f_1
+                .expect("auto-generated code should have checked for presence of required fields"),
+            renewer_kerberos_principal_name: f_2
+                .expect("auto-generated code should have checked for presence of required fields"),
+        };
+        Ok(ret)
+    }
+    fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+        let struct_ident = TStructIdentifier::new("get_delegation_token_args");
+        o_prot.write_struct_begin(&struct_ident)?;
+        o_prot.write_field_begin(&TFieldIdentifier::new("token_owner", TType::String, 1))?;
+        o_prot.write_string(&self.token_owner)?;
+        o_prot.write_field_end()?;
+        o_prot.write_field_begin(&TFieldIdentifier::new(
+            "renewer_kerberos_principal_name",
+            TType::String,
+            2,
+        ))?;
+        o_prot.write_string(&self.renewer_kerberos_principal_name)?;
+        o_prot.write_field_end()?;
+        o_prot.write_field_stop()?;
+        o_prot.write_struct_end()
+    }
+}
+
+//
+// ThriftHiveMetastoreGetDelegationTokenResult
+//
+
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+struct ThriftHiveMetastoreGetDelegationTokenResult {
+    result_value: Option<String>,
+    o1: Option<MetaException>,
+}
+
+impl ThriftHiveMetastoreGetDelegationTokenResult {
+    fn ok_or(self) -> thrift::Result<String> {
+        if self.o1.is_some() {
+            Err(thrift::Error::User(Box::new(self.o1.unwrap())))
+        } else if self.result_value.is_some() {
+            Ok(self.result_value.unwrap())
+        } else {
+            Err(thrift::Error::Application(ApplicationError::new(
+                ApplicationErrorKind::MissingResult,
+                "no result received for ThriftHiveMetastoreGetDelegationToken",
+            )))
+        }
+    }
+    fn read_from_in_protocol(
+        i_prot: &mut dyn TInputProtocol,
+    ) -> thrift::Result<ThriftHiveMetastoreGetDelegationTokenResult> {
+        i_prot.read_struct_begin()?;
+        let mut f_0: Option<String> = None;
+        let mut f_1: Option<MetaException> = None;
+        loop {
+            let field_ident = i_prot.read_field_begin()?;
+            if field_ident.field_type == TType::Stop {
+                break;
+            }
+            let field_id = field_id(&field_ident)?;
+            match field_id {
+                0 => {
+                    let val = i_prot.read_string()?;
+                    f_0 = Some(val);
+                }
+                1 => {
+                    let val = MetaException::read_from_in_protocol(i_prot)?;
+                    f_1 = Some(val);
+                }
+                _ => {
+                    i_prot.skip(field_ident.field_type)?;
+                }
+            };
+            i_prot.read_field_end()?;
+        }
+        i_prot.read_struct_end()?;
+        let ret = ThriftHiveMetastoreGetDelegationTokenResult {
+            result_value: f_0,
+            o1: f_1,
+        };
+        Ok(ret)
+    }
+    fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+        let struct_ident = TStructIdentifier::new("ThriftHiveMetastoreGetDelegationTokenResult");
+        o_prot.write_struct_begin(&struct_ident)?;
+        if let Some(ref fld_var) = self.result_value {
+            o_prot.write_field_begin(&TFieldIdentifier::new("result_value", TType::String, 0))?;
+            o_prot.write_string(fld_var)?;
+            o_prot.write_field_end()?
+        }
+        if let Some(ref fld_var) = self.o1 {
+            o_prot.write_field_begin(&TFieldIdentifier::new("o1", TType::Struct, 1))?;
+            fld_var.write_to_out_protocol(o_prot)?;
+            o_prot.write_field_end()?
+        }
+        o_prot.write_field_stop()?;
+        o_prot.write_struct_end()
+    }
+}
+
+//
+// ThriftHiveMetastoreCancelDelegationTokenArgs
+//
+
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+struct ThriftHiveMetastoreCancelDelegationTokenArgs {
+    token_str_form: String,
+}
+
+impl ThriftHiveMetastoreCancelDelegationTokenArgs {
+    fn read_from_in_protocol(
+        i_prot: &mut dyn TInputProtocol,
+    ) -> thrift::Result<ThriftHiveMetastoreCancelDelegationTokenArgs> {
+        i_prot.read_struct_begin()?;
+        let mut f_1: Option<String> = None;
+        loop {
+            let field_ident = i_prot.read_field_begin()?;
+            if field_ident.field_type == TType::Stop {
+                break;
+            }
+            let field_id = field_id(&field_ident)?;
+            match field_id {
+                1 => {
+                    let val = i_prot.read_string()?;
+                    f_1 = Some(val);
+                }
+                _ => {
+                    i_prot.skip(field_ident.field_type)?;
+                }
+            };
+            i_prot.read_field_end()?;
+        }
+        i_prot.read_struct_end()?;
+        verify_required_field_exists(
+            "ThriftHiveMetastoreCancelDelegationTokenArgs.token_str_form",
+            &f_1,
+        )?;
+        let ret = ThriftHiveMetastoreCancelDelegationTokenArgs {
+            token_str_form: f_1
+                .expect("auto-generated code should have checked for presence of required fields"),
+        };
+        Ok(ret)
+    }
+    fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+        let struct_ident = TStructIdentifier::new("cancel_delegation_token_args");
+        o_prot.write_struct_begin(&struct_ident)?;
+        o_prot.write_field_begin(&TFieldIdentifier::new("token_str_form", TType::String, 1))?;
+        o_prot.write_string(&self.token_str_form)?;
+        o_prot.write_field_end()?;
+        o_prot.write_field_stop()?;
+        o_prot.write_struct_end()
+    }
+}
+
+//
+// ThriftHiveMetastoreCancelDelegationTokenResult
+//
+
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+struct ThriftHiveMetastoreCancelDelegationTokenResult {
+    o1: Option<MetaException>,
+}
+
+impl ThriftHiveMetastoreCancelDelegationTokenResult {
+    fn ok_or(self) -> thrift::Result<()> {
+        if self.o1.is_some() {
+            Err(thrift::Error::User(Box::new(self.o1.unwrap())))
+        } else {
+            Ok(())
+        }
+    }
+    fn read_from_in_protocol(
+        i_prot: &mut dyn TInputProtocol,
+    ) -> thrift::Result<ThriftHiveMetastoreCancelDelegationTokenResult> {
+        i_prot.read_struct_begin()?;
+        let mut f_1: Option<MetaException> = None;
+        loop {
+            let field_ident = i_prot.read_field_begin()?;
+            if field_ident.field_type == TType::Stop {
+                break;
+            }
+            let field_id = field_id(&field_ident)?;
+            match field_id {
+                1 => {
+                    let val = MetaException::read_from_in_protocol(i_prot)?;
+                    f_1 = Some(val);
+                }
+                _ => {
+                    i_prot.skip(field_ident.field_type)?;
+                }
+            };
+            i_prot.read_field_end()?;
+        }
+        i_prot.read_struct_end()?;
+        let ret = ThriftHiveMetastoreCancelDelegationTokenResult { o1: f_1 };
+        Ok(ret)
+    }
+    fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+        let struct_ident = TStructIdentifier::new("ThriftHiveMetastoreCancelDelegationTokenResult");
+        o_prot.write_struct_begin(&struct_ident)?;
+        if let Some(ref fld_var) = self.o1 {
+            o_prot.write_field_begin(&TFieldIdentifier::new("o1", TType::Struct, 1))?;
             fld_var.write_to_out_protocol(o_prot)?;
             o_prot.write_field_end()?
         }
