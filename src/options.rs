@@ -11,7 +11,7 @@ use hive_orc_compactor::config;
 use hive_orc_compactor::fleet::{Partitions, Selection, Tables};
 use hive_orc_compactor::hdfs::{self, Hdfs};
 use hive_orc_compactor::lock::{self, LockMode, LockOptions};
-use hive_orc_compactor::metastore::Metastore;
+use hive_orc_compactor::metastore::{token, Metastore};
 use hive_orc_compactor::operations::analyze::AnalyzeOptions;
 use hive_orc_compactor::operations::batch::{BatchOptions, Budget, Thresholds};
 use hive_orc_compactor::operations::cleanup::CleanupOptions;
@@ -604,7 +604,15 @@ fn metastore_config(global: &Global, settings: &Settings) -> anyhow::Result<conf
     } else if global.metastore_sasl && resolved.config.sasl_principal.is_none() {
         resolved.config.sasl_principal = Some(String::new());
     }
-    if resolved.config.sasl_principal.as_deref() == Some("") {
+    // A task in a YARN container: no ticket, but the job's credentials file may hold a
+    // metastore token (HADOOP_TOKEN_FILE_LOCATION), which then replaces Kerberos, as in Hive.
+    if resolved.config.sasl_principal.is_some() {
+        resolved.config.delegation_token =
+            token::from_environment(&resolved.config.token_signature)?;
+    }
+    if resolved.config.sasl_principal.as_deref() == Some("")
+        && resolved.config.delegation_token.is_none()
+    {
         anyhow::bail!(
             "the metastore uses Kerberos (SASL) but its principal is not known: set \
              hive.metastore.kerberos.principal in hive-site.xml or pass --metastore-principal \

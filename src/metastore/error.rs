@@ -76,6 +76,15 @@ pub enum MetastoreError {
     #[error("Kerberos authentication to metastore {uris} failed: {message}")]
     Kerberos { uris: String, message: String },
 
+    /// The metastore refused the delegation token: cancelled, expired, or unknown to it.
+    #[error("metastore {uris} refused the delegation token {token} from {origin}: {message}; the token is invalid or expired (cancelled, past its renewal or max date, or lost in a metastore restart): get a new one (resubmit the job) or log in with Kerberos")]
+    TokenRejected {
+        uris: String,
+        token: String,
+        origin: String,
+        message: String,
+    },
+
     #[error("metastore client task failed: {0}")]
     Client(String),
 }

@@ -13,17 +13,20 @@
 //! or acts on. Start from `None` fields, or from what the metastore returned.
 
 mod config;
+mod digest;
 mod error;
 mod gen;
 mod gssapi;
 mod sasl;
 mod session;
+pub mod token;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 pub use config::{parse_uris, MetastoreConfig, MetastoreUri, Transport};
 pub use error::MetastoreError;
+pub use token::{DelegationToken, TokenLogin};
 pub use gen::{
     CheckLockRequest, ColumnStatistics, DataOperationType, Database, EnvironmentContext,
     FieldSchema, LockComponent, LockLevel, LockRequest, LockResponse, LockState, LockType, Order,
@@ -499,6 +502,37 @@ impl Metastore {
         };
         self.run("add_partitions", what, Call::Once, move |c, _| {
             c.add_partitions(partitions.clone())
+        })
+        .await
+    }
+
+    /// A metastore delegation token for `owner` (a short user name: the caller's own, or one
+    /// it may impersonate as a Hadoop proxy user), renewable by `renewer` (a Kerberos principal,
+    /// e.g. YARN's ResourceManager or the caller's own). The connection must be Kerberos
+    /// (SASL/GSSAPI): the metastore issues no token over a token login. Never resent
+    /// automatically (each call makes a new token).
+    pub async fn delegation_token(&self, owner: &str, renewer: &str) -> Result<DelegationToken> {
+        let (owner, renewer) = (owner.to_owned(), renewer.to_owned());
+        let what = format!("delegation token for {owner}");
+        let s = self
+            .run("get_delegation_token", what, Call::Once, move |c, _| {
+                c.get_delegation_token(owner.clone(), renewer.clone())
+            })
+            .await?;
+        DelegationToken::decode(&s).map_err(|e| MetastoreError::Internal {
+            uri: self.uri(),
+            method: "get_delegation_token",
+            message: e.to_string(),
+        })
+    }
+
+    /// Cancels `token`: the metastore forgets it, and logins with it fail from then on. Only its
+    /// owner or renewer may; the connection must be Kerberos.
+    pub async fn cancel_delegation_token(&self, token: &DelegationToken) -> Result<()> {
+        let encoded = token.encode();
+        let what = format!("delegation token {}", token.describe());
+        self.run("cancel_delegation_token", what, Call::Once, move |c, _| {
+            c.cancel_delegation_token(encoded.clone())
         })
         .await
     }

@@ -16,8 +16,10 @@ use thrift::{ApplicationErrorKind, TransportErrorKind};
 use super::config::{MetastoreConfig, MetastoreUri, Transport};
 use super::error::{one_line, MetastoreError};
 use super::gen::{self, TThriftHiveMetastoreSyncClient};
+use super::digest::DigestMd5;
 use super::gssapi;
 use super::sasl::{self, Failure as SaslFailure, Mechanism as _};
+use super::token::TokenLogin;
 
 pub(crate) type Client = gen::ThriftHiveMetastoreSyncClient<
     TBinaryInputProtocol<Box<dyn Read + Send>>,
@@ -127,6 +129,8 @@ enum OpenError {
     Network(String),
     /// Kerberos (SASL/GSSAPI) failed: the message names the fix.
     Auth(String),
+    /// The metastore refused the delegation token (SASL DIGEST-MD5).
+    TokenRejected(String),
 }
 
 impl From<String> for OpenError {
@@ -192,6 +196,50 @@ fn sasl_open(
     Ok((Box::new(r), Box::new(w)))
 }
 
+/// Authenticates with SASL DIGEST-MD5 and a delegation token, as a Hive task does.
+fn digest_open(
+    stream: &TcpStream,
+    uri: &MetastoreUri,
+    login: &TokenLogin,
+    protection: Option<&str>,
+) -> Result<Halves, OpenError> {
+    let setup = |e: io::Error| OpenError::Network(format!("{uri}: {e}"));
+    let wanted = protection
+        .map(sasl::Qop::parse_list)
+        .transpose()
+        .map_err(OpenError::Auth)?;
+    let mut mech = DigestMd5::new(&login.token, wanted);
+    let mut handshake = Socket(stream.try_clone().map_err(setup)?);
+    sasl::negotiate(&mut handshake, &mut mech).map_err(|f| match f {
+        // DIGEST-MD5 fails on the server when the token is unknown to its store (cancelled,
+        // expired and removed) or its password does not match.
+        SaslFailure::Refused(msg) => OpenError::TokenRejected(one_line(&msg)),
+        SaslFailure::NoCommonQop { offered, wanted } => OpenError::Auth(format!(
+            "{uri} offers SASL protection {offered} for delegation tokens, this client \
+             accepts only {wanted}: allow authentication in the metastore's \
+             hadoop.rpc.protection, or log in with Kerberos"
+        )),
+        SaslFailure::Gss(e) => OpenError::Auth(format!("{e:?}")),
+        SaslFailure::Protocol(msg) => OpenError::Network(format!(
+            "{uri} does not complete SASL DIGEST-MD5 ({msg}); is hive.metastore.sasl.enabled \
+             true on the server?"
+        )),
+        SaslFailure::Io(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+            OpenError::Network(format!(
+                "{uri} closed the connection during the SASL handshake; is \
+                 hive.metastore.sasl.enabled true on the server?"
+            ))
+        }
+        SaslFailure::Io(e) => OpenError::Network(format!("{uri}: {}", timed_out(e))),
+    })?;
+    tracing::debug!(%uri, token = %login.token.describe(), from = %login.source,
+        "metastore SASL/DIGEST-MD5 authenticated with a delegation token");
+    let reader = Socket(stream.try_clone().map_err(setup)?);
+    let writer = Socket(stream.try_clone().map_err(setup)?);
+    let (r, w) = sasl::split(reader, writer, mech);
+    Ok((Box::new(r), Box::new(w)))
+}
+
 fn open(cfg: &MetastoreConfig, uri: &MetastoreUri) -> Result<Client, OpenError> {
     let stream = tcp_connect(cfg, uri)?;
     let setup = |e: io::Error| format!("{uri}: {e}");
@@ -202,14 +250,21 @@ fn open(cfg: &MetastoreConfig, uri: &MetastoreUri) -> Result<Client, OpenError> 
     stream
         .set_write_timeout(Some(cfg.io_timeout))
         .map_err(setup)?;
-    let sasl_halves = match &cfg.sasl_principal {
-        Some(pattern) => Some(sasl_open(
+    // A token wins over Kerberos, as in Hive's client: a task has a token and no ticket.
+    let sasl_halves = match (&cfg.sasl_principal, &cfg.delegation_token) {
+        (Some(_), Some(login)) => Some(digest_open(
+            &stream,
+            uri,
+            login,
+            cfg.sasl_protection.as_deref(),
+        )?),
+        (Some(pattern), None) => Some(sasl_open(
             &stream,
             uri,
             pattern,
             cfg.sasl_protection.as_deref(),
         )?),
-        None => None,
+        (None, _) => None,
     };
     let reader = Socket(stream.try_clone().map_err(setup)?);
     let writer = Socket(stream);
@@ -290,6 +345,7 @@ impl Session {
         let n = self.cfg.uris.len();
         let mut last_error = String::from("no URI configured");
         let mut auth_error = None;
+        let mut token_error = None;
         for k in 0..n {
             let i = (self.next + k) % n;
             let uri = &self.cfg.uris[i];
@@ -310,10 +366,22 @@ impl Session {
                     last_error = e;
                 }
                 Err(OpenError::Auth(e)) => {
-                    tracing::warn!(%uri, error = %e, "Kerberos authentication failed");
+                    tracing::warn!(%uri, error = %e, "SASL authentication failed");
                     auth_error = Some(e);
                 }
+                Err(OpenError::TokenRejected(e)) => {
+                    tracing::warn!(%uri, error = %e, "delegation token refused");
+                    token_error = Some(e);
+                }
             }
+        }
+        if let (Some(message), Some(login)) = (token_error, &self.cfg.delegation_token) {
+            return Err(MetastoreError::TokenRejected {
+                uris: self.cfg.uri_list(),
+                token: login.token.describe(),
+                origin: login.source.clone(),
+                message,
+            });
         }
         // A Kerberos failure says more than another URI's silence.
         if let Some(message) = auth_error {
