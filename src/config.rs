@@ -143,7 +143,10 @@ pub fn metastore(
         );
     }
     // Which metastore token a task picks from its credentials file (Hive's selector).
-    if let Some(sig) = lookup(&["hive.metastore.token.signature", "metastore.token.signature"]) {
+    if let Some(sig) = lookup(&[
+        "hive.metastore.token.signature",
+        "metastore.token.signature",
+    ]) {
         config.token_signature = sig;
     }
     // As a Hive client finds it: hive-site.xml, else core-site.xml of HADOOP_CONF_DIR.

@@ -628,8 +628,8 @@ service ThriftHiveMetastore {
   void heartbeat(1: HeartbeatRequest ids)
       throws (1: NoSuchLockException o1, 2: NoSuchTxnException o2, 3: TxnAbortedException o3)
 
-  // Delegation tokens, for tasks without a Kerberos ticket (SASL DIGEST-MD5). Both need a
-  // Kerberos (GSSAPI) connection; the token travels in Hadoop's URL-safe string form.
+  // Delegation tokens, for tasks without a Kerberos ticket (SASL DIGEST-MD5); asked for over
+  // Kerberos (GSSAPI). The token travels in Hadoop's URL-safe string form.
   string get_delegation_token(1: string token_owner, 2: string renewer_kerberos_principal_name)
       throws (1: MetaException o1)
   void cancel_delegation_token(1: string token_str_form) throws (1: MetaException o1)

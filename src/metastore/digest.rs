@@ -23,7 +23,9 @@ enum State {
     /// Waiting for the server's challenge.
     Challenge,
     /// Answered; waiting for the server's `rspauth`.
-    Verify { rspauth: String },
+    Verify {
+        rspauth: String,
+    },
     Done,
 }
 
@@ -74,10 +76,7 @@ impl DigestMd5 {
             .map(|q| q.trim().to_ascii_lowercase())
             .collect();
         let auth_offered = offered.iter().any(|q| q == "auth");
-        let auth_wanted = self
-            .wanted
-            .as_ref()
-            .is_none_or(|w| w.contains(&Qop::Auth));
+        let auth_wanted = self.wanted.as_ref().is_none_or(|w| w.contains(&Qop::Auth));
         if !auth_offered || !auth_wanted {
             return Err(Failure::NoCommonQop {
                 offered: offered

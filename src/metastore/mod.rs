@@ -26,13 +26,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 pub use config::{parse_uris, MetastoreConfig, MetastoreUri, Transport};
 pub use error::MetastoreError;
-pub use token::{DelegationToken, TokenLogin};
 pub use gen::{
     CheckLockRequest, ColumnStatistics, DataOperationType, Database, EnvironmentContext,
     FieldSchema, LockComponent, LockLevel, LockRequest, LockResponse, LockState, LockType, Order,
     Partition, PrincipalPrivilegeSet, PrincipalType, PrivilegeGrantInfo, SerDeInfo, SkewedInfo,
     StorageDescriptor, Table,
 };
+pub use token::{DelegationToken, TokenLogin};
 
 use gen::TThriftHiveMetastoreSyncClient as _;
 use session::{Call, Client, Fallbacks, Session};
@@ -508,9 +508,9 @@ impl Metastore {
 
     /// A metastore delegation token for `owner` (a short user name: the caller's own, or one
     /// it may impersonate as a Hadoop proxy user), renewable by `renewer` (a Kerberos principal,
-    /// e.g. YARN's ResourceManager or the caller's own). The connection must be Kerberos
-    /// (SASL/GSSAPI): the metastore issues no token over a token login. Never resent
-    /// automatically (each call makes a new token).
+    /// e.g. YARN's ResourceManager or the caller's own). Ask over a Kerberos (SASL/GSSAPI)
+    /// login: that is what Hadoop's secret managers expect (HMS 4.0.1 was seen to issue one over
+    /// a token login too). Never resent automatically (each call makes a new token).
     pub async fn delegation_token(&self, owner: &str, renewer: &str) -> Result<DelegationToken> {
         let (owner, renewer) = (owner.to_owned(), renewer.to_owned());
         let what = format!("delegation token for {owner}");
@@ -527,7 +527,7 @@ impl Metastore {
     }
 
     /// Cancels `token`: the metastore forgets it, and logins with it fail from then on. Only its
-    /// owner or renewer may; the connection must be Kerberos.
+    /// owner or its renewer may.
     pub async fn cancel_delegation_token(&self, token: &DelegationToken) -> Result<()> {
         let encoded = token.encode();
         let what = format!("delegation token {}", token.describe());

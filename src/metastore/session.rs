@@ -14,9 +14,9 @@ use thrift::transport::{
 use thrift::{ApplicationErrorKind, TransportErrorKind};
 
 use super::config::{MetastoreConfig, MetastoreUri, Transport};
+use super::digest::DigestMd5;
 use super::error::{one_line, MetastoreError};
 use super::gen::{self, TThriftHiveMetastoreSyncClient};
-use super::digest::DigestMd5;
 use super::gssapi;
 use super::sasl::{self, Failure as SaslFailure, Mechanism as _};
 use super::token::TokenLogin;

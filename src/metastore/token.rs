@@ -49,7 +49,9 @@ pub enum TokenError {
     #[error("not a Hadoop delegation token string ({0}); pass the string the metastore's get_delegation_token returned")]
     BadString(String),
 
-    #[error("cannot read credentials file {path}: {message}; check {TOKEN_FILE_ENV} or the path given")]
+    #[error(
+        "cannot read credentials file {path}: {message}; check {TOKEN_FILE_ENV} or the path given"
+    )]
     Read { path: PathBuf, message: String },
 
     #[error("credentials file {path} is not a readable Hadoop credentials file ({reason}); write it again or point {TOKEN_FILE_ENV} at the job's token file")]
@@ -492,8 +494,8 @@ struct CredentialsProto {
 /// Version 1 is `CredentialsProto.writeDelimitedTo`: a varint length and the message.
 fn parse_protobuf(bytes: &[u8]) -> Result<Credentials, String> {
     use prost::Message as _;
-    let proto = CredentialsProto::decode_length_delimited(bytes)
-        .map_err(|e| format!("protobuf: {e}"))?;
+    let proto =
+        CredentialsProto::decode_length_delimited(bytes).map_err(|e| format!("protobuf: {e}"))?;
     let mut c = Credentials::default();
     for kv in proto.tokens {
         if let Some(t) = kv.token {
@@ -552,8 +554,14 @@ mod tests {
             (-113, &[0x87, 0x70]),
             (-256, &[0x87, 0xff]),
             (-257, &[0x86, 0x01, 0x00]),
-            (i64::MAX, &[0x88, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]),
-            (i64::MIN, &[0x80, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]),
+            (
+                i64::MAX,
+                &[0x88, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff],
+            ),
+            (
+                i64::MIN,
+                &[0x80, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff],
+            ),
         ];
         for (v, bytes) in cases {
             let mut out = Vec::new();
@@ -670,6 +678,9 @@ mod tests {
         assert_eq!(c.tokens, vec![(DEFAULT_ALIAS.to_owned(), t)]);
         std::fs::write(&path, b"HDTS\x00\x05").unwrap();
         let e = read_credentials(&path).unwrap_err().to_string();
-        assert!(e.contains(&path.display().to_string()) && !e.contains('\n'), "{e}");
+        assert!(
+            e.contains(&path.display().to_string()) && !e.contains('\n'),
+            "{e}"
+        );
     }
 }
