@@ -1,0 +1,299 @@
+//! Delegation tokens end to end, as a YARN task uses them: a client with a Kerberos login gets a
+//! metastore token, a credentials file carries it (with an HDFS token from Hadoop's own
+//! `fetchdt`), and the binary, run with no ticket and no keytab, reaches the metastore over SASL
+//! DIGEST-MD5 and HDFS with its token. Against the secured cluster of `scripts/cluster start
+//! --secure`; without `SECURE_HMS_URI` every test here returns at once, saying so.
+//!
+//! Environment: as tests/kerberos.rs (SECURE_HMS_URI, SECURE_CONF_DIR, SECURE_KRB5_CONFIG,
+//! SECURE_PRINCIPAL, SECURE_KEYTAB, SECURE_HDFS_URL), plus SECURE_CLUSTER_DIR, the cluster's
+//! state directory, for `scripts/cluster fetchdt` (the HDFS token).
+
+pub mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use common::{describe, json, rt, stderr};
+use hive_orc_compactor::hdfs::{Hdfs, Location};
+use hive_orc_compactor::kerberos;
+use hive_orc_compactor::metastore::token::{
+    self, read_credentials, write_credentials, DelegationToken, HIVE_DELEGATION_KIND,
+};
+use hive_orc_compactor::metastore::{FieldSchema, Metastore, MetastoreConfig, StorageDescriptor};
+
+struct Secure {
+    hms_uri: String,
+    conf_dir: String,
+    krb5_config: String,
+    principal: String,
+    hdfs_url: String,
+    realm: String,
+    cluster_dir: String,
+}
+
+fn secure() -> Option<&'static Secure> {
+    static S: OnceLock<Option<Secure>> = OnceLock::new();
+    S.get_or_init(|| {
+        let v = |n: &str| std::env::var(n).ok();
+        let Some(hms_uri) = v("SECURE_HMS_URI") else {
+            eprintln!("SECURE_HMS_URI is not set: no secured cluster, token tests skipped");
+            return None;
+        };
+        let need = |n: &str| v(n).unwrap_or_else(|| panic!("{n} is not set"));
+        let principal = need("SECURE_PRINCIPAL");
+        let realm = principal.rsplit('@').next().unwrap().to_owned();
+        let s = Secure {
+            hms_uri,
+            conf_dir: need("SECURE_CONF_DIR"),
+            krb5_config: need("SECURE_KRB5_CONFIG"),
+            principal,
+            hdfs_url: need("SECURE_HDFS_URL"),
+            realm,
+            cluster_dir: need("SECURE_CLUSTER_DIR"),
+        };
+        // This process is the submitting client: it logs in from the keytab.
+        std::env::set_var("KRB5_CONFIG", &s.krb5_config);
+        std::env::set_var("HADOOP_CONF_DIR", &s.conf_dir);
+        kerberos::set_login(kerberos::Login {
+            principal: Some(s.principal.clone()),
+            keytab: Some(PathBuf::from(need("SECURE_KEYTAB"))),
+        })
+        .unwrap();
+        Some(s)
+    })
+    .as_ref()
+}
+
+/// The binary as a task runs it: the cluster's configuration, an empty ticket cache of its own,
+/// no keytab, and the job's credentials file in HADOOP_TOKEN_FILE_LOCATION.
+fn run_as_task(s: &Secure, token_file: &Path, args: &[&str]) -> Output {
+    let dir = tempfile::tempdir().unwrap();
+    let empty_cache = format!("FILE:{}", dir.path().join("no-ticket").display());
+    Command::new(env!("CARGO_BIN_EXE_hive-orc-compactor"))
+        .args(args)
+        .env_remove("HMS_URI")
+        .env_remove("HOC_PRINCIPAL")
+        .env_remove("HOC_KEYTAB")
+        .env_remove("HADOOP_USER_NAME")
+        .env("HIVE_CONF_DIR", &s.conf_dir)
+        .env("HADOOP_CONF_DIR", &s.conf_dir)
+        .env("KRB5_CONFIG", &s.krb5_config)
+        .env("KRB5CCNAME", &empty_cache)
+        .env("HADOOP_TOKEN_FILE_LOCATION", token_file)
+        .output()
+        .unwrap()
+}
+
+async fn kerberos_metastore(s: &Secure) -> Metastore {
+    let mut cfg = MetastoreConfig::new(&s.hms_uri).unwrap();
+    cfg.sasl_principal = Some(format!("hive/localhost@{}", s.realm));
+    Metastore::connect(cfg)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// An HDFS delegation token for the client, from Hadoop's own `hdfs fetchdt` (so the credentials
+/// file it writes is read here too).
+fn hdfs_token(s: &Secure, dir: &Path) -> DelegationToken {
+    let file = dir.join("hdfs.token");
+    let o = Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/cluster"))
+        .args(["fetchdt", "--renewer", "tester"])
+        .arg(&file)
+        .env("CLUSTER_DIR", &s.cluster_dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "fetchdt: {}", describe(&o));
+    let creds = read_credentials(&file).unwrap_or_else(|e| panic!("{e}"));
+    let (_, t) = creds
+        .tokens
+        .iter()
+        .find(|(_, t)| t.kind == "HDFS_DELEGATION_TOKEN")
+        .unwrap_or_else(|| panic!("no HDFS token in {creds:?}"));
+    t.clone()
+}
+
+/// The one error line a failed run ends with (log lines, e.g. a per-URI warning, may precede it):
+/// exactly one line starts with "error:" and it is the last.
+fn error_line(o: &Output) -> String {
+    let err = stderr(o);
+    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 1, "{err}");
+    assert_eq!(err.trim_end().lines().last(), Some(errors[0]), "{err}");
+    errors[0].to_owned()
+}
+
+const FILES: usize = 3;
+
+fn col(name: &str, ty: &str) -> FieldSchema {
+    common::objects::column(name, ty)
+}
+
+fn sd(location: &str) -> StorageDescriptor {
+    common::objects::orc_storage(location, vec![col("a", "bigint"), col("s", "string")])
+}
+
+/// A database with one external ORC table `events`, partitioned by dt, one partition of FILES
+/// small ORC files, made with the client's Kerberos login; its name.
+fn fixture(s: &Secure) -> &'static str {
+    static DB: OnceLock<String> = OnceLock::new();
+    DB.get_or_init(|| {
+        let db = format!("tok_{}", std::process::id());
+        let root = format!("{}/user/hive/external/{db}", s.hdfs_url);
+        let orc = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/orc/multi_stripe_zstd.orc"
+        ))
+        .unwrap();
+        rt().block_on(async {
+            let ms = kerberos_metastore(s).await;
+            let hdfs = Hdfs::new();
+            ms.create_database(common::database(&db, &root, "tester", None))
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            let part = format!("{root}/events/dt=2026-11-01");
+            let dir = Location::parse(&part).unwrap();
+            hdfs.mkdirs(&dir, 0o755)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            for i in 0..FILES {
+                let mut w = hdfs
+                    .create(&dir.child(&format!("part-{i:05}.orc")), 0o644)
+                    .await
+                    .unwrap_or_else(|e| panic!("{e}"));
+                w.write_bytes(orc.clone().into()).await.unwrap();
+                w.close().await.unwrap();
+            }
+            ms.create_table(common::external_table(
+                &db,
+                "events",
+                "tester",
+                sd(&format!("{root}/events")),
+                vec![col("dt", "string")],
+                BTreeMap::from([("EXTERNAL".into(), "TRUE".into())]),
+            ))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+            ms.add_partitions(vec![common::new_partition(
+                &db,
+                "events",
+                &["2026-11-01"],
+                sd(&part),
+                BTreeMap::new(),
+            )])
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        });
+        db
+    })
+}
+
+#[test]
+fn a_task_with_only_a_token_file_inspects_and_compacts_until_the_token_is_cancelled() {
+    let Some(s) = secure() else { return };
+    let table = format!("{}.events", fixture(s));
+    let part = "dt=2026-11-01";
+    let dir = tempfile::tempdir().unwrap();
+
+    // The submitting client: a metastore token for itself, renewable by itself.
+    let ms = rt().block_on(kerberos_metastore(s));
+    let token = rt()
+        .block_on(ms.delegation_token("tester", &s.principal))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(token.kind, HIVE_DELEGATION_KIND);
+    let id = token.identifier().expect("Hadoop's identifier layout");
+    assert_eq!(id.owner, "tester", "{id:?}");
+    assert!(id.max_date > id.issue_date, "{id:?}");
+    // The string form round-trips to what the metastore gave.
+    assert_eq!(DelegationToken::decode(&token.encode()).unwrap(), token);
+
+    // The job's credentials file, as YARN would hand it to a container: HDFS and metastore.
+    let file = dir.path().join("container_tokens");
+    write_credentials(&file, &[hdfs_token(s, dir.path()), token.clone()])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let back = read_credentials(&file).unwrap();
+    assert_eq!(back.metastore_token(""), Some(&token));
+
+    let inspect = ["inspect", "--table", &table, "--partition", part, "--json"];
+    let o = run_as_task(s, &file, &inspect);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    assert_eq!(
+        json(&o)["partition_details"]["files"]["count"],
+        FILES as u64,
+        "{}",
+        describe(&o)
+    );
+
+    let o = run_as_task(
+        s,
+        &file,
+        &["compact", "--table", &table, "--partition", part, "--json"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let report = json(&o);
+    assert_eq!(report["status"], "compacted", "{report}");
+    assert_eq!(report["files_after"], 1, "{report}");
+
+    // Cancelled: the same task is refused, in one line that says why and what to do.
+    rt().block_on(ms.cancel_delegation_token(&token))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let o = run_as_task(s, &file, &inspect);
+    assert_ne!(o.status.code(), Some(0), "{}", describe(&o));
+    let line = error_line(&o);
+    assert!(line.contains("invalid or expired"), "{line}");
+    assert!(line.contains("get a new one"), "{line}");
+    assert!(line.contains(&file.display().to_string()), "{line}");
+}
+
+#[test]
+fn a_corrupt_credentials_file_is_one_line_naming_it() {
+    let Some(s) = secure() else { return };
+    let table = format!("{}.events", fixture(s));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("container_tokens");
+    for bytes in [&b"HDTS\x00\x02\x05ali"[..], b"not a token file at all"] {
+        std::fs::write(&file, bytes).unwrap();
+        let o = run_as_task(s, &file, &["inspect", "--table", &table]);
+        assert_ne!(o.status.code(), Some(0), "{}", describe(&o));
+        let line = error_line(&o);
+        assert!(line.contains(&file.display().to_string()), "{line}");
+        assert!(line.contains("credentials file"), "{line}");
+    }
+}
+
+#[test]
+fn a_token_from_one_metastore_connection_is_refused_once_cancelled() {
+    // The library alone: a second token, cancelled, then a DIGEST-MD5 login with it fails with
+    // the error callers branch on; a live one succeeds.
+    let Some(s) = secure() else { return };
+    rt().block_on(async {
+        let ms = kerberos_metastore(s).await;
+        let live = ms.delegation_token("tester", &s.principal).await.unwrap();
+        let dead = ms.delegation_token("tester", &s.principal).await.unwrap();
+        ms.cancel_delegation_token(&dead).await.unwrap();
+        let with = |t: &DelegationToken| {
+            let mut cfg = MetastoreConfig::new(&s.hms_uri).unwrap();
+            cfg.sasl_principal = Some(String::new());
+            cfg.delegation_token = Some(token::TokenLogin {
+                token: t.clone(),
+                source: "the test".into(),
+            });
+            cfg
+        };
+        let over_token = Metastore::connect(with(&live))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(over_token
+            .databases()
+            .await
+            .unwrap()
+            .contains(&"default".to_owned()));
+        match Metastore::connect(with(&dead)).await {
+            Err(hive_orc_compactor::metastore::MetastoreError::TokenRejected { .. }) => {}
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("a cancelled token logged in"),
+        }
+        ms.cancel_delegation_token(&live).await.unwrap();
+    });
+}
