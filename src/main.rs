@@ -549,6 +549,11 @@ struct YarnArgs {
     /// partition: the re-encoder's bound at 64 MiB stripes)
     #[arg(long, value_name = "SIZE", value_parser = parse_bytes, requires = "on_yarn")]
     task_memory: Option<u64>,
+    /// With --on-yarn on Kerberos: ship --keytab to the tasks (uploaded to the job's work
+    /// directory, mode 0600, removed with it) instead of a metastore delegation token, for
+    /// metastores that refuse tokens
+    #[arg(long, requires = "on_yarn")]
+    yarn_keytab: bool,
     /// Set by --on-yarn for its tasks: status lines on stderr, reports as JSON lines
     #[arg(long, hide = true, requires = "partitions_from")]
     yarn_task: bool,
@@ -691,7 +696,7 @@ async fn run(options: &Options) -> anyhow::Result<ExitCode> {
             options: o,
             yarn,
             yarn_task,
-        } => run_compact(options, selection, o, yarn.as_ref(), *yarn_task).await,
+        } => run_compact(options, selection, o, yarn.as_deref(), *yarn_task).await,
         CommandOptions::Rollback {
             table,
             partition,
@@ -846,10 +851,10 @@ async fn run_compact(
     let metastore = options.connect().await?;
     let hdfs = options.hdfs();
     let plan = batch::plan(&metastore, &hdfs, selection, batch_options).await?;
-    drop(metastore);
     if let Some(yarn) = yarn {
-        return run_on_yarn(options, plan, batch_options, yarn).await;
+        return run_on_yarn(options, &metastore, plan, batch_options, yarn).await;
     }
+    drop(metastore);
     let resolved = &options.metastore;
     let pool = MetastorePool::connect(
         resolved.config.clone(),
@@ -898,6 +903,7 @@ fn keep_task_alive() {
 /// job instead); their reports come back into the usual summary.
 async fn run_on_yarn(
     options: &Options,
+    metastore: &hive_orc_compactor::metastore::Metastore,
     plan: batch::BatchPlan,
     batch_options: &BatchOptions,
     yarn: &YarnOptions,
@@ -916,11 +922,11 @@ async fn run_on_yarn(
     let bar = render::Batch::yarn_job(options.format);
     let progress = |pct: u8| bar.set_position(u64::from(pct));
     let (summary, report) = on_yarn::execute(
+        metastore,
         &options.hdfs(),
         plan,
         job,
         yarn,
-        &batch_options.compact.cancel,
         &observer,
         &progress,
     )

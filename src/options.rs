@@ -19,7 +19,7 @@ use hive_orc_compactor::operations::compact::{
     CompactOptions, Stripes, DEFAULT_MIN_STRIPE_SIZE, DEFAULT_STRIPE_SIZE, WRITE_IN_PROGRESS_AGE,
 };
 use hive_orc_compactor::operations::iceberg;
-use hive_orc_compactor::operations::on_yarn::YarnOptions;
+use hive_orc_compactor::operations::on_yarn::{self, TokenFor, YarnOptions};
 use hive_orc_compactor::orc::DEFAULT_TARGET_SIZE;
 use hive_orc_compactor::resolve::TableName;
 use tokio_util::sync::CancellationToken;
@@ -64,7 +64,7 @@ pub enum CommandOptions {
         // Boxed: by far the largest command's options.
         options: Box<BatchOptions>,
         /// `--on-yarn`: the job the partitions are compacted in.
-        yarn: Option<YarnOptions>,
+        yarn: Option<Box<YarnOptions>>,
         /// This process is one of an `--on-yarn` job's tasks.
         yarn_task: bool,
     },
@@ -441,13 +441,13 @@ fn compact(cli: &Cli, matches: &ArgMatches, settings: &Settings) -> anyhow::Resu
             .max(1),
     };
     let yarn_options = match yarn.on_yarn {
-        true => Some(yarn_options(
+        true => Some(Box::new(yarn_options(
             cli,
             yarn,
             &options,
             settings,
             min_age_on_command_line,
-        )?),
+        )?)),
         false => None,
     };
     Ok(CommandOptions::Compact {
@@ -494,11 +494,33 @@ fn yarn_options(
 ) -> anyhow::Result<YarnOptions> {
     let global = &cli.global;
     let metastore = metastore_config(global, settings)?;
-    if metastore.config.sasl_principal.is_some() {
-        anyhow::bail!(
-            "--on-yarn cannot reach a Kerberos (SASL) metastore yet: its tasks would need a              metastore delegation token, which this version does not fetch; run on the edge              node instead (--shard K/N spreads a selection over several hosts)"
-        );
-    }
+    // Tasks have no Kerberos ticket: they get a metastore token from the job, for the
+    // principal this host logs in as.
+    let keytab = match (yarn.yarn_keytab, &global.principal, &global.keytab) {
+        (false, _, _) => None,
+        (true, Some(principal), Some(keytab)) => Some((principal.clone(), keytab.clone())),
+        (true, _, _) => anyhow::bail!(
+            "--yarn-keytab ships this run's --keytab to the tasks: give --principal and --keytab"
+        ),
+    };
+    let metastore_token = match &metastore.config.sasl_principal {
+        None => None,
+        Some(_) if keytab.is_some() => None,
+        Some(_) => {
+            let Some(principal) = &global.principal else {
+                anyhow::bail!(
+                    "--on-yarn with a Kerberos metastore needs --principal (user@REALM, with \
+                     --keytab or a ticket cache): the job's tasks log in with a metastore \
+                     delegation token got for that principal"
+                );
+            };
+            let owner = principal.split(['/', '@']).next().unwrap_or(principal);
+            Some(TokenFor {
+                owner: owner.to_string(),
+                renewer: principal.clone(),
+            })
+        }
+    };
     let user = hdfs::hadoop_user(global.hadoop_user.as_deref());
     let c = &options.compact;
     let uris: Vec<String> = metastore
@@ -537,6 +559,19 @@ fn yarn_options(
     .into_iter()
     .map(String::from)
     .collect();
+    if let Some((principal, _)) = &keytab {
+        args.extend([
+            "--principal".into(),
+            principal.clone(),
+            "--keytab".into(),
+            on_yarn::KEYTAB_LINK.into(),
+        ]);
+    }
+    match metastore.config.sasl_principal.as_deref() {
+        Some("") => args.push("--metastore-sasl".into()),
+        Some(p) => args.extend(["--metastore-principal".into(), p.to_string()]),
+        None => {}
+    }
     if matches!(
         metastore.config.transport,
         hive_orc_compactor::metastore::Transport::Framed
@@ -584,6 +619,9 @@ fn yarn_options(
             .task_memory
             .map_or(default_task_memory_mb(options.parallel), |b| b >> 20),
         run_id: hive_orc_compactor::layout::new_run_id(),
+        metastore_token,
+        keytab: keytab.map(|(_, k)| k),
+        cancel: c.cancel.clone(),
     })
 }
 

@@ -45,6 +45,9 @@ pub struct StreamingJob {
     pub task_timeout_ms: u64,
     /// Attempts per task before the job fails.
     pub max_attempts: u32,
+    /// A local Hadoop credentials file whose tokens the job carries to its tasks
+    /// (`mapreduce.job.credentials.binary`; the client adds its HDFS tokens itself).
+    pub credentials: Option<PathBuf>,
 }
 
 impl StreamingJob {
@@ -74,6 +77,9 @@ impl StreamingJob {
         define("mapreduce.task.timeout", self.task_timeout_ms.to_string());
         if let Some(q) = &self.queue {
             define("mapreduce.job.queuename", q.clone());
+        }
+        if let Some(c) = &self.credentials {
+            define("mapreduce.job.credentials.binary", c.display().to_string());
         }
         if !self.files.is_empty() {
             args.push("-files".into());
@@ -296,6 +302,7 @@ mod tests {
             task_heap_mb: 200,
             task_timeout_ms: 600_000,
             max_attempts: 4,
+            credentials: Some(PathBuf::from("/tmp/x.credentials")),
         };
         let args = job.args();
         let first_plain = args.iter().position(|a| a == "-inputformat").unwrap();
@@ -308,6 +315,7 @@ mod tests {
             "stream.map.input.ignoreKey=true",
             "mapreduce.job.queuename=etl",
             "mapreduce.map.java.opts=-Xmx200m",
+            "mapreduce.job.credentials.binary=/tmp/x.credentials",
         ] {
             assert!(args.iter().any(|a| a == want), "{want}");
         }

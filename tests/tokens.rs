@@ -297,3 +297,144 @@ fn a_token_from_one_metastore_connection_is_refused_once_cancelled() {
         ms.cancel_delegation_token(&live).await.unwrap();
     });
 }
+
+/// A `mapred` of the test's own in `dir`, standing in for Hadoop's job client up to the
+/// submission: it keeps its arguments (`<capture>.args`) and the credentials file it is given
+/// (`<capture>`), then fails the submission. Returns (mapred, capture).
+fn refusing_mapred(dir: &Path) -> (PathBuf, PathBuf) {
+    let capture = dir.join("shipped");
+    let mapred = dir.join("mapred");
+    std::fs::write(
+        &mapred,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > {capture}.args\nfor a in \"$@\"; do\n  case $a in\n    \
+             mapreduce.job.credentials.binary=*) cp \"${{a#*=}}\" {capture} ;;\n  esac\ndone\n\
+             echo 'ERROR streaming.StreamJob: not submitted by the test' >&2\nexit 1\n",
+            capture = capture.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&mapred, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    (mapred, capture)
+}
+
+/// `compact --on-yarn` of the fixture table as the Kerberos client, with `mapred`, then `extra`.
+fn on_yarn_as_client(s: &Secure, table: &str, mapred: &Path, extra: &[&str]) -> Output {
+    let keytab = std::env::var("SECURE_KEYTAB").unwrap();
+    Command::new(env!("CARGO_BIN_EXE_hive-orc-compactor"))
+        .args([
+            "compact",
+            "--table",
+            table,
+            "--all",
+            "--min-age",
+            "0s",
+            "--json",
+        ])
+        .args(["--principal", &s.principal, "--keytab", &keytab])
+        .args(["--on-yarn", "--hadoop-cmd"])
+        .arg(mapred)
+        .args(["--yarn-dir", &format!("{}/tmp/tok-yarn", s.hdfs_url)])
+        .args(extra)
+        .env_remove("HMS_URI")
+        .env_remove("HADOOP_TOKEN_FILE_LOCATION")
+        .env("HIVE_CONF_DIR", &s.conf_dir)
+        .env("HADOOP_CONF_DIR", &s.conf_dir)
+        .env("KRB5_CONFIG", &s.krb5_config)
+        .output()
+        .unwrap()
+}
+
+/// `compact --on-yarn` against the Kerberos metastore, up to the job's submission: the client
+/// gets a metastore token for its principal, hands it to the job client in
+/// `mapreduce.job.credentials.binary`, tells the tasks to log in over SASL, and cancels the
+/// token when the job ends. A secure YARN does not run here (its container executor refuses
+/// root), so a `mapred` of the test's own takes the place of Hadoop's job client: it keeps
+/// the credentials file and the arguments, and fails the submission. What a task then does
+/// with such a file is the test above.
+#[test]
+fn on_yarn_ships_a_metastore_token_to_the_job_and_cancels_it() {
+    let Some(s) = secure() else { return };
+    let table = format!("{}.events", fixture(s));
+    let dir = tempfile::tempdir().unwrap();
+    let (mapred, capture) = refusing_mapred(dir.path());
+    let keytab = std::env::var("SECURE_KEYTAB").unwrap();
+    let o = on_yarn_as_client(s, &table, &mapred, &[]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "the job was not submitted: {}",
+        describe(&o)
+    );
+    assert!(
+        stderr(&o).contains("not submitted by the test"),
+        "{}",
+        describe(&o)
+    );
+
+    // The job client was handed a credentials file holding a metastore token for the
+    // client's principal, and the tasks were told to log in over SASL.
+    let shipped = read_credentials(&capture).unwrap_or_else(|e| panic!("{e}"));
+    let token = shipped
+        .metastore_token("")
+        .expect("a metastore token")
+        .clone();
+    assert_eq!(token.identifier().unwrap().owner, "tester");
+    let args = std::fs::read_to_string(format!("{}.args", capture.display())).unwrap();
+    let mapper = args.lines().skip_while(|l| *l != "-mapper").nth(1).unwrap();
+    assert!(mapper.contains("--metastore-principal"), "{mapper}");
+    assert!(
+        !args.contains(&keytab),
+        "no keytab reaches the tasks: {args}"
+    );
+    // The local file is gone, and the token cancelled: a login with it is refused.
+    let local = args
+        .lines()
+        .find_map(|l| l.strip_prefix("mapreduce.job.credentials.binary="))
+        .unwrap();
+    assert!(!Path::new(local).exists(), "{local} left behind");
+    rt().block_on(async {
+        let mut cfg = MetastoreConfig::new(&s.hms_uri).unwrap();
+        cfg.sasl_principal = Some(String::new());
+        cfg.delegation_token = Some(token::TokenLogin {
+            token,
+            source: "the shipped file".into(),
+        });
+        match Metastore::connect(cfg).await {
+            Err(hive_orc_compactor::metastore::MetastoreError::TokenRejected { .. }) => {}
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("the job's token is still valid after the job"),
+        }
+    });
+}
+
+/// `--yarn-keytab`, for metastores that refuse tokens: the tasks get the keytab (uploaded with
+/// the job and localised as `keytab`) and log in with it; no token is shipped.
+#[test]
+fn on_yarn_with_yarn_keytab_ships_the_keytab_not_a_token() {
+    let Some(s) = secure() else { return };
+    let table = format!("{}.events", fixture(s));
+    let dir = tempfile::tempdir().unwrap();
+    let (mapred, capture) = refusing_mapred(dir.path());
+    let o = on_yarn_as_client(s, &table, &mapred, &["--yarn-keytab"]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "the job was not submitted: {}",
+        describe(&o)
+    );
+    let args = std::fs::read_to_string(format!("{}.args", capture.display())).unwrap();
+    assert!(!capture.exists(), "no credentials file: {args}");
+    let files = args.lines().skip_while(|l| *l != "-files").nth(1).unwrap();
+    assert!(files.ends_with("/keytab#keytab"), "{files}");
+    let mapper = args.lines().skip_while(|l| *l != "-mapper").nth(1).unwrap();
+    assert!(mapper.contains("--keytab keytab"), "{mapper}");
+    assert!(
+        mapper.contains(&format!("--principal {}", s.principal)),
+        "{mapper}"
+    );
+    // The work directory, keytab included, is gone.
+    let dir = files.trim_end_matches("/keytab#keytab");
+    let listed = rt().block_on(Hdfs::new().list(&Location::parse(dir).unwrap()));
+    assert!(matches!(listed, Ok(None)), "{dir}: {listed:?}");
+}

@@ -15,6 +15,10 @@
 //! 4. The job's work directory on HDFS is removed when the run ends, whatever happened.
 //! 5. [`plan`] has no side effects: it is what `--dry-run` prints, and a dry run submits
 //!    nothing.
+//! 6. With a Kerberos metastore, the tasks log in with a metastore delegation token the job
+//!    carries (no keytab leaves this host), cancelled when the job ends, whatever happened;
+//!    with `--yarn-keytab`, with the keytab instead, readable by the job's user alone and
+//!    removed with the work directory.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -24,6 +28,8 @@ use serde::Serialize;
 
 use crate::fleet::Candidate;
 use crate::hdfs::{Hdfs, Location};
+use crate::metastore::token::write_credentials;
+use crate::metastore::{DelegationToken, Metastore};
 use crate::operations::batch::{BatchPlan, BatchSummary, Observer};
 use crate::operations::compact::CompactReport;
 use crate::operations::outcome::Status;
@@ -35,6 +41,8 @@ const BINARY: &str = "hive-orc-compactor";
 const OUTPUT: &str = "out";
 /// Each task runs the binary under this name in its working directory.
 const LINK: &str = "hoc";
+/// With `--yarn-keytab`, each task finds the keytab under this name.
+pub const KEYTAB_LINK: &str = "keytab";
 /// Status lines every minute keep a task alive however long one partition takes; ten
 /// minutes of silence means it hangs.
 const TASK_TIMEOUT_MS: u64 = 600_000;
@@ -61,6 +69,22 @@ pub struct YarnOptions {
     pub task_memory_mb: u64,
     /// `--json`'s name for this run, unique per submission.
     pub run_id: String,
+    /// A Kerberos metastore: tasks have no ticket, so the job carries a metastore delegation
+    /// token, got here and cancelled when the job ends.
+    pub metastore_token: Option<TokenFor>,
+    /// `--yarn-keytab`: this keytab goes to the tasks instead (uploaded, mode 0600).
+    pub keytab: Option<PathBuf>,
+    /// Fired by SIGINT or SIGTERM: the job is killed, its work directory removed.
+    pub cancel: tokio_util::sync::CancellationToken,
+}
+
+/// Whom a metastore delegation token is for.
+#[derive(Debug, Clone)]
+pub struct TokenFor {
+    /// The short user name the tasks act as (the client's own).
+    pub owner: String,
+    /// The Kerberos principal that may renew and cancel it (the client's own).
+    pub renewer: String,
 }
 
 /// What the job will be: printed by `--dry-run`.
@@ -117,7 +141,14 @@ pub fn plan(batch: &BatchPlan, options: &YarnOptions) -> YarnPlan {
         queue: options.queue.clone(),
         input: dir.child(WORK_LIST).to_string(),
         output: dir.child(OUTPUT).to_string(),
-        files: vec![format!("{binary}#{LINK}")],
+        files: std::iter::once(format!("{binary}#{LINK}"))
+            .chain(
+                options
+                    .keytab
+                    .as_ref()
+                    .map(|_| format!("{}#{KEYTAB_LINK}", dir.child(KEYTAB_LINK))),
+            )
+            .collect(),
         mapper: std::iter::once(format!("./{LINK}"))
             .chain(options.task_args.iter().map(|a| quote(a)))
             .collect::<Vec<_>>()
@@ -128,6 +159,9 @@ pub fn plan(batch: &BatchPlan, options: &YarnOptions) -> YarnPlan {
         task_heap_mb: TASK_HEAP_MB,
         task_timeout_ms: TASK_TIMEOUT_MS,
         max_attempts: MAX_ATTEMPTS,
+        credentials: options.metastore_token.as_ref().map(|_| {
+            std::env::temp_dir().join(format!("hive-orc-compactor-{}.credentials", options.run_id))
+        }),
     };
     let command = std::iter::once(options.mapred.display().to_string())
         .chain(job.args())
@@ -197,14 +231,15 @@ fn quote(arg: &str) -> String {
 /// Reports the decided partitions, then writes the work list (and this binary) to HDFS,
 /// submits the job, follows it, reads the tasks' reports and removes the work directory.
 pub async fn execute(
+    metastore: &Metastore,
     hdfs: &Hdfs,
     batch: BatchPlan,
     job: YarnPlan,
     options: &YarnOptions,
-    cancel: &tokio_util::sync::CancellationToken,
     observer: &dyn Observer,
     progress: &(dyn Fn(u8) + Sync),
 ) -> (BatchSummary, YarnReport) {
+    let cancel = &options.cancel;
     let started = Instant::now();
     let mut summary = BatchSummary::default();
     let mut report = YarnReport {
@@ -217,7 +252,17 @@ pub async fn execute(
     }
     let mut reports = Vec::new();
     if !job.work_list.is_empty() {
-        match submit(hdfs, &job, options, cancel, progress, &mut report).await {
+        match submit(
+            metastore,
+            hdfs,
+            &job,
+            options,
+            cancel,
+            progress,
+            &mut report,
+        )
+        .await
+        {
             Ok(done) => reports = done,
             Err(e) => {
                 tracing::error!("{e:#}");
@@ -274,6 +319,52 @@ pub async fn execute(
 }
 
 async fn submit(
+    metastore: &Metastore,
+    hdfs: &Hdfs,
+    job: &YarnPlan,
+    options: &YarnOptions,
+    cancel: &tokio_util::sync::CancellationToken,
+    progress: &(dyn Fn(u8) + Sync),
+    report: &mut YarnReport,
+) -> anyhow::Result<Vec<CompactReport>> {
+    let token = match (&options.metastore_token, &job.job.credentials) {
+        (Some(t), Some(file)) => Some(ship_token(metastore, t, file).await?),
+        _ => None,
+    };
+    let done = run_job(hdfs, job, options, cancel, progress, report).await;
+    if let (Some(token), Some(file)) = (token, &job.job.credentials) {
+        // Whatever happened: a token left valid outlives the job that needed it.
+        if let Err(e) = metastore.cancel_delegation_token(&token).await {
+            tracing::warn!(
+                "could not cancel the job's metastore token ({e}); it expires by itself"
+            );
+        }
+        let _ = std::fs::remove_file(file);
+    }
+    done
+}
+
+/// Gets a metastore delegation token and writes it where the job client takes it from.
+async fn ship_token(
+    metastore: &Metastore,
+    t: &TokenFor,
+    file: &std::path::Path,
+) -> anyhow::Result<DelegationToken> {
+    let token = metastore
+        .delegation_token(&t.owner, &t.renewer)
+        .await
+        .map_err(|e| {
+            anyhow::anyhow!("getting a metastore delegation token for the job's tasks: {e}")
+        })?;
+    if let Err(e) = write_credentials(file, std::slice::from_ref(&token)) {
+        let _ = metastore.cancel_delegation_token(&token).await;
+        return Err(e.into());
+    }
+    tracing::info!("the job carries metastore token {}", token.describe());
+    Ok(token)
+}
+
+async fn run_job(
     hdfs: &Hdfs,
     job: &YarnPlan,
     options: &YarnOptions,
@@ -286,7 +377,12 @@ async fn submit(
     list.push('\n');
     write(hdfs, &job.dir.child(WORK_LIST), Bytes::from(list), 0o600).await?;
     if options.binary.is_none() {
-        upload_self(hdfs, &job.dir.child(BINARY)).await?;
+        let me = std::env::current_exe()
+            .map_err(|e| anyhow::anyhow!("cannot find this program's own file to ship it: {e}"))?;
+        upload(hdfs, &me, &job.dir.child(BINARY), 0o700).await?;
+    }
+    if let Some(keytab) = &options.keytab {
+        upload(hdfs, keytab, &job.dir.child(KEYTAB_LINK), 0o600).await?;
     }
     tracing::info!(
         "submitting {} partitions to YARN in {} tasks: {}",
@@ -376,15 +472,18 @@ async fn write(hdfs: &Hdfs, file: &Location, bytes: Bytes, permission: u16) -> a
     Ok(())
 }
 
-/// Copies the running binary to HDFS in pieces, so memory does not hold it whole.
-async fn upload_self(hdfs: &Hdfs, to: &Location) -> anyhow::Result<()> {
+/// Copies a local file to HDFS in pieces, so memory does not hold it whole.
+async fn upload(
+    hdfs: &Hdfs,
+    from: &std::path::Path,
+    to: &Location,
+    permission: u16,
+) -> anyhow::Result<()> {
     use tokio::io::AsyncReadExt;
-    let me = std::env::current_exe()
-        .map_err(|e| anyhow::anyhow!("cannot find this program's own file to ship it: {e}"))?;
-    let mut file = tokio::fs::File::open(&me)
+    let mut file = tokio::fs::File::open(from)
         .await
-        .map_err(|e| anyhow::anyhow!("opening {}: {e}", me.display()))?;
-    let mut w = hdfs.create(to, 0o700).await?;
+        .map_err(|e| anyhow::anyhow!("opening {}: {e}", from.display()))?;
+    let mut w = hdfs.create(to, permission).await?;
     let mut buf = vec![0u8; 4 << 20];
     loop {
         let n = file.read(&mut buf).await?;
