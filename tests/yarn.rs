@@ -42,17 +42,19 @@ fn database(name: &str) -> OwnDatabase {
     OwnDatabase::create(&format!("{name}_{}", std::process::id()), "yarn")
 }
 
-/// Every partition of the database, as `Part`s.
-fn parts(db: &OwnDatabase) -> Vec<Part> {
+/// The partitions of these tables of the database, as `Part`s.
+fn parts(db: &OwnDatabase, tables: &[&str]) -> Vec<Part> {
     let f = &db.fixtures;
     let mut out = Vec::new();
-    for table in ["yarn_a", "yarn_b", "yarn_c"] {
+    for table in tables {
         for p in &f.table(table).partitions {
             out.push(Part::of(f, &env("HMS_URI"), table, &p.spec));
         }
     }
     out
 }
+
+const ALL: [&str; 3] = ["yarn_a", "yarn_b", "yarn_c"];
 
 /// The rows Java ORC reads from the partition's current files, sorted: a multiset.
 fn rows(part: &Part) -> Vec<Vec<String>> {
@@ -119,7 +121,7 @@ fn forty_partitions_of_three_tables_over_four_tasks() {
     }
     let _turn = one_job_at_a_time();
     let db = database("yarn_all");
-    let parts = parts(&db);
+    let parts = parts(&db, &ALL);
     assert_eq!(parts.len(), 40);
     let before: Vec<Vec<Vec<String>>> = parts.iter().map(rows).collect();
     let dir = yarn_dir(&db);
@@ -185,7 +187,7 @@ fn forty_partitions_of_three_tables_over_four_tasks() {
 #[test]
 fn a_dry_run_submits_nothing_and_prints_the_job() {
     let db = database("yarn_dry");
-    let parts = parts(&db);
+    let parts = parts(&db, &ALL);
     let before: Vec<State> = parts.iter().map(|p| p.state(true)).collect();
     let dir = yarn_dir(&db);
     // A mapred that fails if it is called at all.
@@ -249,10 +251,7 @@ fn a_task_killed_mid_partition_is_retried_and_nothing_is_lost_or_doubled() {
     }
     let _turn = one_job_at_a_time();
     let db = database("yarn_kill");
-    let parts: Vec<Part> = parts(&db)
-        .into_iter()
-        .filter(|p| p.table == "yarn_c")
-        .collect();
+    let parts = parts(&db, &["yarn_c"]);
     let before: Vec<Vec<Vec<String>>> = parts.iter().map(rows).collect();
     let dir = yarn_dir(&db);
     let table = db.fixtures.qualified("yarn_c");
@@ -326,11 +325,7 @@ fn busy_and_refused_partitions_are_reported_and_the_others_go_on() {
     use hive_orc_compactor::lock::{self, LockMode, LockOptions, Target};
     let _turn = one_job_at_a_time();
     let db = database("yarn_mixed");
-    let parts: Vec<Part> = parts(&db)
-        .into_iter()
-        .filter(|p| p.table == "yarn_c")
-        .take(3)
-        .collect();
+    let parts = &parts(&db, &["yarn_c"])[..3];
     let locked = &parts[2];
     let ms = common::metastore::metastore(&env("HMS_URI"));
     let held = rt()
