@@ -275,6 +275,12 @@ pub async fn execute(
     }
     let why_missing = match (&report.application, cancel.is_cancelled()) {
         (_, true) => "not finished: the run was interrupted and its YARN job killed".to_string(),
+        // The tasks may have compacted it: only their reports are missing.
+        (Some(app), _) if report.error.is_some() => format!(
+            "the YARN job ran but its reports could not be read ({}): `inspect` the partition \
+             and see `yarn logs -applicationId {app}`",
+            report.error.as_deref().unwrap_or("")
+        ),
         (Some(app), _) => format!(
             "its YARN task did not finish (job {}): see `yarn logs -applicationId {app}`",
             report.job.as_deref().unwrap_or("?")
