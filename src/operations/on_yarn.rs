@@ -252,17 +252,7 @@ pub async fn execute(
     }
     let mut reports = Vec::new();
     if !job.work_list.is_empty() {
-        match submit(
-            metastore,
-            hdfs,
-            &job,
-            options,
-            cancel,
-            progress,
-            &mut report,
-        )
-        .await
-        {
+        match submit(metastore, hdfs, &job, options, progress, &mut report).await {
             Ok(done) => reports = done,
             Err(e) => {
                 tracing::error!("{e:#}");
@@ -329,7 +319,6 @@ async fn submit(
     hdfs: &Hdfs,
     job: &YarnPlan,
     options: &YarnOptions,
-    cancel: &tokio_util::sync::CancellationToken,
     progress: &(dyn Fn(u8) + Sync),
     report: &mut YarnReport,
 ) -> anyhow::Result<Vec<CompactReport>> {
@@ -337,7 +326,7 @@ async fn submit(
         (Some(t), Some(file)) => Some(ship_token(metastore, t, file).await?),
         _ => None,
     };
-    let done = run_job(hdfs, job, options, cancel, progress, report).await;
+    let done = run_job(hdfs, job, options, progress, report).await;
     if let (Some(token), Some(file)) = (token, &job.job.credentials) {
         // Whatever happened: a token left valid outlives the job that needed it.
         if let Err(e) = metastore.cancel_delegation_token(&token).await {
@@ -374,7 +363,6 @@ async fn run_job(
     hdfs: &Hdfs,
     job: &YarnPlan,
     options: &YarnOptions,
-    cancel: &tokio_util::sync::CancellationToken,
     progress: &(dyn Fn(u8) + Sync),
     report: &mut YarnReport,
 ) -> anyhow::Result<Vec<CompactReport>> {
@@ -406,6 +394,7 @@ async fn run_job(
         }
         Event::Job { .. } => {}
     };
+    let cancel = &options.cancel;
     let end = yarn::run(&options.mapred, &job.job, cancel, &on_event).await?;
     report.application = end.application;
     report.job = end.job;
