@@ -8,59 +8,16 @@
 pub mod common;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use common::{describe, json, rt, stderr};
 use hive_orc_compactor::hdfs::{Hdfs, Location};
-use hive_orc_compactor::kerberos;
 use hive_orc_compactor::metastore::{FieldSchema, Metastore, MetastoreConfig, StorageDescriptor};
 
-struct Secure {
-    hms_uri: String,
-    conf_dir: String,
-    krb5_config: String,
-    principal: String,
-    keytab: String,
-    hdfs_url: String,
-    realm: String,
-}
-
-fn secure() -> Option<&'static Secure> {
-    static S: OnceLock<Option<Secure>> = OnceLock::new();
-    S.get_or_init(|| {
-        let v = |n: &str| std::env::var(n).ok();
-        let Some(hms_uri) = v("SECURE_HMS_URI") else {
-            eprintln!("SECURE_HMS_URI is not set: no secured cluster, Kerberos tests skipped");
-            return None;
-        };
-        let need = |n: &str| v(n).unwrap_or_else(|| panic!("{n} is not set"));
-        let principal = need("SECURE_PRINCIPAL");
-        let realm = principal.rsplit('@').next().unwrap().to_owned();
-        let s = Secure {
-            hms_uri,
-            conf_dir: need("SECURE_CONF_DIR"),
-            krb5_config: need("SECURE_KRB5_CONFIG"),
-            principal,
-            keytab: need("SECURE_KEYTAB"),
-            hdfs_url: need("SECURE_HDFS_URL"),
-            realm,
-        };
-        // This process's own Kerberos client (setup through the library): the same krb5.conf,
-        // the test principal's keytab, the secured cluster's HDFS configuration.
-        std::env::set_var("KRB5_CONFIG", &s.krb5_config);
-        std::env::set_var("HADOOP_CONF_DIR", &s.conf_dir);
-        kerberos::set_login(kerberos::Login {
-            principal: Some(s.principal.clone()),
-            keytab: Some(PathBuf::from(&s.keytab)),
-        })
-        .unwrap();
-        Some(s)
-    })
-    .as_ref()
-}
+use common::secure::{secure, Secure};
 
 /// Runs the binary with only the secured cluster's configuration: HIVE_CONF_DIR and
 /// HADOOP_CONF_DIR name its files (SASL and the server principal come from hive-site.xml), and

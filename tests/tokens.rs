@@ -17,54 +17,12 @@ use std::sync::OnceLock;
 
 use common::{describe, json, rt, stderr};
 use hive_orc_compactor::hdfs::{Hdfs, Location};
-use hive_orc_compactor::kerberos;
 use hive_orc_compactor::metastore::token::{
     self, read_credentials, write_credentials, DelegationToken, HIVE_DELEGATION_KIND,
 };
 use hive_orc_compactor::metastore::{FieldSchema, Metastore, MetastoreConfig, StorageDescriptor};
 
-struct Secure {
-    hms_uri: String,
-    conf_dir: String,
-    krb5_config: String,
-    principal: String,
-    hdfs_url: String,
-    realm: String,
-    cluster_dir: String,
-}
-
-fn secure() -> Option<&'static Secure> {
-    static S: OnceLock<Option<Secure>> = OnceLock::new();
-    S.get_or_init(|| {
-        let v = |n: &str| std::env::var(n).ok();
-        let Some(hms_uri) = v("SECURE_HMS_URI") else {
-            eprintln!("SECURE_HMS_URI is not set: no secured cluster, token tests skipped");
-            return None;
-        };
-        let need = |n: &str| v(n).unwrap_or_else(|| panic!("{n} is not set"));
-        let principal = need("SECURE_PRINCIPAL");
-        let realm = principal.rsplit('@').next().unwrap().to_owned();
-        let s = Secure {
-            hms_uri,
-            conf_dir: need("SECURE_CONF_DIR"),
-            krb5_config: need("SECURE_KRB5_CONFIG"),
-            principal,
-            hdfs_url: need("SECURE_HDFS_URL"),
-            realm,
-            cluster_dir: need("SECURE_CLUSTER_DIR"),
-        };
-        // This process is the submitting client: it logs in from the keytab.
-        std::env::set_var("KRB5_CONFIG", &s.krb5_config);
-        std::env::set_var("HADOOP_CONF_DIR", &s.conf_dir);
-        kerberos::set_login(kerberos::Login {
-            principal: Some(s.principal.clone()),
-            keytab: Some(PathBuf::from(need("SECURE_KEYTAB"))),
-        })
-        .unwrap();
-        Some(s)
-    })
-    .as_ref()
-}
+use common::secure::{secure, Secure};
 
 /// The binary as a task runs it: the cluster's configuration, an empty ticket cache of its own,
 /// no keytab, and the job's credentials file in HADOOP_TOKEN_FILE_LOCATION.
@@ -101,7 +59,12 @@ fn hdfs_token(s: &Secure, dir: &Path) -> DelegationToken {
     let o = Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/cluster"))
         .args(["fetchdt", "--renewer", "tester"])
         .arg(&file)
-        .env("CLUSTER_DIR", &s.cluster_dir)
+        .env(
+            "CLUSTER_DIR",
+            s.cluster_dir
+                .as_deref()
+                .expect("SECURE_CLUSTER_DIR is not set"),
+        )
         .output()
         .unwrap();
     assert!(o.status.success(), "fetchdt: {}", describe(&o));
@@ -320,7 +283,7 @@ fn refusing_mapred(dir: &Path) -> (PathBuf, PathBuf) {
 
 /// `compact --on-yarn` of the fixture table as the Kerberos client, with `mapred`, then `extra`.
 fn on_yarn_as_client(s: &Secure, table: &str, mapred: &Path, extra: &[&str]) -> Output {
-    let keytab = std::env::var("SECURE_KEYTAB").unwrap();
+    let keytab = &s.keytab;
     Command::new(env!("CARGO_BIN_EXE_hive-orc-compactor"))
         .args([
             "compact",
@@ -331,7 +294,7 @@ fn on_yarn_as_client(s: &Secure, table: &str, mapred: &Path, extra: &[&str]) -> 
             "0s",
             "--json",
         ])
-        .args(["--principal", &s.principal, "--keytab", &keytab])
+        .args(["--principal", &s.principal, "--keytab", keytab])
         .args(["--on-yarn", "--hadoop-cmd"])
         .arg(mapred)
         .args(["--yarn-dir", &format!("{}/tmp/tok-yarn", s.hdfs_url)])
@@ -358,7 +321,7 @@ fn on_yarn_ships_a_metastore_token_to_the_job_and_cancels_it() {
     let table = format!("{}.events", fixture(s));
     let dir = tempfile::tempdir().unwrap();
     let (mapred, capture) = refusing_mapred(dir.path());
-    let keytab = std::env::var("SECURE_KEYTAB").unwrap();
+    let keytab = &s.keytab;
     let o = on_yarn_as_client(s, &table, &mapred, &[]);
     assert_eq!(
         o.status.code(),
@@ -384,7 +347,7 @@ fn on_yarn_ships_a_metastore_token_to_the_job_and_cancels_it() {
     let mapper = args.lines().skip_while(|l| *l != "-mapper").nth(1).unwrap();
     assert!(mapper.contains("--metastore-principal"), "{mapper}");
     assert!(
-        !args.contains(&keytab),
+        !args.contains(keytab.as_str()),
         "no keytab reaches the tasks: {args}"
     );
     // The local file is gone, and the token cancelled: a login with it is refused.

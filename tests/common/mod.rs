@@ -19,6 +19,7 @@ pub mod orc_tools;
 pub mod partition;
 pub mod proxy;
 pub mod pyorc;
+pub mod secure;
 pub mod spark;
 pub mod stats;
 pub mod tool;
