@@ -96,7 +96,7 @@ impl DigestMd5 {
         let realm = get("realm").unwrap_or("").to_owned();
         let utf8 = get("charset").is_some_and(|c| c.eq_ignore_ascii_case("utf-8"));
         let nc = "00000001";
-        let response = response_value(&Inputs {
+        let inputs = Inputs {
             username: &self.username,
             realm: &realm,
             password: &self.password,
@@ -106,17 +106,12 @@ impl DigestMd5 {
             qop: "auth",
             digest_uri: &self.digest_uri,
             client: true,
-        });
+        };
+        let response = response_value(&inputs);
+        // What the server must prove back: the same inputs, its side of A2.
         let rspauth = response_value(&Inputs {
             client: false,
-            username: &self.username,
-            realm: &realm,
-            password: &self.password,
-            nonce: &nonce,
-            cnonce: &self.cnonce,
-            nc,
-            qop: "auth",
-            digest_uri: &self.digest_uri,
+            ..inputs
         });
         let mut out = String::new();
         if utf8 {
@@ -207,6 +202,7 @@ fn new_cnonce() -> String {
     hex(&b)
 }
 
+#[derive(Clone, Copy)]
 struct Inputs<'a> {
     username: &'a str,
     realm: &'a str,
