@@ -687,6 +687,32 @@ fn yarn_options(
     {
         args.extend(["--min-age".into(), format!("{}s", age.as_secs())]);
     }
+    match &c.layout {
+        Some(layout) => {
+            match &layout.order {
+                Some(order @ RowOrder::Sort(_)) => {
+                    args.extend(["--sort-by".into(), order.as_flag()])
+                }
+                Some(order @ RowOrder::ZOrder(_)) => {
+                    args.extend(["--zorder".into(), order.as_flag()])
+                }
+                None => {}
+            }
+            if let Some(codec) = layout.codec {
+                args.extend(["--codec".into(), format!("{codec:?}").to_ascii_lowercase()]);
+            }
+            if let Some(level) = layout.codec_level {
+                args.extend(["--codec-level".into(), level.to_string()]);
+            }
+            // Spills go to the container's own temporary directory.
+            args.extend(["--sort-memory".into(), layout.sort_memory.to_string()]);
+        }
+        None if !c.table_layouts.is_empty() => anyhow::bail!(
+            "--on-yarn does not hand the config file's [table.\"...\"] layouts to its tasks: \
+             give the layout as --sort-by/--zorder/--codec, or compact those tables on this host"
+        ),
+        None => {}
+    }
     let location = |flag: &str, uri: &str| {
         hdfs::Location::parse(uri).map_err(|e| anyhow::anyhow!("{flag}: {e}"))
     };

@@ -48,6 +48,18 @@ pub struct SortColumn {
     pub nulls_first: bool,
 }
 
+impl SortColumn {
+    /// `path ASC|DESC NULLS FIRST|LAST`.
+    fn spec(&self) -> String {
+        format!(
+            "{} {} NULLS {}",
+            self.path,
+            if self.descending { "DESC" } else { "ASC" },
+            if self.nulls_first { "FIRST" } else { "LAST" }
+        )
+    }
+}
+
 impl RowOrder {
     /// `--sort-by`: `col [ASC|DESC] [NULLS FIRST|NULLS LAST], ...`.
     pub fn parse_sort(spec: &str) -> Result<Self, String> {
@@ -101,6 +113,18 @@ impl RowOrder {
         Ok(RowOrder::ZOrder(columns))
     }
 
+    /// The value `--sort-by` or `--zorder` takes for this order.
+    pub fn as_flag(&self) -> String {
+        match self {
+            RowOrder::Sort(columns) => columns
+                .iter()
+                .map(SortColumn::spec)
+                .collect::<Vec<_>>()
+                .join(","),
+            RowOrder::ZOrder(columns) => columns.join(","),
+        }
+    }
+
     /// The key columns' paths.
     pub fn columns(&self) -> Vec<&str> {
         match self {
@@ -127,17 +151,7 @@ impl fmt::Display for RowOrder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             RowOrder::Sort(columns) => {
-                let shown: Vec<String> = columns
-                    .iter()
-                    .map(|c| {
-                        format!(
-                            "{} {} NULLS {}",
-                            c.path,
-                            if c.descending { "DESC" } else { "ASC" },
-                            if c.nulls_first { "FIRST" } else { "LAST" }
-                        )
-                    })
-                    .collect();
+                let shown: Vec<String> = columns.iter().map(SortColumn::spec).collect();
                 write!(f, "sort({})", shown.join(", "))
             }
             RowOrder::ZOrder(columns) => write!(f, "zorder({})", columns.join(", ")),
@@ -542,6 +556,7 @@ mod tests {
             "sort(customer_id ASC NULLS FIRST, ts DESC NULLS LAST, a.b DESC NULLS FIRST)"
         );
         assert_eq!(order.columns(), vec!["customer_id", "ts", "a.b"]);
+        assert_eq!(RowOrder::parse_sort(&order.as_flag()).unwrap(), order);
         assert!(RowOrder::parse_sort("a nulls").is_err());
         assert!(RowOrder::parse_sort("a,,b").is_err());
         assert!(RowOrder::parse_sort("a, A").is_err());
