@@ -147,6 +147,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn reads_table_layouts() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("hoc.toml");
+        std::fs::write(
+            &p,
+            "sort_memory = \"64MiB\"\n[table.\"sales.events\"]\nsort_by = [\"a\", \"b DESC\"]\ncodec = \"zstd\"\n",
+        )
+        .unwrap();
+        let s = Settings::load(Some(&p)).unwrap();
+        assert_eq!(s.sort_memory().unwrap(), Some(64 << 20));
+        let t = &s.table["sales.events"];
+        assert_eq!(
+            t.sort_by.as_deref(),
+            Some(&["a".to_string(), "b DESC".into()][..])
+        );
+        assert_eq!(t.codec.as_deref(), Some("zstd"));
+        std::fs::write(&p, "[table.\"a.b\"]\nsortby = [\"a\"]\n").unwrap();
+        assert!(
+            Settings::load(Some(&p)).is_err(),
+            "a typo in a table section"
+        );
+    }
+
+    #[test]
     fn reads_settings_and_refuses_typos() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("hoc.toml");
