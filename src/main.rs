@@ -137,6 +137,11 @@ Examples:
         /// e.g. 'dt=2026-11-01/country=US'
         #[arg(long, value_name = "SPEC")]
         partition: Option<String>,
+        /// Also say how clustered the rows are on these columns: the share of stripes a point
+        /// lookup on each must read, from the files' statistics (before and after a
+        /// compact --sort-by or --zorder)
+        #[arg(long, value_name = "COL[,COL...]", value_delimiter = ',')]
+        clustering: Vec<String>,
     },
     /// Find the partitions worth compacting: files, sizes and excess files per partition
     #[command(long_about = "\
@@ -746,9 +751,11 @@ fn cancel_on_signal(cancel: tokio_util::sync::CancellationToken) {
 
 async fn run(options: &Options) -> anyhow::Result<ExitCode> {
     match &options.command {
-        CommandOptions::Inspect { table, partition } => {
-            run_inspect(options, table, partition.as_deref()).await
-        }
+        CommandOptions::Inspect {
+            table,
+            partition,
+            clustering,
+        } => run_inspect(options, table, partition.as_deref(), clustering).await,
         CommandOptions::Analyze {
             tables,
             options: o,
@@ -779,9 +786,11 @@ async fn run_inspect(
     options: &Options,
     table: &TableName,
     partition: Option<&str>,
+    clustering: &[String],
 ) -> anyhow::Result<ExitCode> {
     let metastore = options.connect().await?;
-    let report = inspect::inspect(&metastore, &options.hdfs(), table, partition).await?;
+    let columns: Vec<&str> = clustering.iter().map(|c| c.trim()).collect();
+    let report = inspect::inspect(&metastore, &options.hdfs(), table, partition, &columns).await?;
     render::inspect(&mut stdout(), &mut stderr(), &report, options.format)?;
     Ok(report.outcome.exit_code())
 }

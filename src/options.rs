@@ -58,6 +58,7 @@ pub enum CommandOptions {
     Inspect {
         table: TableName,
         partition: Option<String>,
+        clustering: Vec<String>,
     },
     Analyze {
         tables: Tables,
@@ -116,9 +117,14 @@ impl Options {
         let global = &cli.global;
         let settings = Settings::load(global.config.as_deref())?;
         let command = match &cli.command {
-            Command::Inspect { table, partition } => CommandOptions::Inspect {
+            Command::Inspect {
+                table,
+                partition,
+                clustering,
+            } => CommandOptions::Inspect {
                 table: table.clone(),
                 partition: partition.clone(),
+                clustering: clustering.iter().map(|c| c.to_lowercase()).collect(),
             },
             Command::Analyze {
                 scope,

@@ -8,7 +8,7 @@
 //! A non-hidden subdirectory, or a file that is not a readable ORC file, refuses the partition
 //! with the names listed: the tool never drops or moves a file it does not understand.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -384,6 +384,41 @@ pub struct Reads {
 }
 
 impl Snapshot {
+    /// For each of `columns` (paths, `a.b` for a struct field), the mean fraction of the
+    /// files' stripes a point lookup on it reads, from their stripe statistics (one tail read
+    /// per file; see `orc::stripe_lookup_fraction`). Columns no stripe has bounds for are left
+    /// out.
+    pub async fn stripe_lookup_fractions(
+        &self,
+        hdfs: &Hdfs,
+        columns: &[&str],
+    ) -> Result<BTreeMap<String, f64>, OrcError> {
+        /// Tails read at once.
+        const AT_ONCE: usize = 16;
+        if columns.is_empty() {
+            return Ok(BTreeMap::new());
+        }
+        let reads = self.files.iter().filter_map(|f| {
+            let tail = f.tail.as_ref()?;
+            Some(async move {
+                let reader = f.peek(hdfs).await?;
+                let stats = crate::orc::read_statistics_again(&reader, tail, true).await?;
+                Ok::<_, OrcError>((tail, stats.stripe_statistics()?))
+            })
+        });
+        let files: Vec<_> = futures::stream::iter(reads)
+            .buffer_unordered(AT_ONCE)
+            .try_collect()
+            .await?;
+        Ok(columns
+            .iter()
+            .filter_map(|c| {
+                let share = crate::orc::stripe_lookup_fraction(&files, c)?;
+                Some((c.to_string(), share))
+            })
+            .collect())
+    }
+
     /// Lists `dir` once and reads every data file's tail, concurrently; keeps nothing else.
     pub async fn take(hdfs: &Hdfs, dir: &Location) -> Result<Snapshot, SnapshotError> {
         Self::take_with(hdfs, dir, Reads::default()).await

@@ -34,6 +34,10 @@ pub struct DirectoryReport {
     pub hidden: Vec<String>,
     /// Non-hidden subdirectories: a partition holding any is refused.
     pub subdirectories: Vec<String>,
+    /// With `--clustering`: per column, the mean fraction of stripes a point lookup on it
+    /// reads, from the files' stripe statistics (1.0: all of them).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub clustering: BTreeMap<String, f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -94,11 +98,13 @@ pub async fn inspect(
     hdfs: &Hdfs,
     table: &TableName,
     partition: Option<&str>,
+    clustering: &[&str],
 ) -> anyhow::Result<InspectReport> {
     let info = resolve::table(metastore, table).await?;
     let mut table_refusal = eligibility::check_table(&info).err();
     let (partitions, directory) = if info.partition_keys.is_empty() {
-        let (dir, refusal) = directory(hdfs, &info.storage, table_refusal.is_none()).await?;
+        let (dir, refusal) =
+            directory(hdfs, &info.storage, table_refusal.is_none(), clustering).await?;
         table_refusal = table_refusal.or(refusal);
         (None, Some(dir))
     } else {
@@ -108,7 +114,7 @@ pub async fn inspect(
         )
     };
     let partition = match partition {
-        Some(spec) => Some(inspect_partition(metastore, hdfs, &info, spec).await?),
+        Some(spec) => Some(inspect_partition(metastore, hdfs, &info, spec, clustering).await?),
         None => None,
     };
     let name = partition.as_ref().map(|p| p.name.as_str()).unwrap_or("");
@@ -153,6 +159,7 @@ async fn inspect_partition(
     hdfs: &Hdfs,
     table: &TableInfo,
     spec: &str,
+    clustering: &[&str],
 ) -> anyhow::Result<PartitionReport> {
     let (spec, found) = match resolve::partition(metastore, table, spec).await {
         Ok(found) => found,
@@ -182,7 +189,7 @@ async fn inspect_partition(
         storage,
     } = found;
     let mut refusal = eligibility::check_partition(&storage).err();
-    let (directory, dir_refusal) = directory(hdfs, &storage, refusal.is_none()).await?;
+    let (directory, dir_refusal) = directory(hdfs, &storage, refusal.is_none(), clustering).await?;
     refusal = refusal.or(dir_refusal);
     let late_files = match storage.location.as_deref().map(Location::parse) {
         Some(Ok(current)) => journal::late_files(hdfs, table, &spec, &current).await?,
@@ -207,6 +214,7 @@ async fn directory(
     hdfs: &Hdfs,
     storage: &StorageInfo,
     read_tails: bool,
+    clustering: &[&str],
 ) -> anyhow::Result<(DirectoryReport, Option<Refusal>)> {
     let mut report = DirectoryReport {
         location: storage.location.clone(),
@@ -223,6 +231,7 @@ async fn directory(
         match Snapshot::take(hdfs, &location).await {
             Ok(snapshot) => {
                 report.exists = true;
+                report.clustering = snapshot.stripe_lookup_fractions(hdfs, clustering).await?;
                 report.rows = Some(snapshot.rows());
                 report.stripes = Some(snapshot.stripes());
                 report.files = Some(FileSizes::of(

@@ -27,6 +27,7 @@ mod marks;
 mod merge;
 mod order;
 mod plan;
+mod ranges;
 mod reencode;
 mod rle;
 mod shape;
@@ -58,6 +59,7 @@ pub use order::{RowOrder, SortColumn};
 pub use plan::{
     plan_group, GroupPlan, LeftAlone, OutputPlan, PlanOptions, PlannedStripe, DEFAULT_TARGET_SIZE,
 };
+pub use ranges::stripe_lookup_fraction;
 pub use reencode::{digest_file, reencode, ReencodedOutput};
 pub use shape::OutputShape;
 pub use sort::remove_stale_spills;

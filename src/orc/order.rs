@@ -30,6 +30,7 @@ use arrow::datatypes::{DataType, Schema};
 use arrow::row::{OwnedRow, RowConverter, SortField};
 
 use super::error::OrcError;
+use super::ranges::lookup_fraction;
 
 /// How a re-encode orders a partition's rows.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -411,23 +412,9 @@ impl RangeMeter {
         self.end_file();
         let mut out = Vec::new();
         for ((name, _, _), units) in self.columns.iter().zip(&self.units) {
-            if units.is_empty() {
-                continue;
+            if let Some(f) = lookup_fraction(units) {
+                out.push((name.clone(), f));
             }
-            let mut lows: Vec<&[u8]> = units.iter().map(|(l, _)| l.as_slice()).collect();
-            let mut highs: Vec<&[u8]> = units.iter().map(|(_, h)| h.as_slice()).collect();
-            lows.sort_unstable();
-            highs.sort_unstable();
-            // Row groups holding p: those starting at or below it, but for those ending below.
-            let read: usize = units
-                .iter()
-                .map(|(p, _)| {
-                    let p = p.as_slice();
-                    lows.partition_point(|l| *l <= p) - highs.partition_point(|h| *h < p)
-                })
-                .sum();
-            let n = units.len() as f64;
-            out.push((name.clone(), read as f64 / n / n));
         }
         out
     }

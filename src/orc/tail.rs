@@ -97,7 +97,6 @@ impl TailStatistics {
     }
 
     /// Each stripe's statistics, decoded.
-    #[cfg(test)]
     pub fn stripe_statistics(&self) -> Result<Vec<proto::StripeStatistics>, OrcError> {
         self.stripes.iter().map(decode_entry).collect()
     }

@@ -215,6 +215,13 @@ pub fn compact(
     }
     if let Some(layout) = &r.layout {
         writeln!(out, "  layout    {}", layout.layout)?;
+        for (column, share) in &layout.stripes_before {
+            writeln!(
+                out,
+                "            a lookup on {column} reads {:.1}% of the stripes now (their statistics)",
+                share * 100.0
+            )?;
+        }
         for (column, after) in &layout.after {
             let before = layout.before.get(column).copied().unwrap_or(f64::NAN);
             writeln!(

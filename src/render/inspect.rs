@@ -56,6 +56,14 @@ fn directory(
     if let Some(stripes) = d.stripes {
         writeln!(out, "{}{stripes}", pad("stripes"))?;
     }
+    for (column, share) in &d.clustering {
+        writeln!(
+            out,
+            "{}a lookup on {column} reads {:.1}% of the stripes",
+            pad("clustering"),
+            share * 100.0
+        )?;
+    }
     if !d.hidden.is_empty() {
         writeln!(
             out,
@@ -179,6 +187,7 @@ mod tests {
                     stripes: Some(2),
                     hidden: vec!["_SUCCESS".into()],
                     subdirectories: vec![],
+                    clustering: BTreeMap::new(),
                 },
                 statistics: BTreeMap::from([("numRows".to_string(), "7".to_string())]),
                 eligible: partition_refusal.is_none(),

@@ -151,10 +151,27 @@ pub(super) async fn plan(
         return Ok(None);
     }
     report.files_after = plan.outputs.len() + plan.carried.len();
-    report.layout = plan.layout.as_ref().map(|l| LayoutReport {
-        layout: l.marker(),
-        ..LayoutReport::default()
-    });
+    if let Some(layout) = &plan.layout {
+        let columns = layout
+            .order
+            .as_ref()
+            .map(|o| o.columns())
+            .unwrap_or_default();
+        report.layout = Some(LayoutReport {
+            layout: layout.marker(),
+            stripes_before: plan
+                .snapshot
+                .stripe_lookup_fractions(hdfs, &columns)
+                .await
+                .map_err(|e| {
+                    copy_stop(
+                        &format!("reading the statistics in {}", plan.snapshot.dir),
+                        e,
+                    )
+                })?,
+            ..LayoutReport::default()
+        });
+    }
     Ok(Some(plan))
 }
 

@@ -89,6 +89,9 @@ pub struct LayoutReport {
     /// decoded and written; a run that did not sort has none.
     pub before: BTreeMap<String, f64>,
     pub after: BTreeMap<String, f64>,
+    /// Per key column, the mean fraction of the partition's stripes a point lookup reads
+    /// before the run, from the files' stripe statistics: what a dry run can tell.
+    pub stripes_before: BTreeMap<String, f64>,
 }
 
 impl CompactReport {
