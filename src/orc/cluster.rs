@@ -29,16 +29,16 @@ use arrow::array::{AsArray, RecordBatch};
 use arrow::datatypes::SchemaRef;
 use orc_rust::proto::ColumnStatistics;
 
-use super::copy::{open_ahead, ReadAhead};
+use super::copy::ReadAhead;
 use super::decode::Decoder;
 use super::digest::{Digester, RowsDigest};
 use super::error::OrcError;
-use super::io::{Prefetched, RangeRead, Sink};
+use super::io::{RangeRead, Sink};
 use super::order::{KeyMaker, RangeMeter, RowOrder, Sampler};
-use super::reencode::{as_decoded, as_written, next_input, Input, ReencodedOutput};
+use super::reencode::{as_decoded, as_written, next_input, open_inputs, ReencodedOutput};
 use super::sort::{Sorted, Sorter};
 use super::stats::{contradictions, without_timestamp_bounds, StatisticsFold};
-use super::tail::{read_statistics_again, OrcTail};
+use super::tail::OrcTail;
 use super::timestamp::Zone;
 use super::write::{OrcWriter, WriterOptions};
 
@@ -120,22 +120,7 @@ where
         }
     };
 
-    let ahead = read_ahead.opens_in_flight.max(1);
-    let prefetch = read_ahead.bytes_in_flight / ahead as u64;
-    let (opener, mut opens) = open_ahead(0..tails.len(), ahead, |&i| {
-        let file = open(i);
-        let tail = tails[i].clone();
-        let prefetch = if i == 0 { u64::MAX } else { prefetch };
-        async move {
-            let file = Prefetched::open(file.await?).await?;
-            let recorded = read_statistics_again(&file, &tail, false).await?;
-            let decoder = Decoder::open(file, &tail, prefetch).await?;
-            Ok(Input {
-                decoder,
-                recorded: recorded.file,
-            })
-        }
-    });
+    let (opener, mut opens) = open_inputs(tails, &open, read_ahead);
     let rows: Vec<u64> = tails.iter().map(|t| t.rows).collect();
     let decode = async move {
         let mut input = next_input(&mut opens).await?;

@@ -59,27 +59,7 @@ where
     F: Future<Output = Result<R, OrcError>> + Send + 'static,
     S: Sink,
 {
-    let ahead = read_ahead.opens_in_flight.max(1);
-    let prefetch = read_ahead.bytes_in_flight / ahead as u64;
-    // A decoder taken out of the queue no longer counts: `ahead` are opened beside it.
-    let (opener, mut opens) = open_ahead(0..tails.len(), ahead, |&i| {
-        let file = open(i);
-        let tail = tails[i].clone();
-        // The first input's first stripe is always read: its footer names the bloom filter
-        // columns.
-        let prefetch = if i == 0 { u64::MAX } else { prefetch };
-        async move {
-            // The file's end is read once, for its recorded statistics and for the decoder's
-            // own tail read.
-            let file = Prefetched::open(file.await?).await?;
-            let recorded = read_statistics_again(&file, &tail, false).await?;
-            let decoder = Decoder::open(file, &tail, prefetch).await?;
-            Ok(Input {
-                decoder,
-                recorded: recorded.file,
-            })
-        }
-    });
+    let (opener, mut opens) = open_inputs(tails, open, read_ahead);
     // Decoding (and digesting) runs in a task of its own, a few batches ahead of the encoding
     // here: on a multi-threaded runtime the two take a core each, and neither waits on the
     // other but for a full or empty queue.
@@ -140,6 +120,42 @@ where
 pub(super) struct Input<R: RangeRead + Send + 'static> {
     pub decoder: Decoder<Prefetched<R>>,
     pub recorded: Vec<ColumnStatistics>,
+}
+
+/// Opens the inputs `tails` a few ahead of the decoding (see [`ReadAhead`]), each with its
+/// decoder and recorded statistics; the future drives the opening and must be polled beside
+/// the queue's reader.
+pub(super) fn open_inputs<'a, R, O, F>(
+    tails: &'a [&'a OrcTail],
+    open: O,
+    read_ahead: &ReadAhead,
+) -> (impl Future<Output = ()> + 'a, Opens<usize, Input<R>>)
+where
+    R: RangeRead + Send + 'static,
+    O: Fn(usize) -> F + 'a,
+    F: Future<Output = Result<R, OrcError>> + Send + 'static,
+{
+    let ahead = read_ahead.opens_in_flight.max(1);
+    let prefetch = read_ahead.bytes_in_flight / ahead as u64;
+    // A decoder taken out of the queue no longer counts: `ahead` are opened beside it.
+    open_ahead(0..tails.len(), ahead, move |&i| {
+        let file = open(i);
+        let tail = tails[i].clone();
+        // The first input's first stripe is always read: its footer names the bloom filter
+        // columns.
+        let prefetch = if i == 0 { u64::MAX } else { prefetch };
+        async move {
+            // The file's end is read once, for its recorded statistics and for the decoder's
+            // own tail read.
+            let file = Prefetched::open(file.await?).await?;
+            let recorded = read_statistics_again(&file, &tail, false).await?;
+            let decoder = Decoder::open(file, &tail, prefetch).await?;
+            Ok(Input {
+                decoder,
+                recorded: recorded.file,
+            })
+        }
+    })
 }
 
 /// The next input, out of the open-ahead queue.

@@ -37,6 +37,7 @@ const KEY: &str = "hive-orc-compactor.sort-key";
 const SPILL_PREFIX: &str = "hive-orc-compactor-spill-";
 
 /// A run sorted in memory: the batches it was gathered from, their keys, and the order.
+#[derive(Default)]
 struct Gathered {
     batches: Vec<RecordBatch>,
     keys: Vec<BinaryArray>,
@@ -63,11 +64,7 @@ impl Sorter {
             memory: usize::try_from(memory).unwrap_or(usize::MAX).max(1),
             spill_root: spill_root.to_path_buf(),
             spill: None,
-            gathered: Gathered {
-                batches: Vec::new(),
-                keys: Vec::new(),
-                bytes: 0,
-            },
+            gathered: Gathered::default(),
             runs: Vec::new(),
             spilled_bytes: 0,
         }
@@ -85,14 +82,7 @@ impl Sorter {
     }
 
     fn spill_run(&mut self) -> Result<(), OrcError> {
-        let gathered = std::mem::replace(
-            &mut self.gathered,
-            Gathered {
-                batches: Vec::new(),
-                keys: Vec::new(),
-                bytes: 0,
-            },
-        );
+        let gathered = std::mem::take(&mut self.gathered);
         if gathered.batches.is_empty() {
             return Ok(());
         }
@@ -129,14 +119,7 @@ impl Sorter {
     pub fn finish(mut self) -> Result<Sorted, OrcError> {
         let keyed = keyed_schema(&self.schema);
         if self.runs.is_empty() {
-            let gathered = std::mem::replace(
-                &mut self.gathered,
-                Gathered {
-                    batches: Vec::new(),
-                    keys: Vec::new(),
-                    bytes: 0,
-                },
-            );
+            let gathered = std::mem::take(&mut self.gathered);
             return Ok(Sorted::Memory(SortedRun::new(gathered, &keyed)?, self));
         }
         self.spill_run()?;
