@@ -24,7 +24,8 @@ import org.apache.hadoop.hdfs.MiniDFSCluster;
 import org.apache.hadoop.hdfs.MiniDFSNNTopology;
 import org.apache.hadoop.hdfs.client.CreateEncryptionZoneFlag;
 import org.apache.hadoop.hdfs.client.HdfsAdmin;
-import org.apache.hadoop.hdfs.qjournal.MiniQJMHACluster;
+import org.apache.hadoop.hdfs.qjournal.MiniJournalCluster;
+import org.apache.hadoop.hdfs.server.namenode.NameNode;
 import org.apache.hadoop.security.UserGroupInformation;
 
 /**
@@ -76,7 +77,25 @@ public final class ClusterDfs {
   static final String EC_RS = "RS-3-2-1024k";
   static final String EC_XOR = "XOR-2-1-1024k";
 
-  public static void main(String[] args) throws Exception {
+  public static void main(String[] args) {
+    try {
+      run(args);
+    } catch (Throwable t) {
+      // Threads of a half-started cluster would keep the JVM alive: make start-up fail fast.
+      t.printStackTrace();
+      System.exit(1);
+    }
+  }
+
+  /** A port free on 127.0.0.1 right now (for the NameNodes of --ha, which must know them). */
+  private static int freePort() throws IOException {
+    try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1,
+        java.net.InetAddress.getByName("127.0.0.1"))) {
+      return s.getLocalPort();
+    }
+  }
+
+  private static void run(String[] args) throws Exception {
     Map<String, String> opts = parseArgs(args);
     Path dir = Paths.get(required(opts, "--dir")).toAbsolutePath();
     Path readyFile = Paths.get(required(opts, "--ready-file")).toAbsolutePath();
@@ -117,7 +136,7 @@ public final class ClusterDfs {
     List<String> client = new ArrayList<>();
 
     MiniDFSCluster cluster;
-    MiniQJMHACluster qjm = null;
+    MiniJournalCluster journal = null;
     // The file system the layout is made on (for viewfs: per nameservice, below).
     List<DistributedFileSystem> admins = new ArrayList<>();
     String defaultFs;
@@ -128,11 +147,28 @@ public final class ClusterDfs {
       conf.set("dfs.ha.tail-edits.period", opts.getOrDefault("--ha-tail-period", "100ms"));
       conf.setBoolean("dfs.namenode.state.context.enabled", true);
       conf.setBoolean("dfs.ha.automatic-failover.enabled", false);
-      MiniQJMHACluster.Builder b = new MiniQJMHACluster.Builder(conf, dir.toFile());
-      b.setNumNameNodes(HA_NNS.length);
-      b.getDfsBuilder().numDataNodes(dataNodes);
-      qjm = b.build();
-      cluster = qjm.getDfsCluster();
+      // What MiniQJMHACluster does, less its JournalNode wait (which needs a test class the
+      // shaded minicluster leaves out) and with ports chosen free rather than at random.
+      journal = new MiniJournalCluster.Builder(conf, dir.resolve("journal").toFile())
+          .numJournalNodes(3)
+          .format(true)
+          .build();
+      conf.set("dfs.namenode.shared.edits.dir", journal.getQuorumJournalURI(HA_NS).toString());
+      MiniDFSNNTopology.NSConf ns = new MiniDFSNNTopology.NSConf(HA_NS);
+      for (String nn : HA_NNS) {
+        ns.addNN(new MiniDFSNNTopology.NNConf(nn).setIpcPort(freePort()).setHttpPort(freePort()));
+      }
+      // Format, then put the edits in the journal, then start for real (as MiniQJMHACluster).
+      cluster = new MiniDFSCluster.Builder(conf)
+          .nnTopology(new MiniDFSNNTopology().addNameservice(ns))
+          .manageNameDfsSharedDirs(false)
+          .numDataNodes(dataNodes)
+          .format(true)
+          .build();
+      cluster.waitActive();
+      cluster.shutdownNameNodes();
+      NameNode.initializeSharedEdits(cluster.getConfiguration(0), true);
+      cluster.restartNameNodes();
       cluster.transitionToActive(0);
       cluster.waitActive();
       cluster.transitionToObserver(2);
@@ -209,13 +245,12 @@ public final class ClusterDfs {
 
     // Stop the cluster cleanly when scripts/cluster sends SIGTERM.
     CountDownLatch stopped = new CountDownLatch(1);
-    MiniQJMHACluster qjmFinal = qjm;
+    MiniJournalCluster journalFinal = journal;
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       try {
-        if (qjmFinal != null) {
-          qjmFinal.shutdown();
-        } else {
-          cluster.shutdown();
+        cluster.shutdown();
+        if (journalFinal != null) {
+          journalFinal.shutdown();
         }
       } catch (IOException e) {
         e.printStackTrace();
