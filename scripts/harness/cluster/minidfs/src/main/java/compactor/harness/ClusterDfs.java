@@ -7,7 +7,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.nio.file.StandardCopyOption;
-import java.net.URI;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.HashMap;
@@ -29,8 +28,8 @@ import org.apache.hadoop.hdfs.server.namenode.NameNode;
 import org.apache.hadoop.security.UserGroupInformation;
 
 /**
- * Runs a MiniDFSCluster (one NameNode, one DataNode) on 127.0.0.1 until the process is told to
- * stop (SIGTERM/SIGINT), for scripts/cluster.
+ * Runs a MiniDFSCluster (one NameNode, one DataNode; more with the profiles below) on 127.0.0.1
+ * until the process is told to stop (SIGTERM/SIGINT), for scripts/cluster.
  *
  * <p>Ports default to 0, so the kernel picks free ones and several clusters can run side by
  * side. Once the cluster is up and the usual top directories exist, the chosen ports are written
