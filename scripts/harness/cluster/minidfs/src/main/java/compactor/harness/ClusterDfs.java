@@ -182,6 +182,17 @@ public final class ClusterDfs {
         client.add("hdfs:dfs.namenode.http-address." + HA_NS + "." + HA_NNS[i] + "=127.0.0.1:"
             + cluster.getNameNode(i).getHttpAddress().getPort());
       }
+      StringBuilder rpc = new StringBuilder();
+      StringBuilder http = new StringBuilder();
+      for (int i = 0; i < HA_NNS.length; i++) {
+        String sep = i == 0 ? "" : ",";
+        rpc.append(sep).append(HA_NNS[i]).append("=127.0.0.1:")
+            .append(cluster.getNameNode(i).getNameNodeAddress().getPort());
+        http.append(sep).append(HA_NNS[i]).append("=127.0.0.1:")
+            .append(cluster.getNameNode(i).getHttpAddress().getPort());
+      }
+      client.add("env:CLUSTER_HA_RPC_ADDRESSES=" + rpc);
+      client.add("env:CLUSTER_HA_HTTP_ADDRESSES=" + http);
       client.add("hdfs:dfs.client.failover.proxy.provider." + HA_NS + "=" + proxy);
       client.add("hdfs:dfs.ha.automatic-failover.enabled=false");
       client.add("env:CLUSTER_HA_NAMESERVICE=" + HA_NS);
