@@ -284,10 +284,12 @@ pub fn layout_of(length: u64, replication: u64, consumed: u64) -> Option<Layout>
     if consumed == length * replication {
         return Some(Layout::Replicated);
     }
+    // HDFS erasure coding policies have at most a few parity units (RS-10-4 has the most of the
+    // built-in ones); anything far beyond is another story (such as a last block still counted
+    // at its preferred size), not a layout.
     let extra = consumed.checked_sub(length)?;
-    (extra > 0 && extra % length == 0).then_some(Layout::Striped {
-        parity: extra / length,
-    })
+    let parity = extra / length;
+    (extra > 0 && extra % length == 0 && parity <= 32).then_some(Layout::Striped { parity })
 }
 
 /// One entry of a directory listing.
@@ -1217,6 +1219,7 @@ mod tests {
         assert_eq!(layout_of(40, 1, 30), None);
         assert_eq!(layout_of(40, 1, 90), None);
         assert_eq!(layout_of(0, 1, 0), None);
+        assert_eq!(layout_of(1, 1, 128 << 20), None, "a block counted at its preferred size");
     }
 
     #[test]
