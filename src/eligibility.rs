@@ -52,6 +52,9 @@ pub enum Rule {
     TargetExists,
     /// `iceberg revert`: the table is not as an in-place `migrate` of this tool left it.
     NotRevertible,
+    /// `compact`: new files in the partition's directory would be erasure coded with a policy
+    /// hdfs-native cannot write (it computes Reed-Solomon parity whatever the policy's codec).
+    ErasureCoding,
 }
 
 impl Rule {
@@ -81,6 +84,7 @@ impl Rule {
             Rule::BackupExists => "backup_exists",
             Rule::TargetExists => "target_exists",
             Rule::NotRevertible => "not_revertible",
+            Rule::ErasureCoding => "erasure_coding",
         }
     }
 }

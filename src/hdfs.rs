@@ -92,6 +92,21 @@ pub enum FsError {
     // chains print every source, and hdfs-native's raw text would repeat what `describe` said.
     #[error("cannot set up an HDFS client for {fs}: {error} (check HADOOP_CONF_DIR)")]
     Client { fs: String, error: HdfsError },
+    #[error(
+        "cannot move {from} to {to}: {why}; HDFS moves nothing across encryption zones or viewfs \
+         mounts"
+    )]
+    CrossesZone {
+        from: String,
+        to: String,
+        why: String,
+    },
+    #[error(
+        "cannot move {0} to the trash: it is in an encryption zone (or viewfs mount) without a \
+         trash of its own, and HDFS moves nothing out of one: make the zone's trash \
+         (`hdfs crypto -provisionTrash -path <zone>`), or run without --trash to delete it"
+    )]
+    NoZoneTrash(String),
     #[error("{op} {location} failed: {}", describe(.error))]
     Io {
         op: &'static str,
@@ -115,6 +130,103 @@ fn describe(e: &HdfsError) -> String {
         }
         other => other.to_string(),
     }
+}
+
+/// Whether a failed call may have been carried out anyway: the request left and its reply was
+/// lost (a broken connection, or a NameNode that failed over), so that only the paths can tell.
+/// A server's own exception, or a call refused before it ran, is an answer.
+fn ambiguous(e: &HdfsError) -> bool {
+    match e {
+        HdfsError::IOError(_) => true,
+        HdfsError::RPCError(class, _) | HdfsError::FatalRPCError(class, _) => {
+            let short = class.rsplit('.').next().unwrap_or(class);
+            matches!(
+                short,
+                "StandbyException" | "RetriableException" | "ObserverRetryOnActiveException"
+            )
+        }
+        _ => false,
+    }
+}
+
+/// The reason when a rename into, out of or between encryption zones is refused by the
+/// NameNode (`... can't be moved from an encryption zone.`), or one across viewfs mounts by
+/// hdfs-native.
+fn ez_rename_refusal(e: &HdfsError) -> Option<String> {
+    match e {
+        HdfsError::RPCError(_, msg) | HdfsError::FatalRPCError(_, msg)
+            if msg.contains("encryption zone") =>
+        {
+            Some(msg.lines().next().unwrap_or("").trim().to_string())
+        }
+        HdfsError::InvalidArgument(msg) if msg.contains("across different name services") => {
+            Some(format!("{msg} (viewfs mounts)"))
+        }
+        _ => None,
+    }
+}
+
+/// The directories above `target`, nearest first, `/` last.
+fn ancestors(target: &Location) -> Vec<Location> {
+    let mut out = Vec::new();
+    let mut path = target.path.as_str();
+    while let Some((parent, _)) = path.rsplit_once('/') {
+        let parent = if parent.is_empty() { "/" } else { parent };
+        out.push(Location {
+            fs: target.fs.clone(),
+            path: parent.to_string(),
+        });
+        if parent == "/" {
+            break;
+        }
+        path = parent;
+    }
+    out
+}
+
+/// `core-site.xml` and `hdfs-site.xml` as hdfs-native finds them (`$HADOOP_CONF_DIR`, else
+/// `$HADOOP_HOME/etc/hadoop`); empty when there are none or they cannot be read (hdfs-native
+/// then says why when it reads them itself).
+fn hadoop_site() -> std::collections::BTreeMap<String, String> {
+    let dir = std::env::var_os("HADOOP_CONF_DIR")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HADOOP_HOME").map(|h| std::path::PathBuf::from(h).join("etc/hadoop"))
+        });
+    let mut out = std::collections::BTreeMap::new();
+    if let Some(dir) = dir {
+        for file in ["core-site.xml", "hdfs-site.xml"] {
+            let path = dir.join(file);
+            if path.exists() {
+                if let Ok(conf) = crate::config::read_site_xml(&path) {
+                    out.extend(conf);
+                }
+            }
+        }
+    }
+    out
+}
+
+const OBSERVER_PROVIDER: &str =
+    "org.apache.hadoop.hdfs.server.namenode.ha.ObserverReadProxyProvider";
+const FAILOVER_PROVIDER: &str =
+    "org.apache.hadoop.hdfs.server.namenode.ha.ConfiguredFailoverProxyProvider";
+
+/// The configuration that sends every call of the tool to the active NameNode of a nameservice
+/// configured for observer reads. hdfs-native's observer client sends `msync` only before its
+/// first write, so its listings before that (the run's snapshot) and long after it (the
+/// re-check before the swap) may come from an observer that has not yet seen a file a writer
+/// just closed: a decision on them could leave that file behind. The tool's NameNode load is a
+/// few listings and block lookups per partition; the active serves them.
+pub fn observer_overrides(
+    site: &std::collections::BTreeMap<String, String>,
+) -> Vec<(String, String)> {
+    site.iter()
+        .filter(|(k, v)| {
+            k.starts_with("dfs.client.failover.proxy.provider.") && v.trim() == OBSERVER_PROVIDER
+        })
+        .map(|(k, _)| (k.clone(), FAILOVER_PROVIDER.to_string()))
+        .collect()
 }
 
 /// One client per filesystem, built lazily: a table's partitions may live on several
@@ -147,6 +259,37 @@ pub fn hadoop_user(explicit: Option<&str>) -> String {
         .or_else(|| std::env::var("HADOOP_USER_NAME").ok())
         .or_else(|| whoami::username().ok())
         .unwrap_or_else(|| "unknown".into())
+}
+
+/// How HDFS stores a file's bytes, as far as a client of hdfs-native 0.14 can tell: the crate
+/// exposes no erasure coding policy (its `FileStatus` drops `ecPolicy`, and it has no
+/// `getErasureCodingPolicy`), but a file's length, replication and the space it consumes
+/// (`getContentSummary`) give its layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Layout {
+    /// `replication` copies of every block.
+    Replicated,
+    /// Erasure coded with `parity` parity units (for a file shorter than one cell, every parity
+    /// unit holds as many bytes as the data).
+    Striped { parity: u64 },
+}
+
+/// The layout of a file of `length` bytes (no longer than the smallest EC cell, 64 KiB, and
+/// not empty) that consumes `consumed` bytes and reports `replication`. `None` when the numbers
+/// fit neither.
+pub fn layout_of(length: u64, replication: u64, consumed: u64) -> Option<Layout> {
+    if length == 0 {
+        return None;
+    }
+    if consumed == length * replication {
+        return Some(Layout::Replicated);
+    }
+    // HDFS erasure coding policies have at most a few parity units (RS-10-4 has the most of the
+    // built-in ones); anything far beyond is another story (such as a last block still counted
+    // at its preferred size), not a layout.
+    let extra = consumed.checked_sub(length)?;
+    let parity = extra / length;
+    (extra > 0 && extra % length == 0 && parity <= 32).then_some(Layout::Striped { parity })
 }
 
 /// One entry of a directory listing.
@@ -320,6 +463,10 @@ impl Hdfs {
         if let Some(keytab) = login.keytab {
             builder = builder.with_kerberos_keytab(keytab.to_string_lossy().into_owned());
         }
+        let overrides = observer_overrides(&hadoop_site());
+        if !overrides.is_empty() {
+            builder = builder.with_config(overrides);
+        }
         let client = builder.build().map_err(|error| FsError::Client {
             fs: location.fs.clone(),
             error,
@@ -358,21 +505,48 @@ impl Hdfs {
             .map_err(Self::io("creating", file))
     }
 
+    /// Creates `dir` and its parents. `mkdirs` is idempotent, so one whose reply was lost is
+    /// asked again once.
     pub async fn mkdirs(&self, dir: &Location, permission: u16) -> Result<(), FsError> {
         let client = self.client(dir)?;
-        client
-            .mkdirs(&dir.path, u32::from(permission), true)
-            .await
-            .map_err(Self::io("creating directory", dir))
+        match client.mkdirs(&dir.path, u32::from(permission), true).await {
+            Err(error) if ambiguous(&error) => client
+                .mkdirs(&dir.path, u32::from(permission), true)
+                .await
+                .map_err(Self::io("creating directory", dir)),
+            done => done.map_err(Self::io("creating directory", dir)),
+        }
     }
 
     /// HDFS `rename2` without overwrite: atomic, fails if `to` exists.
+    ///
+    /// hdfs-native does not replay a rename whose outcome it could not learn (the connection
+    /// broke, or the NameNode failed over, after the request left): then the paths say what
+    /// happened. `from` gone and `to` there is a rename that landed.
     pub async fn rename(&self, from: &Location, to: &Location) -> Result<(), FsError> {
         let client = self.client(from)?;
-        client
-            .rename(&from.path, &to.path, false)
-            .await
-            .map_err(Self::io("renaming", from))
+        let error = match client.rename(&from.path, &to.path, false).await {
+            Ok(()) => return Ok(()),
+            Err(e) => e,
+        };
+        if ambiguous(&error) {
+            let gone = matches!(
+                client.get_file_info(&from.path).await,
+                Err(HdfsError::FileNotFound(_))
+            );
+            if gone && client.get_file_info(&to.path).await.is_ok() {
+                tracing::warn!(%from, %to, "the rename's reply was lost ({}); it landed", describe(&error));
+                return Ok(());
+            }
+        }
+        if let Some(moved) = ez_rename_refusal(&error) {
+            return Err(FsError::CrossesZone {
+                from: from.to_string(),
+                to: to.to_string(),
+                why: moved,
+            });
+        }
+        Err(Self::io("renaming", from)(error))
     }
 
     /// HDFS `rename2` with overwrite: atomically replaces the file `to` with `from`.
@@ -387,14 +561,38 @@ impl Hdfs {
     /// Moves `target` into the trash as `hadoop fs -rm` would: to
     /// `/user/<user>/.Trash/Current/<its path>` on its own filesystem, creating the parents, with
     /// a time suffix when that name is taken. Returns where it went. hdfs-native's own `trash()`
-    /// is not used because it cannot be pointed at another trash root; encryption zones (whose
-    /// trash is `<zone>/.Trash/<user>`) are not detected yet, so there the rename fails and
-    /// nothing moves.
+    /// is not used because it cannot be pointed at another trash root.
+    ///
+    /// Inside an encryption zone HDFS refuses the rename out of the zone; as Hadoop's shell does,
+    /// the trash is then the zone's own, `<zone>/.Trash/<user>/Current/...`, the zone being the
+    /// nearest directory above `target` that holds a `.Trash` (HDFS makes it with the zone:
+    /// `hdfs crypto -provisionTrash`). Without one the error says so and nothing moves.
     pub async fn trash(&self, target: &Location) -> Result<Location, FsError> {
         let user = self.user();
+        let home = Location {
+            fs: target.fs.clone(),
+            path: format!("/user/{user}/.Trash/Current"),
+        };
+        match self.trash_into(target, &home).await {
+            Err(FsError::CrossesZone { .. }) => {}
+            other => return other,
+        }
+        for zone in ancestors(target) {
+            let trash = zone.child(".Trash");
+            if self.status(&trash).await?.is_some() {
+                let current = trash.child(&user).child("Current");
+                return self.trash_into(target, &current).await;
+            }
+        }
+        Err(FsError::NoZoneTrash(target.to_string()))
+    }
+
+    /// Moves `target` to `<current><its path>`, making the parents, with a time suffix when
+    /// that name is taken.
+    async fn trash_into(&self, target: &Location, current: &Location) -> Result<Location, FsError> {
         let mut to = Location {
             fs: target.fs.clone(),
-            path: format!("/user/{user}/.Trash/Current{}", target.path),
+            path: format!("{}{}", current.path, target.path),
         };
         if let Some((parent, _)) = to.path.rsplit_once('/') {
             let parent = Location {
@@ -410,12 +608,21 @@ impl Hdfs {
         Ok(to)
     }
 
+    /// Deletes `target`; `Ok(false)` when it did not exist. A delete whose reply was lost (see
+    /// [`Hdfs::rename`]) counts as done when `target` is gone.
     pub async fn delete(&self, target: &Location, recursive: bool) -> Result<bool, FsError> {
         let client = self.client(target)?;
-        client
-            .delete(&target.path, recursive)
-            .await
-            .map_err(Self::io("deleting", target))
+        match client.delete(&target.path, recursive).await {
+            Ok(existed) => Ok(existed),
+            Err(error) if ambiguous(&error) => match client.get_file_info(&target.path).await {
+                Err(HdfsError::FileNotFound(_)) => {
+                    tracing::warn!(%target, "the delete's reply was lost ({}); it landed", describe(&error));
+                    Ok(true)
+                }
+                _ => Err(Self::io("deleting", target)(error)),
+            },
+            Err(error) => Err(Self::io("deleting", target)(error)),
+        }
     }
 
     /// Changes the owner, the group, or both (`None` leaves it as it is).
@@ -648,6 +855,50 @@ impl Hdfs {
         probe: Probe,
     ) -> Result<bool, FsError> {
         Ok(a.path == b.path && self.within(a, b, probe).await?)
+    }
+
+    /// The layout new files get in `dir`, learnt by writing a hidden probe of a few bytes there
+    /// and asking how much space it consumes; the probe is removed.
+    pub async fn new_file_layout(&self, dir: &Location) -> Result<Option<Layout>, FsError> {
+        const PROBE: &[u8] = b"hive-orc-compactor erasure coding probe";
+        let probe = dir.child(&format!(
+            ".hive-orc-compactor-layout-{}",
+            uuid::Uuid::new_v4().simple()
+        ));
+        let written = async {
+            let mut writer = self.create(&probe, 0o600).await?;
+            writer
+                .write_bytes(Bytes::from_static(PROBE))
+                .await
+                .map_err(Self::io("writing", &probe))?;
+            writer.close().await.map_err(Self::io("closing", &probe))?;
+            let client = self.client(&probe)?;
+            let status = client
+                .get_file_info(&probe.path)
+                .await
+                .map_err(Self::io("reading the status of", &probe))?;
+            let summary = client
+                .get_content_summary(&probe.path)
+                .await
+                .map_err(Self::io("reading the content summary of", &probe))?;
+            Ok::<_, FsError>((status, summary))
+        }
+        .await;
+        let removed = self.delete(&probe, false).await;
+        let (status, summary) = written?;
+        removed?;
+        tracing::debug!(
+            %dir,
+            length = status.length,
+            replication = ?status.replication,
+            consumed = summary.space_consumed,
+            "layout probe"
+        );
+        Ok(layout_of(
+            status.length as u64,
+            u64::from(status.replication.unwrap_or(0)),
+            summary.space_consumed,
+        ))
     }
 
     /// The status of one path; `Ok(None)` when it does not exist.
@@ -952,6 +1203,73 @@ mod tests {
             .await
             .unwrap());
         assert!(hdfs.same_dir(&other, &home, Probe::ReadOnly).await.unwrap());
+    }
+
+    #[test]
+    fn layouts_from_space_consumed() {
+        // Replicated three times; once.
+        assert_eq!(layout_of(40, 3, 120), Some(Layout::Replicated));
+        assert_eq!(layout_of(40, 1, 40), Some(Layout::Replicated));
+        // RS-6-3, RS-3-2, RS-10-4 and XOR-2-1 (striped files report replication 1).
+        assert_eq!(layout_of(40, 1, 160), Some(Layout::Striped { parity: 3 }));
+        assert_eq!(layout_of(40, 1, 120), Some(Layout::Striped { parity: 2 }));
+        assert_eq!(layout_of(40, 1, 200), Some(Layout::Striped { parity: 4 }));
+        assert_eq!(layout_of(40, 1, 80), Some(Layout::Striped { parity: 1 }));
+        // Numbers that fit nothing.
+        assert_eq!(layout_of(40, 1, 30), None);
+        assert_eq!(layout_of(40, 1, 90), None);
+        assert_eq!(layout_of(0, 1, 0), None);
+        assert_eq!(layout_of(1, 1, 128 << 20), None, "a block counted at its preferred size");
+    }
+
+    #[test]
+    fn only_observer_nameservices_are_sent_to_the_active() {
+        let site: std::collections::BTreeMap<String, String> = [
+            ("dfs.client.failover.proxy.provider.ns1", OBSERVER_PROVIDER),
+            ("dfs.client.failover.proxy.provider.ns2", FAILOVER_PROVIDER),
+            ("dfs.nameservices", "ns1,ns2"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        assert_eq!(
+            observer_overrides(&site),
+            vec![(
+                "dfs.client.failover.proxy.provider.ns1".to_string(),
+                FAILOVER_PROVIDER.to_string()
+            )]
+        );
+    }
+
+    #[test]
+    fn ambiguity_and_zone_refusals() {
+        let rpc = |c: &str, m: &str| HdfsError::RPCError(c.into(), m.into());
+        assert!(ambiguous(&HdfsError::IOError(io::Error::other("reset"))));
+        assert!(ambiguous(&rpc(
+            "org.apache.hadoop.ipc.StandbyException",
+            ""
+        )));
+        assert!(!ambiguous(&rpc("java.io.FileNotFoundException", "")));
+        assert!(!ambiguous(&HdfsError::FileNotFound("x".into())));
+        let ez = rpc(
+            "java.io.IOException",
+            "/ez/t/k=1/f can't be moved from an encryption zone.",
+        );
+        assert_eq!(
+            ez_rename_refusal(&ez).as_deref(),
+            Some("/ez/t/k=1/f can't be moved from an encryption zone.")
+        );
+        let mounts =
+            HdfsError::InvalidArgument("Cannot rename across different name services".into());
+        assert!(ez_rename_refusal(&mounts).is_some());
+        assert!(ez_rename_refusal(&rpc("java.io.IOException", "other")).is_none());
+    }
+
+    #[test]
+    fn ancestors_nearest_first() {
+        let l = Location::parse("hdfs://nn/ez/t/k=1").unwrap();
+        let got: Vec<String> = ancestors(&l).iter().map(|a| a.path.clone()).collect();
+        assert_eq!(got, ["/ez/t", "/ez", "/"]);
     }
 
     #[test]

@@ -166,15 +166,27 @@ pub fn fixtures_from(var: &str) -> Fixtures {
 pub fn load(db: &str, sets: &str, hms_uri: &str, hdfs_url: &str) -> Fixtures {
     let manifest = std::env::temp_dir().join(format!("hoc-{db}-{}.json", std::process::id()));
     let t0 = Instant::now();
-    let out = Command::new(repo().join("scripts/fixtures"))
-        .args(["--db", db, "--set", sets, "--quiet", "--manifest"])
+    let mut cmd = Command::new(repo().join("scripts/fixtures"));
+    cmd.args(["--db", db, "--set", sets, "--quiet", "--manifest"])
         .arg(&manifest)
         .env("HMS_URI", hms_uri)
         .env("HDFS_URL", hdfs_url)
-        .env_remove("HADOOP_CONF_DIR")
-        .env_remove("HIVE_CONF_DIR")
-        .output()
-        .expect("scripts/fixtures runs");
+        .env_remove("HIVE_CONF_DIR");
+    // A cluster of profiles (HA, viewfs, KMS) is reached through its client configuration:
+    // its URL names a nameservice or a mount table. Otherwise the URL alone says where.
+    if std::env::var("CLUSTER_PROFILES").map_or(true, |p| p.is_empty()) {
+        cmd.env_remove("HADOOP_CONF_DIR");
+    }
+    // With a KMS configured, Hadoop's KMS client (which the ORC writer asks for keys) loads
+    // BouncyCastle, which the fixture writer's class path lacks: the cluster names its jar.
+    if let Ok(jar) = std::env::var("CLUSTER_BCPROV_JAR") {
+        let opts = std::env::var("FIXTURES_JAVA_OPTS").unwrap_or_default();
+        cmd.env(
+            "FIXTURES_JAVA_OPTS",
+            format!("{opts} -Xbootclasspath/a:{jar}").trim(),
+        );
+    }
+    let out = cmd.output().expect("scripts/fixtures runs");
     assert!(
         out.status.success(),
         "scripts/fixtures --db {db} --set {sets} failed:\n{}",

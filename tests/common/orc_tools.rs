@@ -11,12 +11,18 @@ use super::{repo, stderr};
 
 fn orc_tools(args: &[&str], files: &[String]) -> Result<String, String> {
     let t0 = Instant::now();
-    let out = Command::new(repo().join("scripts/orc-tools"))
-        .args(args)
-        .args(files)
-        .stdin(Stdio::null())
-        .output()
-        .expect("scripts/orc-tools runs");
+    let mut cmd = Command::new(repo().join("scripts/orc-tools"));
+    cmd.args(args).args(files).stdin(Stdio::null());
+    // Files in an encryption zone: Hadoop's KMS client loads BouncyCastle, which orc-tools'
+    // class path lacks; a cluster with a KMS names its jar.
+    if let Ok(jar) = std::env::var("CLUSTER_BCPROV_JAR") {
+        let opts = std::env::var("ORC_TOOLS_JAVA_OPTS").unwrap_or_default();
+        cmd.env(
+            "ORC_TOOLS_JAVA_OPTS",
+            format!("{opts} -Xbootclasspath/a:{jar}").trim(),
+        );
+    }
+    let out = cmd.output().expect("scripts/orc-tools runs");
     if !out.status.success() {
         return Err(stderr(&out));
     }

@@ -12,6 +12,7 @@ pub(super) fn new_parameters(
     files: usize,
     bytes: u64,
     rows: u64,
+    coded: Option<bool>,
     run_id: &str,
 ) -> BTreeMap<String, String> {
     let mut p = before.clone();
@@ -24,14 +25,25 @@ pub(super) fn new_parameters(
     p.insert("numFiles".into(), files.to_string());
     p.insert("totalSize".into(), bytes.to_string());
     p.insert("numRows".into(), rows.to_string());
-    // Erasure coding follows the directory: new files are coded exactly when the old ones were
-    // all coded or none was. Anything else we cannot tell, so drop it.
-    match before.get("numFilesErasureCoded").map(String::as_str) {
-        Some("0") | None => {}
-        Some(n) if Some(n) == old_files.as_deref() => {
+    // Erasure coding follows the directory. When the run learnt it (`coded`), every new file
+    // is coded or none is; otherwise new files are coded exactly when the old ones were all
+    // coded or none was, and anything else we cannot tell, so drop it.
+    let known = before.contains_key("numFilesErasureCoded");
+    match (
+        coded,
+        before.get("numFilesErasureCoded").map(String::as_str),
+    ) {
+        (Some(true), _) => {
             p.insert("numFilesErasureCoded".into(), files.to_string());
         }
-        Some(_) => {
+        (Some(false), _) if known => {
+            p.insert("numFilesErasureCoded".into(), "0".into());
+        }
+        (Some(false), _) | (None, Some("0") | None) => {}
+        (None, Some(n)) if Some(n) == old_files.as_deref() => {
+            p.insert("numFilesErasureCoded".into(), files.to_string());
+        }
+        (None, Some(_)) => {
             p.remove("numFilesErasureCoded");
         }
     }
@@ -61,7 +73,15 @@ mod tests {
             ("COLUMN_STATS_ACCURATE", "{\"BASIC_STATS\":\"true\"}"),
             ("transient_lastDdlTime", "1717171717"),
         ]);
-        let after = new_parameters(&before, "hdfs://nn/t/dt=1", 2, 1_700_000, 104850, "r1");
+        let after = new_parameters(
+            &before,
+            "hdfs://nn/t/dt=1",
+            2,
+            1_700_000,
+            104850,
+            None,
+            "r1",
+        );
         assert_eq!(after["numFiles"], "2");
         assert_eq!(after["totalSize"], "1700000");
         assert_eq!(after["numRows"], "104850");
@@ -82,11 +102,11 @@ mod tests {
             ("rawDataSize", "25604602"),
             ("COLUMN_STATS_ACCURATE", "{\"BASIC_STATS\":\"true\"}"),
         ]);
-        let after = new_parameters(&before, "x", 2, 1, 104850, "r");
+        let after = new_parameters(&before, "x", 2, 1, 104850, None, "r");
         assert_eq!(after["numRows"], "104850");
         assert!(!after.contains_key("rawDataSize"));
         assert!(!after.contains_key("COLUMN_STATS_ACCURATE"));
-        let unknown = new_parameters(&params(&[("rawDataSize", "9")]), "x", 2, 1, 5, "r");
+        let unknown = new_parameters(&params(&[("rawDataSize", "9")]), "x", 2, 1, 5, None, "r");
         assert!(
             !unknown.contains_key("rawDataSize"),
             "no count to vouch for it"
@@ -97,10 +117,31 @@ mod tests {
     fn erasure_coded_counts_follow_or_drop() {
         let all = params(&[("numFiles", "10"), ("numFilesErasureCoded", "10")]);
         assert_eq!(
-            new_parameters(&all, "x", 2, 1, 1, "r")["numFilesErasureCoded"],
+            new_parameters(&all, "x", 2, 1, 1, None, "r")["numFilesErasureCoded"],
             "2"
         );
         let some = params(&[("numFiles", "10"), ("numFilesErasureCoded", "3")]);
-        assert!(!new_parameters(&some, "x", 2, 1, 1, "r").contains_key("numFilesErasureCoded"));
+        assert!(
+            !new_parameters(&some, "x", 2, 1, 1, None, "r").contains_key("numFilesErasureCoded")
+        );
+    }
+
+    #[test]
+    fn erasure_coded_counts_from_the_run_win() {
+        let ec = |p: &BTreeMap<String, String>, coded| {
+            new_parameters(p, "x", 2, 1, 1, Some(coded), "r")
+                .get("numFilesErasureCoded")
+                .cloned()
+        };
+        // Learnt coded: every new file counts, even where the metastore never counted.
+        assert_eq!(
+            ec(&params(&[("numFiles", "10")]), true).as_deref(),
+            Some("2")
+        );
+        let some = params(&[("numFiles", "10"), ("numFilesErasureCoded", "3")]);
+        assert_eq!(ec(&some, true).as_deref(), Some("2"));
+        // Learnt replicated: zero where the metastore counts, nothing added where it does not.
+        assert_eq!(ec(&some, false).as_deref(), Some("0"));
+        assert_eq!(ec(&params(&[("numFiles", "10")]), false), None);
     }
 }

@@ -62,6 +62,8 @@ struct Staged<'p> {
     copies: Vec<(Location, &'p DataFile, u64)>,
     /// What the sort of each group put in an order did.
     sorted: Vec<ClusterSummary>,
+    /// Whether the new files are erasure coded (`None`: not known).
+    coded: Option<bool>,
 }
 
 impl Staged<'_> {
@@ -213,6 +215,7 @@ impl<'a> Run<'a> {
         self.hdfs
             .mkdirs(&self.staging, inherited.dir.permission)
             .await?;
+        let coded = self.check_layout().await?;
         let to_write = plan.bytes_to_write();
         self.progress.planned(to_write);
         let mut outputs = Vec::new();
@@ -298,7 +301,33 @@ impl<'a> Run<'a> {
             outputs,
             copies,
             sorted,
+            coded,
         })
+    }
+
+    /// The staging directory's erasure coding, learnt from a probe written there before any
+    /// output (it is the partition directory's: a new directory inherits its parent's policy).
+    /// hdfs-native writes Reed-Solomon parity whatever the policy says, so a policy with one
+    /// parity unit (XOR-2-1, the only such built-in policy) is refused before a byte of output
+    /// is written. RS-LEGACY-6-3 lays files out as RS-6-3 does: it cannot be told apart here.
+    async fn check_layout(&self) -> Result<Option<bool>, Stop> {
+        use crate::eligibility::{Refusal, Rule};
+        use crate::hdfs::Layout;
+        match self.hdfs.new_file_layout(&self.staging).await? {
+            Some(Layout::Striped { parity: 1 }) => Err(Stop::Refused(Refusal::new(
+                Rule::ErasureCoding,
+                format!(
+                    "new files in {} are erasure coded with one parity unit (XOR-2-1-1024k or \
+                     another XOR policy), which hdfs-native writes with wrong parity: give the \
+                     directory a Reed-Solomon policy (`hdfs ec -setPolicy -path {} -policy \
+                     RS-6-3-1024k`) or replication (`-replicate`), then compact again",
+                    self.plan.location, self.plan.location.path
+                ),
+            ))),
+            Some(Layout::Striped { .. }) => Ok(Some(true)),
+            Some(Layout::Replicated) => Ok(Some(false)),
+            None => Ok(None),
+        }
     }
 
     /// Step 5: read the staged files back from HDFS (every byte, or with `--verify tail` the
@@ -422,7 +451,7 @@ impl<'a, M: PartitionStore, H: Files> Run<'a, M, H> {
         self.checkpoint()?;
         self.check_lock()?;
 
-        let swapped = self.swap(files, staged.bytes(), rows).await?;
+        let swapped = self.swap(files, staged.bytes(), rows, staged.coded).await?;
         report.outcome.status = Status::Compacted;
         report.new_location = Some(self.published.to_string());
         report.files_after = files;
@@ -479,7 +508,13 @@ impl<'a, M: PartitionStore, H: Files> Run<'a, M, H> {
 
     /// Step 8: point the partition at the published directory, with the statistics we can
     /// vouch for; swap back at once if a writer slipped in.
-    async fn swap(&mut self, files: usize, bytes: u64, rows: u64) -> Result<Swapped, Stop> {
+    async fn swap(
+        &mut self,
+        files: usize,
+        bytes: u64,
+        rows: u64,
+        coded: Option<bool>,
+    ) -> Result<Swapped, Stop> {
         let plan = self.plan;
         let new_location = self.published.to_string();
         let old_location = plan.location.to_string();
@@ -489,7 +524,7 @@ impl<'a, M: PartitionStore, H: Files> Run<'a, M, H> {
             &plan.spec,
             &plan.location,
             &new_location,
-            |p| new_parameters(p, &old_location, files, bytes, rows, &self.id),
+            |p| new_parameters(p, &old_location, files, bytes, rows, coded, &self.id),
         )
         .await;
         let (before, after) = match swap {
@@ -766,6 +801,7 @@ mod tests {
                 outputs: vec![],
                 copies: vec![],
                 sorted: vec![],
+                coded: None,
             };
             let mut report = CompactReport::new("db.t", "k=1");
             if let Err(stop) = run.swap_and_journal(&staged, 0, 0, &mut report).await {
