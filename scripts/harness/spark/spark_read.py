@@ -102,7 +102,9 @@ def main():
 
 
 def run(a, scratch):
-    spark = (SparkSession.builder.master("local[1]").appName("hoc-spark-read")
+    # One core unless SPARK_READ_MASTER says otherwise (scripts/bench-cluster: local[2]).
+    spark = (SparkSession.builder.master(os.environ.get("SPARK_READ_MASTER", "local[1]"))
+             .appName("hoc-spark-read")
              .config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false")
              .config("spark.driver.memory", "1g")
