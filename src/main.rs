@@ -24,6 +24,7 @@ use hive_orc_compactor::operations::compact::{Stripes, VerifyLevel};
 use hive_orc_compactor::operations::on_yarn::{self, YarnOptions};
 use hive_orc_compactor::operations::{iceberg, inspect};
 use hive_orc_compactor::operations::{rollback, verify};
+use hive_orc_compactor::orc::{Compression, RowOrder};
 use hive_orc_compactor::resolve::TableName;
 use options::{CommandOptions, IcebergOptions, Options};
 use tracing::Instrument;
@@ -285,6 +286,8 @@ Examples:
         verify: Option<VerifyLevel>,
         #[command(flatten)]
         stripes: StripeArgs,
+        #[command(flatten)]
+        layout: Box<LayoutArgs>,
         #[command(flatten)]
         yarn: Box<YarnArgs>,
         #[command(flatten)]
@@ -594,6 +597,66 @@ struct StripeArgs {
     /// Stripe size of re-encoded files (default 64MiB) [env: HOC_STRIPE_SIZE]
     #[arg(long, value_name = "SIZE", value_parser = parse_stripe_size, env = "HOC_STRIPE_SIZE", hide_env = true)]
     stripe_size: Option<u64>,
+}
+
+/// The layout compact rewrites a partition in: its rows in an order, a codec.
+#[derive(Args)]
+struct LayoutArgs {
+    /// Rewrite every file of the partition with its rows sorted by these columns, across all
+    /// outputs, so each output and each row group (10,000 rows) holds a narrow range and
+    /// readers skip the rest by min/max: `col [ASC|DESC] [NULLS FIRST|NULLS LAST], ...`
+    /// (Hive's defaults: ASC NULLS FIRST, DESC NULLS LAST); `addr.city` names a struct field.
+    /// Large files are rewritten too; a partition already sorted so is left alone
+    /// [env: HOC_SORT_BY]
+    #[arg(long, value_name = "COLUMNS", value_parser = parse_sort_by, env = "HOC_SORT_BY", hide_env = true, conflicts_with = "zorder")]
+    sort_by: Option<RowOrder>,
+    /// Like --sort-by, along a z-order curve of two or more columns: lookups and ranges on
+    /// any of them skip most row groups (a sort serves its first column best) [env: HOC_ZORDER]
+    #[arg(long, value_name = "COL,COL[,...]", value_parser = parse_zorder, env = "HOC_ZORDER", hide_env = true)]
+    zorder: Option<RowOrder>,
+    /// Rewrite every file of the partition with this codec (zstd, zlib, snappy, lz4, none)
+    /// [env: HOC_CODEC]
+    #[arg(long, value_name = "CODEC", value_parser = parse_codec, env = "HOC_CODEC", hide_env = true)]
+    codec: Option<Compression>,
+    /// The --codec's level: zstd 1-22 (default 3), zlib 0-9 (default 2)
+    /// [env: HOC_CODEC_LEVEL]
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "codec",
+        env = "HOC_CODEC_LEVEL",
+        hide_env = true
+    )]
+    codec_level: Option<i32>,
+    /// Decoded rows sorted in memory at once (default 256MiB); a partition with more sorts in
+    /// runs spilled to --spill-dir and merged [env: HOC_SORT_MEMORY]
+    #[arg(long, value_name = "SIZE", value_parser = parse_bytes, env = "HOC_SORT_MEMORY", hide_env = true)]
+    sort_memory: Option<u64>,
+    /// Where sorted runs spill (default: the system's temporary directory); needs up to the
+    /// partition's decoded size free [env: HOC_SPILL_DIR]
+    #[arg(long, value_name = "DIR", env = "HOC_SPILL_DIR", hide_env = true)]
+    spill_dir: Option<PathBuf>,
+}
+
+fn parse_sort_by(s: &str) -> Result<RowOrder, String> {
+    RowOrder::parse_sort(s)
+}
+
+fn parse_zorder(s: &str) -> Result<RowOrder, String> {
+    RowOrder::parse_zorder(s)
+}
+
+fn parse_codec(s: &str) -> Result<Compression, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "zstd" => Ok(Compression::Zstd),
+        "zlib" => Ok(Compression::Zlib),
+        "snappy" => Ok(Compression::Snappy),
+        "lz4" => Ok(Compression::Lz4),
+        "none" => Ok(Compression::None),
+        _ => Err(format!(
+            "'{s}' is not a codec we write (zstd, zlib, snappy, lz4 or none)"
+        )),
+    }
 }
 
 /// Sizes shared by analyze and compact.

@@ -2,6 +2,9 @@
 //! [`Options`] value each command runs from. Every default lives here or in the engine module
 //! it belongs to, never twice.
 
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -16,18 +19,21 @@ use hive_orc_compactor::operations::analyze::AnalyzeOptions;
 use hive_orc_compactor::operations::batch::{BatchOptions, Budget, Thresholds};
 use hive_orc_compactor::operations::cleanup::CleanupOptions;
 use hive_orc_compactor::operations::compact::{
-    CompactOptions, Stripes, DEFAULT_MIN_STRIPE_SIZE, DEFAULT_STRIPE_SIZE, WRITE_IN_PROGRESS_AGE,
+    CompactOptions, Layout, Stripes, DEFAULT_MIN_STRIPE_SIZE, DEFAULT_SORT_MEMORY,
+    DEFAULT_STRIPE_SIZE, WRITE_IN_PROGRESS_AGE,
 };
 use hive_orc_compactor::operations::iceberg;
 use hive_orc_compactor::operations::on_yarn::{self, TokenFor, YarnOptions};
-use hive_orc_compactor::orc::DEFAULT_TARGET_SIZE;
+use hive_orc_compactor::orc::{Compression, RowOrder, DEFAULT_TARGET_SIZE};
 use hive_orc_compactor::resolve::TableName;
 use tokio_util::sync::CancellationToken;
 
 use crate::render::metrics::Recorder;
 use crate::render::Format;
 use crate::settings::Settings;
-use crate::{AnalyzeFormat, Cli, Command, Global, IcebergCommand, Scope, Sizes, StripeArgs};
+use crate::{
+    AnalyzeFormat, Cli, Command, Global, IcebergCommand, LayoutArgs, Scope, Sizes, StripeArgs,
+};
 
 /// A quarter of the default target: files this small are what compaction exists for.
 const DEFAULT_SMALL_FILE_SIZE: u64 = 64 * 1024 * 1024;
@@ -362,6 +368,7 @@ fn compact(cli: &Cli, matches: &ArgMatches, settings: &Settings) -> anyhow::Resu
         lock_timeout,
         verify,
         stripes,
+        layout,
         yarn,
         watch: _,
     } = &cli.command
@@ -398,6 +405,15 @@ fn compact(cli: &Cli, matches: &ArgMatches, settings: &Settings) -> anyhow::Resu
         }),
     };
     let (stripes, min_stripe_size, stripe_size) = stripe_policy(stripes, settings)?;
+    let (layout, table_layouts) = layouts(layout, settings)?;
+    if stripes == Stripes::Copy && (layout.is_some() || !table_layouts.is_empty()) {
+        Cli::command()
+            .error(
+                clap::error::ErrorKind::ArgumentConflict,
+                "--stripes copy keeps every stripe as it is, so it cannot sort rows or change                  the codec: drop --stripes copy, or --sort-by/--zorder/--codec (and the                  config file's [table] layouts)",
+            )
+            .exit();
+    }
     let options = BatchOptions {
         compact: CompactOptions {
             target_size: target_size(sizes, settings)?,
@@ -420,6 +436,8 @@ fn compact(cli: &Cli, matches: &ArgMatches, settings: &Settings) -> anyhow::Resu
                 ..LockOptions::default()
             },
             write_in_progress_age: min_age.unwrap_or(WRITE_IN_PROGRESS_AGE),
+            layout,
+            table_layouts: Arc::new(table_layouts),
             ..CompactOptions::default()
         },
         thresholds: Thresholds {
@@ -463,6 +481,83 @@ fn compact(cli: &Cli, matches: &ArgMatches, settings: &Settings) -> anyhow::Resu
         yarn: yarn_options,
         yarn_task: yarn.yarn_task,
     })
+}
+
+/// The layout asked on the command line (for every table), and those of the config file's
+/// `[table."db.t"]` sections.
+fn layouts(
+    args: &LayoutArgs,
+    settings: &Settings,
+) -> anyhow::Result<(Option<Layout>, BTreeMap<String, Layout>)> {
+    let sort_memory = match args.sort_memory {
+        Some(m) => m,
+        None => settings.sort_memory()?.unwrap_or(DEFAULT_SORT_MEMORY),
+    };
+    let spill_dir = args
+        .spill_dir
+        .clone()
+        .or_else(|| settings.spill_dir().map(Path::to_path_buf))
+        .unwrap_or_else(std::env::temp_dir);
+    let layout = |order: Option<RowOrder>, codec: Option<Compression>, level: Option<i32>| {
+        if let (Some(level), Some(codec)) = (level, codec) {
+            let range = match codec {
+                Compression::Zstd => 1..=22,
+                Compression::Zlib => 0..=9,
+                other => anyhow::bail!(
+                    "{} has no compression levels: drop the codec level",
+                    format!("{other:?}").to_ascii_lowercase()
+                ),
+            };
+            anyhow::ensure!(
+                range.contains(&level),
+                "codec level {level} is out of range for {codec:?} ({}-{})",
+                range.start(),
+                range.end()
+            );
+        }
+        Ok(Layout {
+            order,
+            codec,
+            codec_level: level,
+            sort_memory,
+            spill_dir: spill_dir.clone(),
+        })
+    };
+    let from_flags = match (args.sort_by.clone().or(args.zorder.clone()), args.codec) {
+        (None, None) => None,
+        (order, codec) => Some(layout(order, codec, args.codec_level)?),
+    };
+    let mut per_table = BTreeMap::new();
+    for (name, t) in &settings.table {
+        let context = |what: &str| format!("[table.\"{name}\"] {what} in the config file");
+        let order = match (&t.sort_by, &t.zorder) {
+            (Some(_), Some(_)) => {
+                anyhow::bail!("{}: give sort_by or zorder, not both", context(""))
+            }
+            (Some(columns), None) => Some(
+                RowOrder::parse_sort(&columns.join(","))
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", context("sort_by")))?,
+            ),
+            (None, Some(columns)) => Some(
+                RowOrder::parse_zorder(&columns.join(","))
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", context("zorder")))?,
+            ),
+            (None, None) => None,
+        };
+        let codec = t
+            .codec
+            .as_deref()
+            .map(crate::parse_codec)
+            .transpose()
+            .map_err(|e| anyhow::anyhow!("{}: {e}", context("codec")))?;
+        if order.is_none() && codec.is_none() {
+            anyhow::bail!("{}: give sort_by, zorder or codec", context("the section"));
+        }
+        let l = layout(order, codec, t.codec_level)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", context("codec_level")))?;
+        per_table.insert(name.to_ascii_lowercase(), l);
+    }
+    Ok((from_flags, per_table))
 }
 
 /// `--partitions-from`: a file, or `-` for standard input (how a YARN task gets its share).
@@ -591,6 +686,32 @@ fn yarn_options(
         .filter(|_| min_age_on_command_line)
     {
         args.extend(["--min-age".into(), format!("{}s", age.as_secs())]);
+    }
+    match &c.layout {
+        Some(layout) => {
+            match &layout.order {
+                Some(order @ RowOrder::Sort(_)) => {
+                    args.extend(["--sort-by".into(), order.as_flag()])
+                }
+                Some(order @ RowOrder::ZOrder(_)) => {
+                    args.extend(["--zorder".into(), order.as_flag()])
+                }
+                None => {}
+            }
+            if let Some(codec) = layout.codec {
+                args.extend(["--codec".into(), format!("{codec:?}").to_ascii_lowercase()]);
+            }
+            if let Some(level) = layout.codec_level {
+                args.extend(["--codec-level".into(), level.to_string()]);
+            }
+            // Spills go to the container's own temporary directory.
+            args.extend(["--sort-memory".into(), layout.sort_memory.to_string()]);
+        }
+        None if !c.table_layouts.is_empty() => anyhow::bail!(
+            "--on-yarn does not hand the config file's [table.\"...\"] layouts to its tasks: \
+             give the layout as --sort-by/--zorder/--codec, or compact those tables on this host"
+        ),
+        None => {}
     }
     let location = |flag: &str, uri: &str| {
         hdfs::Location::parse(uri).map_err(|e| anyhow::anyhow!("{flag}: {e}"))

@@ -14,8 +14,15 @@
 //! stripes = "auto"
 //! min_stripe_size = "8MiB"
 //! stripe_size = "64MiB"
+//!
+//! # A table's layout: every run rewrites its partitions so (see `compact --sort-by`)
+//! [table."sales.events"]
+//! sort_by = ["customer_id", "event_ts DESC"]   # or zorder = ["customer_id", "event_ts"]
+//! codec = "zstd"
+//! codec_level = 9
 //! ```
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -38,6 +45,21 @@ pub struct Settings {
     stripes: Option<String>,
     min_stripe_size: Option<String>,
     stripe_size: Option<String>,
+    sort_memory: Option<String>,
+    spill_dir: Option<std::path::PathBuf>,
+    /// Per table (`db.table`): the layout its partitions are rewritten in.
+    #[serde(default)]
+    pub table: BTreeMap<String, TableSettings>,
+}
+
+/// One table's `[table."db.t"]` section.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TableSettings {
+    pub sort_by: Option<Vec<String>>,
+    pub zorder: Option<Vec<String>>,
+    pub codec: Option<String>,
+    pub codec_level: Option<i32>,
 }
 
 impl Settings {
@@ -78,6 +100,14 @@ impl Settings {
         size("stripe_size", &self.stripe_size, crate::parse_stripe_size)
     }
 
+    pub fn sort_memory(&self) -> anyhow::Result<Option<u64>> {
+        size("sort_memory", &self.sort_memory, crate::parse_bytes)
+    }
+
+    pub fn spill_dir(&self) -> Option<&Path> {
+        self.spill_dir.as_deref()
+    }
+
     pub fn min_age(&self) -> anyhow::Result<Option<Duration>> {
         self.min_age
             .as_deref()
@@ -115,6 +145,30 @@ fn size(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_table_layouts() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("hoc.toml");
+        std::fs::write(
+            &p,
+            "sort_memory = \"64MiB\"\n[table.\"sales.events\"]\nsort_by = [\"a\", \"b DESC\"]\ncodec = \"zstd\"\n",
+        )
+        .unwrap();
+        let s = Settings::load(Some(&p)).unwrap();
+        assert_eq!(s.sort_memory().unwrap(), Some(64 << 20));
+        let t = &s.table["sales.events"];
+        assert_eq!(
+            t.sort_by.as_deref(),
+            Some(&["a".to_string(), "b DESC".into()][..])
+        );
+        assert_eq!(t.codec.as_deref(), Some("zstd"));
+        std::fs::write(&p, "[table.\"a.b\"]\nsortby = [\"a\"]\n").unwrap();
+        assert!(
+            Settings::load(Some(&p)).is_err(),
+            "a typo in a table section"
+        );
+    }
 
     #[test]
     fn reads_settings_and_refuses_typos() {

@@ -226,6 +226,17 @@ pub(crate) fn compress(
     block_size: u64,
     data: &[u8],
 ) -> Result<Vec<u8>, OrcError> {
+    compress_at(kind, None, block_size, data)
+}
+
+/// [`compress`] at a compression `level` of the codec's own scale (zlib 0-9, zstd 1-22;
+/// ignored by codecs without levels); `None` is our default for the codec.
+pub(crate) fn compress_at(
+    kind: Compression,
+    level: Option<i32>,
+    block_size: u64,
+    data: &[u8],
+) -> Result<Vec<u8>, OrcError> {
     kind.ensure_supported()?;
     if kind == Compression::None {
         return Ok(data.to_vec());
@@ -233,7 +244,7 @@ pub(crate) fn compress(
     kind.check_block_size(block_size)?;
     let mut out = Vec::with_capacity(data.len() / 2 + 16);
     for chunk in data.chunks(block_size as usize) {
-        let compressed = compress_chunk(kind, chunk)?;
+        let compressed = compress_chunk(kind, level, chunk)?;
         let (body, original) = if compressed.len() < chunk.len() {
             (compressed.as_slice(), false)
         } else {
@@ -254,10 +265,20 @@ pub(crate) fn compress(
 /// time when re-encoding, for files 0.4% smaller (2026-12-02, R).
 const ZLIB_LEVEL: flate2::Compression = flate2::Compression::new(2);
 
-fn compress_chunk(kind: Compression, chunk: &[u8]) -> Result<Vec<u8>, OrcError> {
+/// zstd's own default level, which ORC Java and C++ use too.
+const ZSTD_LEVEL: i32 = 3;
+
+fn compress_chunk(
+    kind: Compression,
+    level: Option<i32>,
+    chunk: &[u8],
+) -> Result<Vec<u8>, OrcError> {
     let encoded = match kind {
         Compression::Zlib => {
-            let mut encoder = flate2::write::DeflateEncoder::new(Vec::new(), ZLIB_LEVEL);
+            let level = level.map_or(ZLIB_LEVEL, |l| {
+                flate2::Compression::new(l.clamp(0, 9) as u32)
+            });
+            let mut encoder = flate2::write::DeflateEncoder::new(Vec::new(), level);
             encoder.write_all(chunk)?;
             encoder.finish()?
         }
@@ -265,7 +286,7 @@ fn compress_chunk(kind: Compression, chunk: &[u8]) -> Result<Vec<u8>, OrcError> 
             .compress_vec(chunk)
             .map_err(|e| OrcError::Io(std::io::Error::other(format!("snappy: {e}"))))?,
         Compression::Lz4 => lz4_flex::block::compress(chunk),
-        Compression::Zstd => zstd::bulk::compress(chunk, 3)?,
+        Compression::Zstd => zstd::bulk::compress(chunk, level.unwrap_or(ZSTD_LEVEL))?,
         Compression::None | Compression::Lzo => {
             return Err(OrcError::UnsupportedCodec(format!(
                 "cannot compress with {kind:?}"

@@ -6,6 +6,7 @@ use orc_rust::proto::{self, r#type::Kind};
 use prost::Message;
 
 use super::compress::Compression;
+use super::marks::LAYOUT;
 use super::tail::OrcTail;
 
 /// What must be equal for stripes of two files to live in one file (docs/design/orc-merge.md, "The merge key").
@@ -175,12 +176,38 @@ pub fn schema_groups(grouping: &Grouping, tails: &[&OrcTail]) -> Vec<Vec<usize>>
     merged
 }
 
-/// A file's user metadata as name → value. A name repeated with two values inside one file
+/// The layout a file says it was written in (see [`LAYOUT`]), if any.
+pub fn layout_of(tail: &OrcTail) -> Option<&str> {
+    let item = tail
+        .footer
+        .metadata
+        .iter()
+        .find(|m| m.name.as_deref() == Some(LAYOUT))?;
+    std::str::from_utf8(item.value.as_deref()?).ok()
+}
+
+/// Whether `item` is a [`LAYOUT`] record.
+pub fn is_layout_item(item: &proto::UserMetadataItem) -> bool {
+    item.name.as_deref() == Some(LAYOUT)
+}
+
+/// The user metadata item recording `layout`, for an output's footer.
+pub fn layout_item(layout: &str) -> proto::UserMetadataItem {
+    proto::UserMetadataItem {
+        name: Some(LAYOUT.to_string()),
+        value: Some(layout.as_bytes().to_vec()),
+    }
+}
+
+/// A file's user metadata as name → value, but for [`LAYOUT`]. A name repeated with two values inside one file
 /// has no single meaning to carry forward.
 pub(crate) fn user_metadata(tail: &OrcTail) -> Result<Vec<(&str, &[u8])>, String> {
     let mut seen: BTreeMap<&str, &[u8]> = BTreeMap::new();
     for item in &tail.footer.metadata {
         let name = item.name.as_deref().unwrap_or("");
+        if name == LAYOUT {
+            continue;
+        }
         let value = item.value.as_deref().unwrap_or(&[]);
         if let Some(prev) = seen.insert(name, value) {
             if prev != value {

@@ -10,3 +10,8 @@ pub(crate) const NULL_UNION_ROW: &str = "hive-orc-compactor.null-union-row";
 /// `timestamp with local time zone`). Arrow's `Timestamp(ns)` holds only the years 1677 to 2262;
 /// ORC holds 0001 to 9999 and beyond (Hive's SCD2 tables end rows at 9999-12-31).
 pub(crate) const TIMESTAMP_NANOS: &str = "hive-orc-compactor.timestamp-nanos";
+
+/// The user metadata item in which a re-encoded output records the layout it was asked for
+/// (rows in an order, a codec; see `operations::compact::Layout::marker`). It is ours: never
+/// merged into another output's metadata, nor a reason to keep files apart.
+pub(crate) const LAYOUT: &str = "hive-orc-compactor.layout";

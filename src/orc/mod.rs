@@ -15,6 +15,7 @@
 //! (orc-rust) and writes them with [`OrcWriter`], digesting every column ([`Digester`]) on the
 //! way; [`digest_file`] decodes the output again, and the [`Digests`] must be equal.
 
+mod cluster;
 mod compress;
 mod copy;
 mod decode;
@@ -24,10 +25,12 @@ mod io;
 mod key;
 mod marks;
 mod merge;
+mod order;
 mod plan;
 mod reencode;
 mod rle;
 mod shape;
+mod sort;
 mod stats;
 mod tail;
 mod timestamp;
@@ -37,21 +40,27 @@ mod write;
 #[cfg(test)]
 mod testutil;
 
+pub use cluster::{cluster, ClusterOptions, ClusterSummary, Clustered};
 pub use compress::Compression;
 pub(crate) use copy::Task;
 pub use copy::{copy_pieces, Discard, Piece, ReadAhead};
 pub use decode::check_stored;
-pub use digest::{ColumnDigest, Digester, Digests};
+pub use digest::{ColumnDigest, Digester, Digests, RowsDigest};
 pub use error::{OrcError, VerifyFailure};
 pub(crate) use io::{read_checked, SPECULATIVE_TAIL};
 pub use io::{RangeRead, Sink};
-pub use key::{group_tails, merge_key, schema_groups, Grouping, MergeGroup, MergeKey, Unmergeable};
+pub use key::{
+    group_tails, is_layout_item, layout_item, layout_of, merge_key, schema_groups, Grouping,
+    MergeGroup, MergeKey, Unmergeable,
+};
 pub use merge::{write_merged, MergedOutput, StripeChecksum};
+pub use order::{RowOrder, SortColumn};
 pub use plan::{
     plan_group, GroupPlan, LeftAlone, OutputPlan, PlanOptions, PlannedStripe, DEFAULT_TARGET_SIZE,
 };
 pub use reencode::{digest_file, reencode, ReencodedOutput};
 pub use shape::OutputShape;
+pub use sort::remove_stale_spills;
 pub use stats::{merge_column_statistics, StatisticsFold};
 pub use tail::{
     read_statistics_again, read_tail, read_tail_with_statistics, OrcTail, SharedFooters,

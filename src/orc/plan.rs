@@ -10,6 +10,9 @@ pub struct PlanOptions {
     /// A file at least this fraction of the target is already "large" and left alone: copying
     /// it would cost I/O and gain nothing.
     pub large_file_fraction: f64,
+    /// Whether a file with nothing to merge with is still rewritten (into an output of its
+    /// own): when the outputs must have a layout its file does not.
+    pub alone_too: bool,
 }
 
 /// The output size compaction aims for unless told otherwise.
@@ -20,6 +23,7 @@ impl Default for PlanOptions {
         Self {
             target_size: DEFAULT_TARGET_SIZE,
             large_file_fraction: 0.75,
+            alone_too: false,
         }
     }
 }
@@ -89,7 +93,7 @@ pub fn plan_group(files: &[usize], tails: &[&OrcTail], opts: &PlanOptions) -> Gr
             small.push(file);
         }
     }
-    if small.len() < 2 {
+    if small.len() < 2 && !(opts.alone_too && small.len() == 1) {
         for file in small {
             plan.left_alone.push(LeftAlone {
                 file,
@@ -117,7 +121,7 @@ pub fn plan_group(files: &[usize], tails: &[&OrcTail], opts: &PlanOptions) -> Gr
     }
 
     for batch in batches {
-        if batch.len() < 2 {
+        if batch.len() < 2 && !(opts.alone_too && batch.len() == 1) {
             // A batch of one would only copy that file; leave it in place instead.
             for file in batch {
                 plan.left_alone.push(LeftAlone {
@@ -195,6 +199,7 @@ mod tests {
         PlanOptions {
             target_size: target,
             large_file_fraction: 0.75,
+            alone_too: false,
         }
     }
 
@@ -228,6 +233,7 @@ mod tests {
             &PlanOptions {
                 target_size: 450,
                 large_file_fraction: 1.0,
+                alone_too: false,
             },
         );
         let sizes: Vec<usize> = plan.outputs.iter().map(|o| o.inputs.len()).collect();

@@ -137,13 +137,13 @@ where
 
 /// One input as the re-encode takes it: its decoder, and the file statistics its writer
 /// recorded.
-struct Input<R: RangeRead + Send + 'static> {
-    decoder: Decoder<Prefetched<R>>,
-    recorded: Vec<ColumnStatistics>,
+pub(super) struct Input<R: RangeRead + Send + 'static> {
+    pub decoder: Decoder<Prefetched<R>>,
+    pub recorded: Vec<ColumnStatistics>,
 }
 
 /// The next input, out of the open-ahead queue.
-async fn next_input<R: RangeRead + Send + 'static>(
+pub(super) async fn next_input<R: RangeRead + Send + 'static>(
     opens: &mut Opens<usize, Input<R>>,
 ) -> Result<Input<R>, OrcError> {
     let next = opens.next().await;
@@ -259,7 +259,7 @@ async fn digest<R: RangeRead + Send + 'static>(
 /// A decoded input batch; with the `compact::rewrite-misread` failpoint, every row read as the
 /// batch's first: a decoder bug that reads the inputs wrong the same way on every read, which
 /// the digests cannot see and only the inputs' recorded statistics can.
-fn as_decoded(batch: RecordBatch) -> Result<RecordBatch, OrcError> {
+pub(super) fn as_decoded(batch: RecordBatch) -> Result<RecordBatch, OrcError> {
     #[cfg(feature = "failpoints")]
     fail::fail_point!("compact::rewrite-misread", |_| {
         let first = arrow::array::UInt32Array::from(vec![0; batch.num_rows()]);
@@ -268,7 +268,7 @@ fn as_decoded(batch: RecordBatch) -> Result<RecordBatch, OrcError> {
     Ok(batch)
 }
 
-fn as_written(batch: RecordBatch) -> Result<RecordBatch, OrcError> {
+pub(super) fn as_written(batch: RecordBatch) -> Result<RecordBatch, OrcError> {
     #[cfg(feature = "failpoints")]
     fail::fail_point!("compact::rewrite-reorder", |_| reversed(&batch));
     Ok(batch)

@@ -30,6 +30,20 @@ impl OutputShape {
         }
     }
 
+    /// This shape with another codec; a file written with none gets the reference writers'
+    /// block size once compressed.
+    pub fn with_codec(self, compression: Compression) -> Self {
+        let compression_block_size = match self.compression_block_size {
+            0 => 256 * 1024,
+            n => n,
+        };
+        OutputShape {
+            compression,
+            compression_block_size,
+            ..self
+        }
+    }
+
     /// The shape holding most of `tails`' bytes, the first seen among equals; `None` for no
     /// tails.
     pub fn dominant<'a>(tails: impl IntoIterator<Item = &'a OrcTail>) -> Option<Self> {

@@ -213,6 +213,26 @@ pub fn compact(
             }
         }
     }
+    if let Some(layout) = &r.layout {
+        writeln!(out, "  layout    {}", layout.layout)?;
+        for (column, after) in &layout.after {
+            let before = layout.before.get(column).copied().unwrap_or(f64::NAN);
+            writeln!(
+                out,
+                "            a lookup on {column} reads {:.1}% of row groups, was {:.1}%",
+                after * 100.0,
+                before * 100.0
+            )?;
+        }
+        if layout.spilled_runs > 0 {
+            writeln!(
+                out,
+                "            sorted in {} runs spilled to disk ({})",
+                layout.spilled_runs,
+                bytesize::ByteSize(layout.spilled_bytes).display().iec()
+            )?;
+        }
+    }
     if let Some(reason) = &r.outcome.reason {
         writeln!(out, "  reason    {reason}")?;
     }

@@ -54,10 +54,10 @@ mod run;
 pub mod write;
 
 pub use options::{
-    CompactOptions, Stripes, VerifyLevel, DEFAULT_MIN_STRIPE_SIZE, DEFAULT_STRIPE_SIZE,
-    WRITE_IN_PROGRESS_AGE,
+    CompactOptions, Layout, Stripes, VerifyLevel, DEFAULT_MIN_STRIPE_SIZE, DEFAULT_SORT_MEMORY,
+    DEFAULT_STRIPE_SIZE, WRITE_IN_PROGRESS_AGE,
 };
-pub use report::{CarriedFile, CompactReport, GroupReport, OutputReport};
+pub use report::{CarriedFile, CompactReport, GroupReport, LayoutReport, OutputReport};
 pub use write::{OutputWriter, Way, NOT_RE_ENCODABLE};
 
 /// Progress events, for the CLI's progress bar; the engine does not know how they are shown.

@@ -1,6 +1,8 @@
 //! What a compaction run is told: sizes, verification level, lock, cancellation, and how its
 //! outputs' stripes are made.
 
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -8,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::lock::LockOptions;
-use crate::orc::{PlanOptions, ReadAhead};
+use crate::orc::{Compression, PlanOptions, ReadAhead, RowOrder};
 
 #[derive(Debug, Clone)]
 pub struct CompactOptions {
@@ -40,6 +42,56 @@ pub struct CompactOptions {
     /// written, and the partition is busy: `--min-age` where it applies, else
     /// [`WRITE_IN_PROGRESS_AGE`].
     pub write_in_progress_age: Duration,
+    /// The layout every output is rewritten in (`--sort-by`/`--zorder`, `--codec`), for every
+    /// table; else the table's own from the config file ([`CompactOptions::layout_for`]).
+    pub layout: Option<Layout>,
+    /// Layouts from the config file, by `db.table`.
+    pub table_layouts: Arc<BTreeMap<String, Layout>>,
+}
+
+/// A layout the outputs are asked to have beyond being few: rows in an order and a codec.
+/// With one, every merge group of a partition is re-encoded, large files included, unless
+/// its files already have this layout (the outputs record it in their user metadata), so
+/// every cron run keeps the table's layout and a second run finds nothing to do.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Layout {
+    pub order: Option<RowOrder>,
+    pub codec: Option<Compression>,
+    /// The codec's level (zlib 0-9, zstd 1-22); `None`: the reference writers' default.
+    pub codec_level: Option<i32>,
+    /// Decoded bytes sorted in memory at once; more spill to `spill_dir`.
+    pub sort_memory: u64,
+    pub spill_dir: PathBuf,
+}
+
+/// `--sort-memory`'s default.
+pub const DEFAULT_SORT_MEMORY: u64 = 256 << 20;
+
+impl Layout {
+    /// What the outputs record, and a later run compares: `sort(a ASC NULLS FIRST); codec=ZSTD:9`.
+    pub fn marker(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(order) = &self.order {
+            parts.push(order.to_string());
+        }
+        if let Some(codec) = self.codec {
+            let name = format!("{codec:?}").to_ascii_uppercase();
+            parts.push(match self.codec_level {
+                Some(level) => format!("codec={name}:{level}"),
+                None => format!("codec={name}"),
+            });
+        }
+        parts.join("; ")
+    }
+}
+
+impl CompactOptions {
+    /// The layout asked for `table` (`db.table`): the command line's, else the config file's.
+    pub fn layout_for(&self, table: &str) -> Option<&Layout> {
+        self.layout
+            .as_ref()
+            .or_else(|| self.table_layouts.get(table))
+    }
 }
 
 /// `--min-stripe-size`'s default: stripes this small are read stripe by stripe by Hive, Spark
@@ -70,6 +122,8 @@ impl Default for CompactOptions {
             min_stripe_size: DEFAULT_MIN_STRIPE_SIZE,
             stripe_size: DEFAULT_STRIPE_SIZE,
             write_in_progress_age: WRITE_IN_PROGRESS_AGE,
+            layout: None,
+            table_layouts: Arc::default(),
         }
     }
 }

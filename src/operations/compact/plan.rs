@@ -8,8 +8,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::anyhow;
 use futures::StreamExt;
 
-use super::options::{CompactOptions, Stripes};
-use super::report::{CarriedFile, CompactReport, GroupReport, OutputReport};
+use super::options::{CompactOptions, Layout, Stripes};
+use super::report::{CarriedFile, CompactReport, GroupReport, LayoutReport, OutputReport};
 use super::write::{choose, copy_stop, OutputWriter, Way, NOT_RE_ENCODABLE};
 use crate::eligibility::{self, Refusal, Rule};
 use crate::hdfs::{Hdfs, Location};
@@ -42,6 +42,8 @@ pub(super) struct PartitionPlan {
     pub dropped_empty: Vec<usize>,
     /// Indices into `snapshot.files` of files that have a tail, in the order the planner saw.
     pub with_tail: Vec<usize>,
+    /// The layout the outputs are asked to have, if any.
+    pub layout: Option<Layout>,
 }
 
 /// One output: its inputs and stripes (indices into `with_tail`), and the way it is made.
@@ -50,6 +52,9 @@ pub(super) struct PlannedOutput {
     pub way: Way,
     /// The codec, block size and row index stride a re-encode writes.
     pub shape: OutputShape,
+    /// Which planned group the output belongs to: a group put in an order is written as one
+    /// sorted stream cut into its outputs.
+    pub group: usize,
 }
 
 impl PartitionPlan {
@@ -128,8 +133,14 @@ pub(super) async fn plan(
     let plan = group_and_plan(table, found, snapshot, options, &unfit, report);
     if plan.outputs.is_empty() {
         report.outcome.status = Status::NothingToDo;
+        let laid_out = |c: &(usize, String)| c.1.starts_with("already laid out as");
         report.outcome.reason = Some(if plan.snapshot.files.is_empty() {
             "the partition has no data files".to_string()
+        } else if !plan.carried.is_empty() && plan.carried.iter().all(laid_out) {
+            format!(
+                "every file is already laid out as {}",
+                plan.layout.as_ref().map(|l| l.marker()).unwrap_or_default()
+            )
         } else {
             "no two files can be merged: every file is already large, alone in its merge \
              group, or unmergeable"
@@ -140,6 +151,10 @@ pub(super) async fn plan(
         return Ok(None);
     }
     report.files_after = plan.outputs.len() + plan.carried.len();
+    report.layout = plan.layout.as_ref().map(|l| LayoutReport {
+        layout: l.marker(),
+        ..LayoutReport::default()
+    });
     Ok(Some(plan))
 }
 
@@ -401,9 +416,15 @@ fn group_and_plan(
         .filter_map(|(t, i)| unfit.get(i).map(|why| (t, why.as_str())))
         .collect();
     let grouping = group_tails(&tails);
+    let layout = options.layout_for(&table.qualified_name()).cloned();
+    // A layout is for every file: large ones and lone ones are rewritten too.
     let plan_options = PlanOptions {
         target_size: options.target_size,
-        large_file_fraction: options.large_file_fraction,
+        large_file_fraction: match layout {
+            Some(_) => f64::INFINITY,
+            None => options.large_file_fraction,
+        },
+        alone_too: layout.is_some(),
     };
     let mut outputs = Vec::new();
     let mut carried: Vec<(usize, String)> = grouping
@@ -417,6 +438,19 @@ fn group_and_plan(
     };
     let mut groups = Vec::new();
     for cluster in clusters {
+        if let Some(layout) = &layout {
+            let marker = layout.marker();
+            let files = cluster.iter().flat_map(|&g| &grouping.groups[g].files);
+            if files
+                .clone()
+                .all(|&f| orc::layout_of(tails[f]) == Some(marker.as_str()))
+            {
+                for &f in files {
+                    carried.push((with_tail[f], format!("already laid out as {marker}")));
+                }
+                continue;
+            }
+        }
         // Groups of one schema are planned as one when they are re-encoded; a way that turns
         // out to be a copy plans them merge key by merge key, as a copy needs.
         let mut planned = vec![];
@@ -434,6 +468,7 @@ fn group_and_plan(
                 &tails,
                 &unfit,
                 options,
+                layout.as_ref(),
                 &plan_options,
             );
             if together.way.writer == OutputWriter::Rewrite {
@@ -452,6 +487,7 @@ fn group_and_plan(
                         &tails,
                         &unfit,
                         options,
+                        layout.as_ref(),
                         &plan_options,
                     )
                 })
@@ -501,6 +537,7 @@ fn group_and_plan(
                     plan: output,
                     way: p.way.clone(),
                     shape: p.shape,
+                    group: groups.len(),
                 });
             }
             groups.push(g);
@@ -532,6 +569,7 @@ fn group_and_plan(
         carried,
         dropped_empty,
         with_tail,
+        layout,
     }
 }
 
@@ -549,6 +587,7 @@ struct Members {
 /// Plans `files` (of `keys` merge keys, all of `key`'s schema) into outputs and chooses their
 /// way by the policy (see [`choose`]), a copy where a file is `unfit` for re-encoding. Files
 /// of several keys can only be re-encoded together; the reason says so.
+#[allow(clippy::too_many_arguments)]
 fn plan_members(
     files: Vec<usize>,
     keys: usize,
@@ -556,15 +595,22 @@ fn plan_members(
     tails: &[&OrcTail],
     unfit: &BTreeMap<usize, &str>,
     options: &CompactOptions,
+    layout: Option<&Layout>,
     plan_options: &PlanOptions,
 ) -> Members {
     let plan = plan_group(&files, tails, plan_options);
     let merged = plan.outputs.iter().flat_map(|o| &o.stripes);
-    let mut way = choose(
-        options,
-        merged.clone().count(),
-        merged.map(|s| s.length).sum(),
-    );
+    let mut way = match layout {
+        Some(layout) => Way {
+            writer: OutputWriter::Rewrite,
+            why: format!("laid out as {}", layout.marker()),
+        },
+        None => choose(
+            options,
+            merged.clone().count(),
+            merged.map(|s| s.length).sum(),
+        ),
+    };
     if way.writer == OutputWriter::Rewrite {
         if let Some(why) = files.iter().find_map(|f| unfit.get(f)) {
             way = Way {
@@ -574,8 +620,11 @@ fn plan_members(
         }
     }
     let inputs = plan.outputs.iter().flat_map(|o| &o.inputs);
-    let shape = OutputShape::dominant(inputs.map(|&f| tails[f]))
+    let mut shape = OutputShape::dominant(inputs.map(|&f| tails[f]))
         .unwrap_or_else(|| OutputShape::of(tails[files[0]]));
+    if let Some(codec) = layout.and_then(|l| l.codec) {
+        shape = shape.with_codec(codec);
+    }
     if keys > 1 {
         way.why = format!(
             "{}; merges files of {keys} codecs, block sizes, writers or strides that a stripe \

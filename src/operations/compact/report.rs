@@ -1,5 +1,7 @@
 //! What `compact` reports for one partition: the plan as the dry run shows it, and the outcome.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::options::{Stripes, VerifyLevel};
@@ -68,7 +70,25 @@ pub struct CompactReport {
     pub verify: Option<VerifyLevel>,
     /// The `--stripes` mode the outputs were planned with.
     pub stripes: Option<Stripes>,
+    /// The layout the outputs were asked to have (`--sort-by`, `--zorder`, `--codec`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<LayoutReport>,
     pub seconds: f64,
+}
+
+/// What a run with a layout did beyond merging.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct LayoutReport {
+    /// As the outputs record it: `sort(customer_id ASC NULLS FIRST); codec=ZSTD`.
+    pub layout: String,
+    /// Sorted runs spilled to local disk (0: sorted in memory), and their bytes.
+    pub spilled_runs: usize,
+    pub spilled_bytes: u64,
+    /// Per key column, the mean fraction of row groups a point lookup on it reads, before and
+    /// after the run (1.0: every row group; 1/n: one of n). Measured on the rows as they were
+    /// decoded and written; a run that did not sort has none.
+    pub before: BTreeMap<String, f64>,
+    pub after: BTreeMap<String, f64>,
 }
 
 impl CompactReport {
@@ -105,6 +125,7 @@ impl CompactReport {
             run_id: None,
             verify: None,
             stripes: None,
+            layout: None,
             seconds: 0.0,
         }
     }

@@ -9,9 +9,11 @@ use anyhow::anyhow;
 use super::access::{keep_access, not_kept_warning};
 use super::options::{CompactOptions, VerifyLevel};
 use super::parameters::new_parameters;
-use super::plan::{check_one_acl, PartitionPlan};
+use super::plan::{check_one_acl, PartitionPlan, PlannedOutput};
 use super::report::CompactReport;
-use super::write::{copy_file, hash_file, OutputWriter, Staged as StagedOutput, Written};
+use super::write::{
+    copy_file, hash_file, write_clustered, OutputWriter, Staged as StagedOutput, Written,
+};
 use super::Progress;
 use crate::hdfs::{Access, Files, Hdfs, Location};
 use crate::journal::{self, Journal, JournalInput, JournalOutput};
@@ -19,7 +21,9 @@ use crate::layout::{self, output_name, PARAM_PREVIOUS_LOCATION};
 use crate::lock::PartitionLock;
 use crate::metastore::Metastore;
 use crate::operations::outcome::{Status, Stop};
-use crate::orc::{digest_file, read_tail, verify_output, verify_tail, OrcError, VerifyFailure};
+use crate::orc::{
+    digest_file, read_tail, verify_output, verify_tail, ClusterSummary, OrcError, VerifyFailure,
+};
 use crate::relocate::{set_location, PartitionStore, RelocateError};
 use crate::snapshot::DataFile;
 
@@ -56,6 +60,8 @@ struct Staged<'p> {
     outputs: Vec<(Location, StagedOutput)>,
     /// Carried files: staged copy, source, XXH3 of the bytes handed to the writer.
     copies: Vec<(Location, &'p DataFile, u64)>,
+    /// What the sort of each group put in an order did.
+    sorted: Vec<ClusterSummary>,
 }
 
 impl Staged<'_> {
@@ -151,6 +157,16 @@ impl<'a> Run<'a> {
             out.made_by = made.way.writer;
             out.why = made.way.why.clone();
         }
+        if let Some(layout) = &mut report.layout {
+            for s in &staged.sorted {
+                layout.spilled_runs += s.spilled_runs;
+                layout.spilled_bytes += s.spilled_bytes;
+                // One group per partition in practice (a table has one schema); with more, the
+                // last group's measure is kept per column.
+                layout.before.extend(s.before.iter().cloned());
+                layout.after.extend(s.after.iter().cloned());
+            }
+        }
         failpoint!("compact::after-stage");
 
         let rows = self.verify(&staged).await?;
@@ -200,7 +216,44 @@ impl<'a> Run<'a> {
         let to_write = plan.bytes_to_write();
         self.progress.planned(to_write);
         let mut outputs = Vec::new();
-        for (n, output) in plan.outputs.iter().enumerate() {
+        let mut sorted = Vec::new();
+        let layout = plan.layout.as_ref();
+        let mut n = 0;
+        while let Some(output) = plan.outputs.get(n) {
+            let ordered = layout.filter(|l| l.order.is_some());
+            if let (Some(layout), OutputWriter::Rewrite) = (ordered, output.way.writer) {
+                // The group's outputs are one sorted stream, cut where the plan cut its files.
+                let group: Vec<&PlannedOutput> = plan.outputs[n..]
+                    .iter()
+                    .take_while(|o| o.group == output.group)
+                    .collect();
+                let inputs: Vec<&DataFile> = group.iter().flat_map(|o| plan.inputs_of(o)).collect();
+                let targets: Vec<(Location, u64)> = (n..n + group.len())
+                    .zip(&group)
+                    .map(|(i, o)| (self.staging.child(&output_name(&self.id, i)), o.plan.rows))
+                    .collect();
+                let (made, summary) = write_clustered(
+                    self.hdfs,
+                    &output.way,
+                    &output.shape,
+                    &inputs,
+                    &targets,
+                    permission,
+                    self.options,
+                    layout,
+                )
+                .await?;
+                for ((target, _), (made, o)) in
+                    targets.into_iter().zip(made.into_iter().zip(&group))
+                {
+                    self.progress.written(o.plan.content_length);
+                    outputs.push((target, made));
+                }
+                sorted.push(summary);
+                n += group.len();
+                self.checkpoint()?;
+                continue;
+            }
             let target = self.staging.child(&output_name(&self.id, n));
             let made = OutputWriter::write(
                 self.hdfs,
@@ -211,11 +264,13 @@ impl<'a> Run<'a> {
                 &target,
                 permission,
                 self.options,
+                layout,
             )
             .await?;
             self.progress.written(output.plan.content_length);
             outputs.push((target, made));
             self.checkpoint()?;
+            n += 1;
         }
         let mut copies = Vec::new();
         for source in plan.carried_files() {
@@ -239,7 +294,11 @@ impl<'a> Run<'a> {
             seconds = started.elapsed().as_secs_f64(),
             "staged"
         );
-        Ok(Staged { outputs, copies })
+        Ok(Staged {
+            outputs,
+            copies,
+            sorted,
+        })
     }
 
     /// Step 5: read the staged files back from HDFS (every byte, or with `--verify tail` the
@@ -681,6 +740,7 @@ mod tests {
                     carried: vec![],
                     dropped_empty: vec![],
                     with_tail: vec![],
+                    layout: None,
                 },
                 options: CompactOptions::default(),
             }
@@ -705,6 +765,7 @@ mod tests {
             let staged = Staged {
                 outputs: vec![],
                 copies: vec![],
+                sorted: vec![],
             };
             let mut report = CompactReport::new("db.t", "k=1");
             if let Err(stop) = run.swap_and_journal(&staged, 0, 0, &mut report).await {

@@ -11,12 +11,12 @@ use anyhow::anyhow;
 use bytesize::ByteSize;
 use serde::{Deserialize, Serialize};
 
-use super::options::{CompactOptions, Stripes};
+use super::options::{CompactOptions, Layout, Stripes};
 use crate::hdfs::{Hdfs, Location};
 use crate::operations::outcome::Stop;
 use crate::orc::{
-    self, copy_pieces, Discard, MergedOutput, OrcError, OrcTail, OutputPlan, OutputShape, Piece,
-    ReadAhead, ReencodedOutput, WriterOptions,
+    self, copy_pieces, ClusterOptions, ClusterSummary, Discard, MergedOutput, OrcError, OrcTail,
+    OutputPlan, OutputShape, Piece, ReadAhead, ReencodedOutput, WriterOptions,
 };
 use crate::snapshot::DataFile;
 
@@ -125,16 +125,20 @@ impl OutputWriter {
         target: &Location,
         permission: u16,
         options: &CompactOptions,
+        layout: Option<&Layout>,
     ) -> Result<Staged, Stop> {
         let read_ahead = &options.read_ahead;
         let copy = || stripe_copy(hdfs, inputs, output, target, permission, read_ahead);
         let written = match way.writer {
             OutputWriter::StripeCopy => Written::Copied(copy().await?),
             OutputWriter::Rewrite => {
-                match rewrite(hdfs, inputs, shape, target, permission, options).await {
+                let rewritten = rewrite(hdfs, inputs, shape, target, permission, options, layout);
+                match rewritten.await {
                     Ok(r) => Written::Reencoded(r),
                     Err(Rewrite::Values(e))
-                        if options.stripes == Stripes::Auto && one_merge_key(inputs) =>
+                        if options.stripes == Stripes::Auto
+                            && layout.is_none()
+                            && one_merge_key(inputs) =>
                     {
                         tracing::warn!(%target, error = %e, "re-encoding failed: copying stripes");
                         hdfs.delete(target, false).await?;
@@ -163,6 +167,92 @@ impl OutputWriter {
             way: way.clone(),
         })
     }
+}
+
+/// Writes the outputs of one merge group put in `layout`'s order (the group's `inputs`, in
+/// listing order): every row decoded and sorted, then cut into `outputs` (target, rows) in
+/// turn, each with the rows the plan gave it. Returns one [`Staged`] per output and what the
+/// sort did; a group whose values cannot be ordered fails the partition, naming why.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn write_clustered(
+    hdfs: &Hdfs,
+    way: &Way,
+    shape: &OutputShape,
+    inputs: &[&DataFile],
+    outputs: &[(Location, u64)],
+    permission: u16,
+    options: &CompactOptions,
+    layout: &Layout,
+) -> Result<(Vec<Staged>, ClusterSummary), Stop> {
+    let tails = tails_of(inputs);
+    let Some(order) = &layout.order else {
+        return Err(Stop::Failed(anyhow!("a clustered group needs an order")));
+    };
+    let cluster_options = ClusterOptions {
+        order: order.clone(),
+        sort_memory: layout.sort_memory,
+        spill_dir: layout.spill_dir.clone(),
+    };
+    let first = outputs
+        .first()
+        .map(|(t, _)| t.to_string())
+        .unwrap_or_default();
+    let failed = |e: OrcError| {
+        match e {
+        OrcError::Decode(_) | OrcError::Unsupported(_) => Stop::Failed(anyhow!(
+            "cannot put the rows of {first} and the group's other outputs in {order}: {e};              compact this partition without --sort-by/--zorder (or without the table's              sort_by/zorder in the config file)"
+        )),
+        other => copy_stop(&format!("sorting the rows for {first}"), other),
+    }
+    };
+    let mut clustered = orc::cluster(
+        &tails,
+        |i| inputs[i].open(hdfs),
+        &cluster_options,
+        &options.read_ahead,
+    )
+    .await
+    .map_err(failed)?;
+    let mut staged = Vec::new();
+    for (target, rows) in outputs {
+        let writer_options = writer_options(&tails, shape, options, Some(layout));
+        let mut writer = hdfs.create(target, permission).await?;
+        let result = clustered
+            .write_output(&mut writer, *rows, writer_options)
+            .await;
+        let closed = close(writer, target).await;
+        let written = result.map_err(failed)?;
+        closed?;
+        staged.push(Staged {
+            written: Written::Reencoded(written),
+            way: way.clone(),
+        });
+    }
+    let summary = clustered.finish().map_err(failed)?;
+    Ok((staged, summary))
+}
+
+/// How a re-encoded output of `tails` is written: their shape as the plan chose it, the
+/// stripe size asked, their user metadata, and the layout's codec level and record.
+fn writer_options(
+    tails: &[&OrcTail],
+    shape: &OutputShape,
+    options: &CompactOptions,
+    layout: Option<&Layout>,
+) -> WriterOptions {
+    let mut writer_options = WriterOptions::from_tail(tails[0]);
+    writer_options.stripe_size = options.stripe_size;
+    writer_options.compression = shape.compression;
+    writer_options.compression_block_size = shape.compression_block_size;
+    writer_options.row_index_stride = shape.row_index_stride;
+    writer_options.user_metadata = user_metadata_union(tails);
+    if let Some(layout) = layout {
+        writer_options.compression_level = layout.codec_level;
+        writer_options
+            .user_metadata
+            .push(orc::layout_item(&layout.marker()));
+    }
+    writer_options
 }
 
 async fn stripe_copy(
@@ -221,14 +311,10 @@ async fn rewrite(
     target: &Location,
     permission: u16,
     options: &CompactOptions,
+    layout: Option<&Layout>,
 ) -> Result<ReencodedOutput, Rewrite> {
     let tails = tails_of(inputs);
-    let mut writer_options = WriterOptions::from_tail(tails[0]);
-    writer_options.stripe_size = options.stripe_size;
-    writer_options.compression = shape.compression;
-    writer_options.compression_block_size = shape.compression_block_size;
-    writer_options.row_index_stride = shape.row_index_stride;
-    writer_options.user_metadata = user_metadata_union(&tails);
+    let writer_options = writer_options(&tails, shape, options, layout);
     let mut writer = hdfs.create(target, permission).await.map_err(Stop::from)?;
     let result = orc::reencode(
         &tails,
@@ -251,10 +337,11 @@ async fn rewrite(
 }
 
 /// The inputs' user metadata, each name once in first-seen order (the plan merged only inputs
-/// whose metadata agrees).
+/// whose metadata agrees), but for the layout an input recorded: an output records its own.
 fn user_metadata_union(tails: &[&OrcTail]) -> Vec<orc::proto::UserMetadataItem> {
     let mut items: Vec<orc::proto::UserMetadataItem> = Vec::new();
-    for item in tails.iter().flat_map(|t| &t.footer.metadata) {
+    let theirs = tails.iter().flat_map(|t| &t.footer.metadata);
+    for item in theirs.filter(|m| !orc::is_layout_item(m)) {
         if !items.iter().any(|m| m.name == item.name) {
             items.push(item.clone());
         }

@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use prost::Message;
 
-use super::compress::{compress, Compression};
+use super::compress::{compress_at, Compression};
 use super::error::OrcError;
 
 pub use writer::{OrcWriter, WriterOptions, WrittenFile};
@@ -36,6 +36,7 @@ pub(crate) use rle_v2::encode as rle_v2_encode;
 #[derive(Clone, Debug)]
 pub(crate) struct Settings {
     pub(crate) compression: Compression,
+    pub(crate) compression_level: Option<i32>,
     pub(crate) block_size: u64,
     pub(crate) row_index_stride: u32,
     pub(crate) bloom_columns: Vec<u32>,
@@ -50,6 +51,7 @@ pub(crate) struct Settings {
 impl Settings {
     pub(crate) fn stream(&self) -> out_stream::OutStream {
         out_stream::OutStream::new(self.compression, self.block_size)
+            .at_level(self.compression_level)
     }
 
     /// A filter sized for one row group.
@@ -60,7 +62,12 @@ impl Settings {
     /// A protobuf message (index streams, stripe footer, tail sections) in the file's
     /// chunked compression.
     pub(crate) fn compress_message(&self, message: &impl Message) -> Result<Vec<u8>, OrcError> {
-        compress(self.compression, self.block_size, &message.encode_to_vec())
+        compress_at(
+            self.compression,
+            self.compression_level,
+            self.block_size,
+            &message.encode_to_vec(),
+        )
     }
 }
 

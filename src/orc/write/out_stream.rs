@@ -2,7 +2,7 @@
 //! compressed as one chunk (the 3-byte header format of `compress.rs`), and the stream
 //! positions the row index needs.
 
-use super::super::compress::{compress, Compression};
+use super::super::compress::{compress_at, Compression};
 use super::super::error::OrcError;
 
 /// A stream's bytes as they were finished, chunk by chunk (compression chunks, or pieces of
@@ -48,6 +48,7 @@ const PLAIN_PIECE: usize = 256 * 1024;
 
 pub(crate) struct OutStream {
     codec: Compression,
+    level: Option<i32>,
     block_size: usize,
     /// Uncompressed bytes of the chunk being filled.
     current: Vec<u8>,
@@ -63,10 +64,17 @@ impl OutStream {
         };
         Self {
             codec,
+            level: None,
             block_size,
             current: Vec::new(),
             done: Encoded::default(),
         }
+    }
+
+    /// The stream compressed at `level` (see `compress_at`).
+    pub(crate) fn at_level(mut self, level: Option<i32>) -> Self {
+        self.level = level;
+        self
     }
 
     pub(crate) fn write(&mut self, mut data: &[u8]) -> Result<(), OrcError> {
@@ -92,7 +100,12 @@ impl OutStream {
             self.done.push(std::mem::take(&mut self.current));
             return Ok(());
         }
-        let mut chunk = compress(self.codec, self.block_size as u64, &self.current)?;
+        let mut chunk = compress_at(
+            self.codec,
+            self.level,
+            self.block_size as u64,
+            &self.current,
+        )?;
         // Sized for the worst case; held until the stripe is written.
         chunk.shrink_to_fit();
         self.done.push(chunk);

@@ -43,6 +43,8 @@ pub struct WriterOptions {
     /// The file's type tree, column 0 (a struct) first, exactly as in an input Footer.
     pub types: Vec<proto::Type>,
     pub compression: Compression,
+    /// The codec's level (see `compress_at`); `None`: the reference writers' default.
+    pub compression_level: Option<i32>,
     pub compression_block_size: u64,
     /// Rows per row group; 0 writes no row index (as the input said).
     pub row_index_stride: u32,
@@ -71,6 +73,7 @@ impl WriterOptions {
         Self {
             types,
             compression,
+            compression_level: None,
             compression_block_size,
             row_index_stride: 10_000,
             stripe_size: 64 << 20,
@@ -142,6 +145,7 @@ impl<S: Sink> OrcWriter<S> {
         }
         let settings = Settings {
             compression: options.compression,
+            compression_level: options.compression_level,
             block_size: options.compression_block_size,
             row_index_stride: options.row_index_stride,
             bloom_columns: options.bloom_filter_columns.clone(),
