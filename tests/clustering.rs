@@ -268,18 +268,40 @@ fn customer_id(row: &str) -> Option<i64> {
     v["customer_id"].as_i64()
 }
 
-/// The key of each row, in file order, never decreasing (customer_id is never null).
-fn assert_ascending(what: &str, rows: &[String]) {
-    let keys: Vec<i64> = rows
+/// The key of each row never decreases: within each output, then across them in name order
+/// (customer_id is never null). `files` are the outputs' rows, file by file.
+fn assert_ascending(what: &str, files: &[Vec<String>]) {
+    let keys: Vec<Vec<i64>> = files
         .iter()
-        .map(|r| customer_id(r).expect("customer_id is never null"))
+        .map(|rows| {
+            rows.iter()
+                .map(|r| customer_id(r).expect("customer_id is never null"))
+                .collect()
+        })
         .collect();
-    if let Some(i) = keys.windows(2).position(|w| w[0] > w[1]) {
-        panic!(
-            "{what}: row {} has customer_id {} after {}",
-            i + 1,
-            keys[i + 1],
-            keys[i]
+    for (f, k) in keys.iter().enumerate() {
+        if let Some(i) = k.windows(2).position(|w| w[0] > w[1]) {
+            panic!(
+                "{what}: output {f}, row {} has customer_id {} after {}",
+                i + 1,
+                k[i + 1],
+                k[i]
+            );
+        }
+    }
+    let ends: Vec<(i64, i64)> = keys
+        .iter()
+        .filter(|k| !k.is_empty())
+        .map(|k| (k[0], k[k.len() - 1]))
+        .collect();
+    for (f, w) in ends.windows(2).enumerate() {
+        assert!(
+            w[0].1 <= w[1].0,
+            "{what}: each output is sorted, but not across them: output {f} holds customer_id \
+             {:?}, output {} {:?} (all outputs: {ends:?})",
+            w[0],
+            f + 1,
+            w[1]
         );
     }
 }
@@ -389,15 +411,13 @@ fn sort_by_orders_rows_across_outputs_and_row_groups_and_point_lookups_skip() {
         "a point lookup's row groups, before {b}, after {a}: {r}"
     );
 
-    // The outputs in name order hold the rows in key order: the same rows, by either reader.
+    // The same rows, by either reader (their order: at the end).
     let outputs = data_files(&p.location());
     assert!(!outputs.is_empty() && outputs.len() < 10, "{outputs:?}");
-    let java_after = java_rows_in_order(&outputs);
-    assert_ascending("orc-tools rows in output order", &java_after);
-    assert_same_rows("orc-tools", &java_before, &sorted(java_after));
+    let java_after = java_rows(&outputs);
+    let all_after: Vec<String> = java_after.iter().flatten().cloned().collect();
+    assert_same_rows("orc-tools", &java_before, &sorted(all_after));
     assert_same_rows("ORC C++", &cpp_before, &sorted(cpp_rows_in_order(&outputs)));
-    let groups = assert_row_groups_ordered(&outputs);
-    eprintln!("{} outputs, {groups} row groups", outputs.len());
 
     // After: a point lookup reads at most the two row groups its key can span; a 1% range at
     // most its rows and the two row groups at its ends.
@@ -424,6 +444,11 @@ fn sort_by_orders_rows_across_outputs_and_row_groups_and_point_lookups_skip() {
     let again = report(&out);
     assert_eq!(again["status"], "nothing-to-do", "{again}");
     assert_untouched(&p, &state, &p.state(true), "a second --sort-by run");
+
+    // Last, as they say the most when they fail: the order within and across the outputs.
+    assert_ascending("orc-tools rows in output order", &java_after);
+    let groups = assert_row_groups_ordered(&outputs);
+    eprintln!("{} outputs, {groups} row groups", outputs.len());
 }
 
 #[test]
@@ -523,9 +548,10 @@ fn a_forced_spill_sorts_the_same_and_leaves_the_spill_dir_empty() {
     );
 
     let outputs = data_files(&p.location());
-    let java_after = java_rows_in_order(&outputs);
+    let java_after = java_rows(&outputs);
+    let all_after: Vec<String> = java_after.iter().flatten().cloned().collect();
+    assert_same_rows("orc-tools", &java_before, &sorted(all_after));
     assert_ascending("rows after a spilled sort", &java_after);
-    assert_same_rows("orc-tools", &java_before, &sorted(java_after));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -559,7 +585,9 @@ fn killed_while_spilling_leaves_the_partition_untouched_and_the_next_run_clears_
         .spawn()
         .expect("the binary starts");
     let t0 = Instant::now();
-    while entries(&dir).is_empty() {
+    // A spilled run is a file (`run-N.arrow` in a directory of the run's own).
+    let spilled = |dir: &Path| entries(dir).iter().any(|e| e.ends_with(".arrow"));
+    while !spilled(&dir) {
         assert!(
             child.try_wait().expect("wait").is_none(),
             "the run ended before it spilled"
@@ -588,7 +616,7 @@ fn killed_while_spilling_leaves_the_partition_untouched_and_the_next_run_clears_
         "stale spill files ({stale:?}) are gone"
     );
     let outputs = data_files(&p.location());
-    assert_ascending("rows after the rerun", &java_rows_in_order(&outputs));
+    assert_ascending("rows after the rerun", &java_rows(&outputs));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
