@@ -2,10 +2,11 @@
 
     python spark_rewrite.py --table DB.T --partition dt=2026-11-01 --location LOC
                             --original ORIGINAL_DIR --bytes N --codec zlib
-                            [--mode hive|path] [--target-size BYTES]
+                            [--mode hive|path] [--target-size BYTES] [--sort-by COL]
 
 Both modes read the partition, coalesce(n) with n = ceil(bytes / target), write ORC to a
-staging directory, check the row count of what was written against what was read, then:
+staging directory (with --sort-by COL instead repartitionByRange(n, COL).sortWithinPartitions(COL):
+the clustered rewrite, rows ordered across the n files), check the row count of what was written against what was read, then:
   hive  INSERT OVERWRITE TABLE ... PARTITION (...) SELECT * FROM the staged files, through the
         Hive Metastore (spark.sql.catalogImplementation=hive, hive.metastore.uris); before the
         timed part the partition is pointed back at ORIGINAL_DIR, since the benchmark's earlier
@@ -32,6 +33,7 @@ def main():
     ap.add_argument("--codec", default="zlib")
     ap.add_argument("--mode", choices=["hive", "path"], default="hive")
     ap.add_argument("--target-size", type=int, default=256 << 20)
+    ap.add_argument("--sort-by", help="range-partition by this column and sort each partition")
     # Spark 3.5's builtin Hive client (2.3.9) calls get_table, which HMS 4 removed; 3.1.3's
     # client uses get_table_req. Its jars come from Maven Central (cached in ~/.ivy2).
     ap.add_argument("--hive-version", default="3.1.3")
@@ -45,6 +47,7 @@ def main():
          .config("spark.ui.enabled", "false")
          .config("spark.driver.memory", "2g")
          .config("spark.sql.shuffle.partitions", "2")
+         .config("spark.local.dir", os.environ.get("SPARK_LOCAL_DIRS", "/tmp"))
          .config("spark.hadoop.fs.defaultFS", a.default_fs)
          .config("spark.sql.orc.compression.codec", a.codec)
          .config("spark.sql.warehouse.dir", "/tmp/bench-spark-warehouse"))
@@ -80,7 +83,11 @@ def main():
     rows_in = df.count()
     t2 = time.time()
     steps["count_input"] = round(t2 - t1, 3)
-    df.coalesce(n).write.mode("overwrite").option("compression", a.codec).orc(staging)
+    if a.sort_by:
+        out = df.repartitionByRange(n, a.sort_by).sortWithinPartitions(a.sort_by)
+    else:
+        out = df.coalesce(n)
+    out.write.mode("overwrite").option("compression", a.codec).orc(staging)
     t3 = time.time()
     steps["write_staging"] = round(t3 - t2, 3)
     staged = spark.read.orc(staging)

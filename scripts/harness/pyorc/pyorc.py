@@ -16,6 +16,8 @@ which makes the environment, not this).
              {"file", "rows": [[value per column] per row], "stripes", "compression",
              "writer", "schema"}. Values in a form that survives JSON exactly: timestamps as
              nanoseconds since the epoch, decimals as text, binary as hex, floats by repr.
+  rewrite FILE...  each file written again in place by the C++ writer, with its codec and row
+             index stride (scripts/fixtures: the clustering set's ORC C++ half).
 """
 import argparse
 import datetime
@@ -127,6 +129,18 @@ def write(args):
         print(path)
 
 
+def rewrite(args):
+    """Each file written again in place by ORC C++: same rows, codec and row index stride."""
+    for path in args.files:
+        f = orc.ORCFile(path)
+        table = f.read()
+        codec = f.compression.lower() if f.compression != "UNCOMPRESSED" else "uncompressed"
+        tmp = path + ".cpp-tmp"
+        orc.write_table(table, tmp, compression=codec, row_index_stride=f.row_index_stride)
+        os.replace(tmp, path)
+    print(json.dumps({"rewritten": len(args.files), "pyarrow": pa.__version__}))
+
+
 def plain(t):
     """The type a column is read as for printing: timestamps as their int64 nanoseconds."""
     if pa.types.is_timestamp(t):
@@ -189,8 +203,10 @@ def main():
     w.add_argument("--union", action="store_true")
     r = sub.add_parser("rows")
     r.add_argument("files", nargs="+")
+    rw = sub.add_parser("rewrite", help="write each ORC file again in place with ORC C++")
+    rw.add_argument("files", nargs="+")
     args = p.parse_args()
-    write(args) if args.cmd == "write" else rows(args)
+    {"write": write, "rows": rows, "rewrite": rewrite}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
-"""scripts/spark read: partitions of Hive tables as Spark 3.5 reads them through the metastore.
+"""scripts/spark read|scan: partitions of Hive tables as Spark 3.5 reads them through the metastore.
 
     python spark_read.py --hive-jars DIR SPEC
+    python spark_read.py --hive-jars DIR --scan SPEC
 
 SPEC is a JSON array of {"table": "db.t", "partition": "k=v", "queries": [WHERE, ...]}: one
 Spark session reads them all (a session takes long to start). Spark's Hive support reads each
@@ -13,6 +14,15 @@ on. Prints one JSON array, an object per SPEC entry:
   queries  for each --query: the WHERE clause, the rows it selects (canonical JSON, sorted) and
            the scan's "number of output rows": the rows of the row groups the ORC reader did
            not skip by min/max statistics or bloom filters (the filter itself runs after)
+
+With --scan (scripts/spark scan: what clustering buys, on partitions too big to collect) no row
+is brought to the driver: per SPEC entry
+  rows     the partition's row count
+  queries  for each WHERE clause, `SELECT count(*) ... WHERE <partition> AND (<clause>)`:
+           "count" (the rows it selects), "scan_output_rows" (the ORC scan's "number of output
+           rows", as above: rows of the row groups not skipped), "files_read" (the scan's
+           "number of files read") and "seconds"
+Predicates run on the columns as the table declares them (no casts), so they push down.
 """
 import argparse
 import base64
@@ -24,9 +34,10 @@ import os
 import re
 import shutil
 import tempfile
+import time
 
 from pyspark.sql import SparkSession
-from pyspark.sql.functions import col
+from pyspark.sql.functions import col, count, lit
 
 
 def plain(v):
@@ -53,18 +64,23 @@ def canonical(row):
     return json.dumps(plain(row), sort_keys=True, ensure_ascii=False)
 
 
-def scan_output_rows(df):
-    """The ORC scan's output row count in the plan `df` last ran."""
+def scan_metric(df, name):
+    """A metric of the one ORC scan in the plan `df` last ran."""
     plan = df._jdf.queryExecution().executedPlan()
     leaves = plan.collectLeaves()
     counts = []
     for i in range(leaves.size()):
         metrics = leaves.apply(i).metrics()
-        if metrics.contains("numOutputRows"):
-            counts.append(metrics.apply("numOutputRows").value())
+        if metrics.contains(name):
+            counts.append(metrics.apply(name).value())
     if len(counts) != 1:
-        raise SystemExit(f"expected one scan with an output row count, found {len(counts)}")
+        raise SystemExit(f"expected one scan with the metric {name}, found {len(counts)}")
     return counts[0]
+
+
+def scan_output_rows(df):
+    """The ORC scan's output row count in the plan `df` last ran."""
+    return scan_metric(df, "numOutputRows")
 
 
 def main():
@@ -73,6 +89,8 @@ def main():
     ap.add_argument("--hms-uri", default=os.environ.get("HMS_URI"))
     ap.add_argument("--default-fs", default=os.environ.get("HDFS_URL"))
     ap.add_argument("--hive-jars", required=True, help="directory of the Hive 3.1.3 client jars")
+    ap.add_argument("--scan", action="store_true",
+                    help="counts and scan metrics only (see the docstring)")
     a = ap.parse_args()
 
     # Hive's session leaves its scratch and resources directories behind: in one of ours.
@@ -84,7 +102,9 @@ def main():
 
 
 def run(a, scratch):
-    spark = (SparkSession.builder.master("local[1]").appName("hoc-spark-read")
+    # One core unless SPARK_READ_MASTER says otherwise (scripts/bench-cluster: local[2]).
+    spark = (SparkSession.builder.master(os.environ.get("SPARK_READ_MASTER", "local[1]"))
+             .appName("hoc-spark-read")
              .config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false")
              .config("spark.driver.memory", "1g")
@@ -109,7 +129,8 @@ def run(a, scratch):
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
 
-    print(json.dumps([read(spark, s) for s in json.loads(a.spec)]))
+    what = scan if a.scan else read
+    print(json.dumps([what(spark, s) for s in json.loads(a.spec)]))
     spark.stop()
 
 
@@ -131,6 +152,23 @@ def read(spark, spec):
         rows = sorted(canonical(r) for r in df.collect())
         queries.append({"where": where, "rows": rows, "scan_output_rows": scan_output_rows(df)})
     return {"rows": len(lines), "digest": digest, "queries": queries}
+
+
+def scan(spark, spec):
+    key, value = spec["partition"].split("=", 1)
+    part = spark.table(spec["table"]).where(f"`{key}` = '{value}'")
+    total = part.agg(count(lit(1))).collect()[0][0]
+    queries = []
+    for where in spec.get("queries", []):
+        df = part.where(where).agg(count(lit(1)).alias("n"))
+        t0 = time.perf_counter()
+        n = df.collect()[0][0]
+        queries.append({"where": where, "count": n,
+                        "scan_output_rows": scan_metric(df, "numOutputRows"),
+                        "files_read": scan_metric(df, "numFiles"),
+                        "seconds": round(time.perf_counter() - t0, 3)})
+    return {"table": spec["table"], "partition": spec["partition"], "rows": total,
+            "queries": queries}
 
 
 if __name__ == "__main__":
