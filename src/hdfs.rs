@@ -1219,7 +1219,11 @@ mod tests {
         assert_eq!(layout_of(40, 1, 30), None);
         assert_eq!(layout_of(40, 1, 90), None);
         assert_eq!(layout_of(0, 1, 0), None);
-        assert_eq!(layout_of(1, 1, 128 << 20), None, "a block counted at its preferred size");
+        assert_eq!(
+            layout_of(1, 1, 128 << 20),
+            None,
+            "a block counted at its preferred size"
+        );
     }
 
     #[test]

@@ -416,7 +416,9 @@ fn compact(cli: &Cli, matches: &ArgMatches, settings: &Settings) -> anyhow::Resu
         Cli::command()
             .error(
                 clap::error::ErrorKind::ArgumentConflict,
-                "--stripes copy keeps every stripe as it is, so it cannot sort rows or change                  the codec: drop --stripes copy, or --sort-by/--zorder/--codec (and the                  config file's [table] layouts)",
+                "--stripes copy keeps every stripe as it is, so it cannot sort rows or change the \
+                 codec: drop --stripes copy, or --sort-by/--zorder/--codec (and the config \
+                 file's [table] layouts)",
             )
             .exit();
     }

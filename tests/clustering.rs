@@ -60,19 +60,6 @@ fn compact(part: &Part, extra: &[&str]) -> Output {
         .expect("the binary runs")
 }
 
-/// Fails with a clear message while the binary has no clustering (issue #32 not landed).
-fn require_clustering() {
-    let out = Command::new(env!("CARGO_BIN_EXE_hive-orc-compactor"))
-        .args(["compact", "--help"])
-        .output()
-        .expect("the binary runs");
-    let help = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        help.contains("--sort-by") && help.contains("--zorder"),
-        "issue #32: `compact --help` names no --sort-by/--zorder yet"
-    );
-}
-
 /// The partition's report in a `compact --json` output.
 fn report(out: &Output) -> Value {
     json(out)
@@ -381,7 +368,6 @@ const TS_RANGE: &str = "event_ts >= TIMESTAMP '2024-07-01 00:00:00' AND \
 
 #[test]
 fn sort_by_orders_rows_across_outputs_and_row_groups_and_point_lookups_skip() {
-    require_clustering();
     let p = part(SORT);
     let queries: &[&str] = &[POINT, POINT_2, RANGE];
     let inputs = data_files(&p.location());
@@ -455,7 +441,6 @@ fn sort_by_orders_rows_across_outputs_and_row_groups_and_point_lookups_skip() {
 
 #[test]
 fn zorder_skips_most_row_groups_for_a_range_on_either_column() {
-    require_clustering();
     let p = part(ZORDER);
     let queries: &[&str] = &[RANGE, TS_RANGE];
     let inputs = data_files(&p.location());
@@ -522,7 +507,6 @@ fn entries(dir: &Path) -> Vec<String> {
 
 #[test]
 fn a_forced_spill_sorts_the_same_and_leaves_the_spill_dir_empty() {
-    require_clustering();
     let p = part(SPILL);
     let inputs = data_files(&p.location());
     let java_before = sorted(java_rows_in_order(&inputs));
@@ -561,7 +545,6 @@ fn a_forced_spill_sorts_the_same_and_leaves_the_spill_dir_empty() {
 #[cfg(feature = "failpoints")]
 #[test]
 fn killed_while_spilling_leaves_the_partition_untouched_and_the_next_run_clears_the_spill() {
-    require_clustering();
     let p = part(KILL);
     let dir = spill_dir("kill");
     let dir_text = dir.display().to_string();
@@ -625,7 +608,6 @@ fn killed_while_spilling_leaves_the_partition_untouched_and_the_next_run_clears_
 
 #[test]
 fn stripes_copy_with_sort_by_is_a_usage_error() {
-    require_clustering();
     let p = part(SORT);
     let out = compact(&p, &["--stripes", "copy", "--sort-by", "customer_id"]);
     assert_eq!(code(&out), 2, "{}", describe(&out));

@@ -39,7 +39,7 @@ use super::reencode::{as_decoded, as_written, next_input, open_inputs, Reencoded
 use super::sort::{Sorted, Sorter};
 use super::stats::{contradictions, without_timestamp_bounds, StatisticsFold};
 use super::tail::OrcTail;
-use super::timestamp::Zone;
+use super::timestamp::{is_utc, Zone};
 use super::write::{OrcWriter, WriterOptions};
 
 /// How a clustering re-encode runs.
@@ -144,6 +144,9 @@ where
                 let this_zone = input.decoder.zone().cloned();
                 match &zone {
                     None => zone = Some(this_zone),
+                    // UTC by any name: the stored seconds are the wall clock alike.
+                    Some(Some(z)) if this_zone.as_ref().is_some_and(|t| is_utc(z) && is_utc(t)) => {
+                    }
                     Some(z) if *z != this_zone => {
                         return Err(OrcError::Unsupported(format!(
                             "its inputs hold timestamps of writers in different time zones \

@@ -29,6 +29,8 @@ pub struct MergeKey {
     pub software_version: Option<String>,
     pub row_index_stride: u32,
     pub calendar: i32,
+    /// Whether the schema has dates or timestamps, the values a calendar gives meaning.
+    pub calendar_values: bool,
     /// Whether the file has one stripe-statistics entry per stripe: an output can only carry
     /// stripe statistics if all its inputs do.
     pub stripe_statistics: bool,
@@ -72,7 +74,7 @@ pub fn merge_key(tail: &OrcTail) -> Result<MergeKey, String> {
             .footer
             .types
             .iter()
-            .flat_map(|t| t.encode_length_delimited_to_vec())
+            .flat_map(|t| meaningful(t).encode_length_delimited_to_vec())
             .collect(),
         compression: tail.compression,
         compression_block_size: tail.compression_block_size,
@@ -82,8 +84,30 @@ pub fn merge_key(tail: &OrcTail) -> Result<MergeKey, String> {
         software_version: tail.footer.software_version.clone(),
         row_index_stride: tail.footer.row_index_stride.unwrap_or(0),
         calendar: tail.footer.calendar.unwrap_or(0),
+        calendar_values: tail.footer.types.iter().any(|t| {
+            matches!(
+                Kind::try_from(t.kind.unwrap_or(-1)),
+                Ok(Kind::Date | Kind::Timestamp | Kind::TimestampInstant)
+            )
+        }),
         stripe_statistics: tail.stripe_statistics,
     })
+}
+
+/// A type with only the attributes its kind reads: ORC C++ writes `maximumLength`, `precision`
+/// and `scale` as 0 on every type, ORC Java only where they mean something (char and varchar
+/// lengths, decimal precision and scale), and the two trees describe the same schema.
+fn meaningful(t: &proto::Type) -> proto::Type {
+    let kind = Kind::try_from(t.kind.unwrap_or(-1));
+    let mut t = t.clone();
+    if !matches!(kind, Ok(Kind::Char | Kind::Varchar)) {
+        t.maximum_length = None;
+    }
+    if !matches!(kind, Ok(Kind::Decimal)) {
+        t.precision = None;
+        t.scale = None;
+    }
+    t
 }
 
 /// Groups files by merge key. Within a key, a file joins the first group whose user metadata
@@ -137,19 +161,72 @@ pub fn group_tails(tails: &[&OrcTail]) -> Grouping {
 
 impl MergeKey {
     /// Whether files of the two keys hold values of one schema, counted in one calendar: all
-    /// a re-encode needs to write their rows into one file.
-    pub fn same_schema(&self, other: &MergeKey) -> bool {
-        self.types == other.types && self.calendar == other.calendar
+    /// a re-encode needs to write their rows into one file. With `any_calendar` (their files
+    /// hold no date or timestamp before the Gregorian reform, see [`calendar_free`]) the
+    /// calendars may differ: they count those values alike.
+    pub fn same_schema(&self, other: &MergeKey, any_calendar: bool) -> bool {
+        self.types == other.types && (any_calendar || self.calendar == other.calendar)
     }
+
+    /// Whether files of the two keys differ in calendar only where it counts: one schema with
+    /// dates or timestamps, in two calendars.
+    pub fn calendars_differ(&self, other: &MergeKey) -> bool {
+        self.calendar_values && self.types == other.types && self.calendar != other.calendar
+    }
+}
+
+/// 1582-10-15, the first day of the Gregorian calendar, in days since 1970-01-01: the hybrid
+/// Julian-Gregorian calendar (ORC Java's default) and the proleptic Gregorian one (ORC C++'s,
+/// and Hive 3's) count every day from it on alike, and differ before it.
+const GREGORIAN_REFORM_DAY: i64 = -141_427;
+
+/// Whether a file's statistics (`file`, one entry per column of `tail`'s type tree) prove that
+/// its dates and timestamps all fall on or after the Gregorian reform, so its calendar does not
+/// matter: each such column records a minimum that late, or holds no values.
+pub fn calendar_free(tail: &OrcTail, file: &[proto::ColumnStatistics]) -> bool {
+    const DAY_MS: i64 = 86_400_000;
+    tail.footer.types.iter().enumerate().all(|(id, t)| {
+        let stats = file.get(id);
+        let empty = stats.is_some_and(|s| s.number_of_values == Some(0));
+        match Kind::try_from(t.kind.unwrap_or(-1)) {
+            Ok(Kind::Date) => {
+                empty
+                    || stats
+                        .and_then(|s| s.date_statistics.as_ref()?.minimum)
+                        .is_some_and(|d| i64::from(d) >= GREGORIAN_REFORM_DAY)
+            }
+            Ok(Kind::Timestamp | Kind::TimestampInstant) => {
+                empty
+                    || stats
+                        .and_then(|s| {
+                            let t = s.timestamp_statistics.as_ref()?;
+                            t.minimum_utc.or(t.minimum)
+                        })
+                        // A day's margin for the writer's time zone.
+                        .is_some_and(|ms| ms >= (GREGORIAN_REFORM_DAY + 1) * DAY_MS)
+            }
+            _ => true,
+        }
+    })
 }
 
 /// The groups of `grouping` that a re-encode may merge, as lists of indices into
 /// `grouping.groups`, in the order of each list's first group: groups of the same schema
 /// (different codecs, block sizes, writers, writer versions or row index strides) whose user
-/// metadata does not conflict. `tails` are those given to [`group_tails`].
-pub fn schema_groups(grouping: &Grouping, tails: &[&OrcTail]) -> Vec<Vec<usize>> {
+/// metadata does not conflict; groups of different calendars too when every file of both is
+/// `calendar_free` (by index into `tails`). `tails` are those given to [`group_tails`].
+pub fn schema_groups(
+    grouping: &Grouping,
+    tails: &[&OrcTail],
+    calendar_free: &dyn Fn(usize) -> bool,
+) -> Vec<Vec<usize>> {
     let mut merged: Vec<Vec<usize>> = Vec::new();
     let mut unions: Vec<BTreeMap<&str, &[u8]>> = Vec::new();
+    let free: Vec<bool> = grouping
+        .groups
+        .iter()
+        .map(|g| g.files.iter().all(|&f| calendar_free(f)))
+        .collect();
     for (i, group) in grouping.groups.iter().enumerate() {
         let mut items: BTreeMap<&str, &[u8]> = BTreeMap::new();
         for &f in &group.files {
@@ -157,7 +234,10 @@ pub fn schema_groups(grouping: &Grouping, tails: &[&OrcTail]) -> Vec<Vec<usize>>
             items.extend(user_metadata(tails[f]).unwrap_or_default());
         }
         let slot = merged.iter().zip(&unions).position(|(m, union)| {
-            grouping.groups[m[0]].key.same_schema(&group.key)
+            let any_calendar = free[i] && m.iter().all(|&g| free[g]);
+            grouping.groups[m[0]]
+                .key
+                .same_schema(&group.key, any_calendar)
                 && items
                     .iter()
                     .all(|(k, v)| union.get(k).is_none_or(|u| u == v))
@@ -389,7 +469,7 @@ mod tests {
         let tails = [&a, &zlib, &cpp, &julian, &other, &agreeing, &conflicting];
         let g = group_tails(&tails);
         assert_eq!(g.groups.len(), 7, "every file a merge key of its own");
-        let merged = schema_groups(&g, &tails);
+        let merged = schema_groups(&g, &tails, &|_| false);
         let files = |m: &Vec<usize>| -> Vec<usize> {
             m.iter().flat_map(|&i| g.groups[i].files.clone()).collect()
         };

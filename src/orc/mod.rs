@@ -51,8 +51,8 @@ pub use error::{OrcError, VerifyFailure};
 pub(crate) use io::{read_checked, SPECULATIVE_TAIL};
 pub use io::{RangeRead, Sink};
 pub use key::{
-    group_tails, is_layout_item, layout_item, layout_of, merge_key, schema_groups, Grouping,
-    MergeGroup, MergeKey, Unmergeable,
+    calendar_free, group_tails, is_layout_item, layout_item, layout_of, merge_key, schema_groups,
+    Grouping, MergeGroup, MergeKey, Unmergeable,
 };
 pub use merge::{write_merged, MergedOutput, StripeChecksum};
 pub use order::{RowOrder, SortColumn};

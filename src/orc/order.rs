@@ -328,10 +328,8 @@ impl KeyMaker {
 }
 
 /// How clustered rows are on each key column: the mean fraction of row groups a point lookup
-/// must read. Each row group's [min, max] of the column is what a reader's pushdown sees (ORC's
-/// row index statistics); a lookup of a value must read every row group whose range holds it.
-/// Measured over the values the row groups start with: 1.0 when every range covers everything
-/// (rows in arrival order), 1/n for n row groups that do not overlap. Row groups are counted
+/// must read (see `ranges::lookup_fraction`), from each row group's [min, max] of the column,
+/// which is what a reader's pushdown sees (ORC's row index statistics). Row groups are counted
 /// as runs of `stride` rows from the start of each file (exact for single-stripe files, and
 /// within a row group's worth for others).
 pub struct RangeMeter {

@@ -2,7 +2,7 @@
 //! and their tails, group them by merge key and plan the outputs. No side effects but the lock:
 //! exactly what `--dry-run` prints.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::anyhow;
@@ -130,7 +130,16 @@ pub(super) async fn plan(
     report.bytes_before = snapshot.bytes();
     report.rows = snapshot.rows();
     let unfit = unfit_for_re_encoding(hdfs, &snapshot, options).await?;
-    let plan = group_and_plan(table, found, snapshot, options, &unfit, report);
+    let calendar_free = calendar_free_files(hdfs, &snapshot, options).await?;
+    let plan = group_and_plan(
+        table,
+        found,
+        snapshot,
+        options,
+        &unfit,
+        &calendar_free,
+        report,
+    );
     if plan.outputs.is_empty() {
         report.outcome.status = Status::NothingToDo;
         let laid_out = |c: &(usize, String)| c.1.starts_with("already laid out as");
@@ -408,6 +417,55 @@ async fn unfit_for_re_encoding(
     Ok(unfit)
 }
 
+/// The files (by index into `snapshot.files`) whose calendar does not matter for a re-encode
+/// ([`orc::calendar_free`]): all of them when no two files of one schema differ in calendar
+/// (nothing to decide, nothing read), else those whose statistics say so (one tail read each;
+/// files of ORC Java, hybrid Julian-Gregorian, and ORC C++, proleptic, differ only there).
+async fn calendar_free_files(
+    hdfs: &Hdfs,
+    snapshot: &Snapshot,
+    options: &CompactOptions,
+) -> Result<BTreeSet<usize>, Stop> {
+    /// Files looked at concurrently.
+    const AT_ONCE: usize = 16;
+    let tails: Vec<(usize, &OrcTail)> = snapshot
+        .files
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| Some((i, f.tail.as_ref()?)))
+        .collect();
+    // Distinct keys: a partition has a handful, whatever its files.
+    let keys: std::collections::HashSet<MergeKey> = tails
+        .iter()
+        .filter_map(|(_, t)| orc::merge_key(t).ok())
+        .collect();
+    let differ = keys
+        .iter()
+        .any(|a| keys.iter().any(|b| a.calendars_differ(b)));
+    if options.stripes == Stripes::Copy || !differ {
+        return Ok(tails.iter().map(|(i, _)| *i).collect());
+    }
+    let checks = tails.iter().map(|&(i, tail)| async move {
+        let file = &snapshot.files[i];
+        let reader = file.peek(hdfs).await?;
+        let stats = orc::read_statistics_again(&reader, tail, false).await?;
+        Ok::<_, orc::OrcError>((i, orc::calendar_free(tail, &stats.file)))
+    });
+    let checked: Vec<_> = futures::stream::iter(checks)
+        .buffer_unordered(AT_ONCE)
+        .collect()
+        .await;
+    let mut free = BTreeSet::new();
+    for checked in checked {
+        let (i, is_free) = checked
+            .map_err(|e| copy_stop(&format!("reading the statistics in {}", snapshot.dir), e))?;
+        if is_free {
+            free.insert(i);
+        }
+    }
+    Ok(free)
+}
+
 /// Groups the files by merge key and plans each group's outputs, those with `unfit` files
 /// (by index into the snapshot's files) as copies; fills the report's groups, carried and
 /// empty files.
@@ -417,6 +475,7 @@ fn group_and_plan(
     snapshot: Snapshot,
     options: &CompactOptions,
     unfit: &BTreeMap<usize, String>,
+    calendar_free: &BTreeSet<usize>,
     report: &mut CompactReport,
 ) -> PartitionPlan {
     let files = &snapshot.files;
@@ -451,7 +510,9 @@ fn group_and_plan(
         .collect();
     let clusters: Vec<Vec<usize>> = match options.stripes {
         Stripes::Copy => (0..grouping.groups.len()).map(|g| vec![g]).collect(),
-        Stripes::Auto | Stripes::Rewrite => schema_groups(&grouping, &tails),
+        Stripes::Auto | Stripes::Rewrite => schema_groups(&grouping, &tails, &|t| {
+            calendar_free.contains(&with_tail[t])
+        }),
     };
     let mut groups = Vec::new();
     for cluster in clusters {

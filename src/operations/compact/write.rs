@@ -197,13 +197,13 @@ pub(super) async fn write_clustered(
         .first()
         .map(|(t, _)| t.to_string())
         .unwrap_or_default();
-    let failed = |e: OrcError| {
-        match e {
+    let failed = |e: OrcError| match e {
         OrcError::Decode(_) | OrcError::Unsupported(_) => Stop::Failed(anyhow!(
-            "cannot put the rows of {first} and the group's other outputs in {order}: {e};              compact this partition without --sort-by/--zorder (or without the table's              sort_by/zorder in the config file)"
+            "cannot put the rows of {first} and the group's other outputs in {order}: {e}; \
+             compact this partition without --sort-by/--zorder (or without the table's \
+             sort_by/zorder in the config file)"
         )),
         other => copy_stop(&format!("sorting the rows for {first}"), other),
-    }
     };
     let mut clustered = orc::cluster(
         &tails,
