@@ -20,8 +20,9 @@ use common::hdfs::{files_in, loc};
 use common::orc_tools::java_rows;
 use common::partition::{assert_untouched, Part};
 use common::pyorc::cpp_read;
+use common::spark;
 use common::{code, command, describe, env, json, repo, Fixtures, OwnDatabase};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 fn db() -> &'static Fixtures {
     static DB: OnceLock<OwnDatabase> = OnceLock::new();
@@ -167,28 +168,7 @@ struct Scan {
 fn spark_scan(reads: &[(&Part, &[&str])]) -> Vec<(u64, Vec<Scan>)> {
     static ONE: Mutex<()> = Mutex::new(());
     let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
-    let spec: Vec<Value> = reads
-        .iter()
-        .map(|(p, q)| json!({"table": p.qualified(), "partition": p.spec, "queries": q}))
-        .collect();
-    let spec = Value::Array(spec).to_string();
-    let t0 = Instant::now();
-    let out = Command::new(repo().join("scripts/spark"))
-        .args(["scan", &spec])
-        .env("HMS_URI", &reads[0].0.hms_uri)
-        .env("HDFS_URL", env("HDFS_URL"))
-        .stdin(Stdio::null())
-        .output()
-        .expect("scripts/spark runs");
-    assert!(
-        out.status.success(),
-        "scripts/spark scan {spec}: {}",
-        describe(&out)
-    );
-    eprintln!("spark scan: {:.1}s", t0.elapsed().as_secs_f64());
-    let text = String::from_utf8(out.stdout).expect("utf-8");
-    let all: Vec<Value> = serde_json::from_str(text.lines().last().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("scripts/spark scan printed no answer ({e}): {text}"));
+    let all: Vec<Value> = serde_json::from_value(spark::run("scan", reads)).expect("partitions");
     all.into_iter()
         .map(|p| {
             let scans = serde_json::from_value(p["queries"].clone()).expect("queries");

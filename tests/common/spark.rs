@@ -33,6 +33,15 @@ pub struct SparkQuery {
 /// Each partition with its WHERE clauses, read in one Spark session (one takes long to start);
 /// the answers in the order asked. All partitions must be on one metastore.
 pub fn spark_read(reads: &[(&Part, &[&str])]) -> Vec<SparkRead> {
+    let answer = run("read", reads);
+    let read: Vec<SparkRead> = serde_json::from_value(answer).expect("scripts/spark read's answer");
+    assert_eq!(read.len(), reads.len(), "one answer per partition");
+    read
+}
+
+/// `scripts/spark <command>` over each partition with its WHERE clauses, in one Spark
+/// session: the JSON answer it prints last.
+pub fn run(command: &str, reads: &[(&Part, &[&str])]) -> Value {
     let hms_uri = &reads.first().expect("something to read").0.hms_uri;
     let spec: Vec<Value> = reads
         .iter()
@@ -44,7 +53,7 @@ pub fn spark_read(reads: &[(&Part, &[&str])]) -> Vec<SparkRead> {
     let spec = Value::Array(spec).to_string();
     let t0 = Instant::now();
     let out = Command::new(repo().join("scripts/spark"))
-        .args(["read", &spec])
+        .args([command, &spec])
         .env("HMS_URI", hms_uri)
         .env("HDFS_URL", env("HDFS_URL"))
         .stdin(Stdio::null())
@@ -52,18 +61,16 @@ pub fn spark_read(reads: &[(&Part, &[&str])]) -> Vec<SparkRead> {
         .expect("scripts/spark runs");
     assert!(
         out.status.success(),
-        "scripts/spark read {spec}: {}",
+        "scripts/spark {command} {spec}: {}",
         describe(&out)
     );
     eprintln!(
-        "spark: {} partitions read in {:.1}s",
+        "spark {command}: {} partitions in {:.1}s",
         reads.len(),
         t0.elapsed().as_secs_f64()
     );
     let text = String::from_utf8(out.stdout).expect("utf-8 output");
     let last = text.lines().last().unwrap_or_default();
-    let read: Vec<SparkRead> = serde_json::from_str(last)
-        .unwrap_or_else(|e| panic!("scripts/spark printed no answer ({e}): {text}"));
-    assert_eq!(read.len(), reads.len(), "one answer per partition");
-    read
+    serde_json::from_str(last)
+        .unwrap_or_else(|e| panic!("scripts/spark {command} printed no answer ({e}): {text}"))
 }
