@@ -286,20 +286,17 @@ impl Clustered {
     /// Every key of `keyed` (its last column) above the one before.
     fn check_order(&mut self, keyed: &RecordBatch) -> Result<(), OrcError> {
         let keys = keyed.columns()[keyed.num_columns() - 1].as_binary::<i32>();
+        // Each key against the one before it: the batch's first against the last batch's.
+        let mut last = self.last_key.as_deref();
         for key in keys.iter().flatten() {
-            if self.last_key.as_deref().is_some_and(|last| last >= key) {
+            if last.is_some_and(|last| last >= key) {
                 return Err(OrcError::Decode(
                     "the sorted rows came out of order: a sort bug; nothing was published".into(),
                 ));
             }
-            match &mut self.last_key {
-                Some(last) => {
-                    last.clear();
-                    last.extend_from_slice(key);
-                }
-                None => self.last_key = Some(key.to_vec()),
-            }
+            last = Some(key);
         }
+        self.last_key = last.map(<[u8]>::to_vec);
         Ok(())
     }
 

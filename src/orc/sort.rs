@@ -30,6 +30,10 @@ use super::error::OrcError;
 /// Rows per batch the sort hands over: the batch size of the decoder.
 pub const BATCH_ROWS: usize = 8192;
 
+/// Bytes a row takes in the sort of its run, at most: a 16-byte key prefix and its place while
+/// sorting, then its place.
+const SORT_INDEX_BYTES: usize = 24 + 8;
+
 /// The name of the key column spilled beside the rows.
 const KEY: &str = "hive-orc-compactor.sort-key";
 
@@ -72,7 +76,10 @@ impl Sorter {
 
     /// Adds rows and their keys; spills a run once the rows gathered reach the memory bound.
     pub fn push(&mut self, batch: RecordBatch, keys: BinaryArray) -> Result<(), OrcError> {
-        self.gathered.bytes += batch.get_array_memory_size() + keys.get_array_memory_size();
+        // Counted with the rows: the sort's index of them (see SortedRun::new).
+        self.gathered.bytes += batch.get_array_memory_size()
+            + keys.get_array_memory_size()
+            + batch.num_rows() * SORT_INDEX_BYTES;
         self.gathered.batches.push(batch);
         self.gathered.keys.push(keys);
         if self.gathered.bytes >= self.memory {
@@ -198,21 +205,44 @@ impl Sorted {
 /// gathered batches: no second copy of the run).
 pub struct SortedRun {
     gathered: Gathered,
-    order: Vec<(usize, usize)>,
+    /// (batch, row) of each row in key order.
+    order: Vec<(u32, u32)>,
     at: usize,
     schema: SchemaRef,
 }
 
 impl SortedRun {
     fn new(gathered: Gathered, schema: &SchemaRef) -> Result<Self, OrcError> {
-        let mut order: Vec<(usize, usize)> = gathered
-            .keys
+        let keys = &gathered.keys;
+        if u32::try_from(keys.len()).is_err()
+            || keys.iter().any(|k| u32::try_from(k.len()).is_err())
+        {
+            return Err(OrcError::Decode(
+                "a sort run of more than 2^32 batches or rows".into(),
+            ));
+        }
+        // Compared by a 16-byte prefix first, inline, and by the whole key only on a tie: a
+        // byte-slice compare per step (a memcmp call) was a fifth of a sort's CPU. 24 bytes a
+        // row while sorting, 8 after.
+        let mut prefixed: Vec<(u64, u64, u32, u32)> = keys
             .iter()
             .enumerate()
-            .flat_map(|(b, k)| (0..k.len()).map(move |r| (b, r)))
+            .flat_map(|(b, k)| {
+                (0..k.len()).map(move |r| {
+                    let p = prefix(k.value(r));
+                    ((p >> 64) as u64, p as u64, b as u32, r as u32)
+                })
+            })
             .collect();
-        let keys = &gathered.keys;
-        order.sort_unstable_by(|a, b| keys[a.0].value(a.1).cmp(keys[b.0].value(b.1)));
+        prefixed.sort_unstable_by(|a, b| {
+            (a.0, a.1).cmp(&(b.0, b.1)).then_with(|| {
+                keys[a.2 as usize]
+                    .value(a.3 as usize)
+                    .cmp(keys[b.2 as usize].value(b.3 as usize))
+            })
+        });
+        let order = prefixed.iter().map(|&(_, _, b, r)| (b, r)).collect();
+        drop(prefixed);
         Ok(SortedRun {
             gathered,
             order,
@@ -230,7 +260,10 @@ impl Iterator for SortedRun {
             return None;
         }
         let end = (self.at + BATCH_ROWS).min(self.order.len());
-        let picks = &self.order[self.at..end];
+        let picks: Vec<(usize, usize)> = self.order[self.at..end]
+            .iter()
+            .map(|&(b, r)| (b as usize, r as usize))
+            .collect();
         self.at = end;
         let mut sources: Vec<Vec<&dyn Array>> = vec![Vec::new(); self.schema.fields().len()];
         for (batch, keys) in self.gathered.batches.iter().zip(&self.gathered.keys) {
@@ -239,9 +272,21 @@ impl Iterator for SortedRun {
             }
             sources[batch.num_columns()].push(keys);
         }
-        Some(take(&self.schema, &sources, picks))
+        Some(take(&self.schema, &sources, &picks))
     }
 }
+
+/// A key's first 16 bytes as a number (zero-padded): keys whose prefixes differ compare as
+/// their prefixes do; equal prefixes need the whole keys.
+fn prefix(key: &[u8]) -> u128 {
+    let mut bytes = [0u8; 16];
+    let n = key.len().min(16);
+    bytes[..n].copy_from_slice(&key[..n]);
+    u128::from_be_bytes(bytes)
+}
+
+/// A run's next key in the merge's heap: ordered by its prefix, then by the whole key.
+type HeapKey = Reverse<(u128, Vec<u8>, usize)>;
 
 /// Rows picked from several batches into one.
 fn take(
@@ -307,7 +352,7 @@ impl Cursor {
 pub struct Merge {
     cursors: Vec<Cursor>,
     /// The smallest key of each run not yet handed over.
-    heap: BinaryHeap<Reverse<(Vec<u8>, usize)>>,
+    heap: BinaryHeap<HeapKey>,
     schema: SchemaRef,
 }
 
@@ -316,7 +361,8 @@ impl Merge {
         let mut heap = BinaryHeap::new();
         for (i, c) in cursors.iter_mut().enumerate() {
             if c.advance()? {
-                heap.push(Reverse((c.key().to_vec(), i)));
+                let key = c.key();
+                heap.push(Reverse((prefix(key), key.to_vec(), i)));
             }
         }
         Ok(Merge {
@@ -333,7 +379,7 @@ impl Merge {
         let mut held_of: Vec<Option<usize>> = vec![None; self.cursors.len()];
         let mut picks = Vec::with_capacity(BATCH_ROWS);
         while picks.len() < BATCH_ROWS {
-            let Some(Reverse((_, run))) = self.heap.pop() else {
+            let Some(Reverse((_, mut key, run))) = self.heap.pop() else {
                 break;
             };
             let cursor = &mut self.cursors[run];
@@ -353,7 +399,11 @@ impl Merge {
                     held.push(cursor.batch.clone().expect("advanced"));
                     held_of[run] = Some(held.len() - 1);
                 }
-                self.heap.push(Reverse((cursor.key().to_vec(), run)));
+                // The popped key's buffer, reused: no allocation per row.
+                let next = cursor.key();
+                key.clear();
+                key.extend_from_slice(next);
+                self.heap.push(Reverse((prefix(next), key, run)));
             }
         }
         if picks.is_empty() {
@@ -490,6 +540,26 @@ mod tests {
             assert_eq!(drain(sorted), expected);
             // Dropped with the rows handed over: nothing left behind.
             assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        }
+    }
+
+    #[test]
+    fn prefixes_order_keys_as_their_bytes_do() {
+        let keys: [&[u8]; 8] = [
+            b"",
+            b"\0",
+            b"a",
+            b"a\0",
+            b"abcdefghijklmnop",
+            b"abcdefghijklmnop\0",
+            b"abcdefghijklmnopq",
+            b"abcdefghijklmnoq",
+        ];
+        for a in keys {
+            for b in keys {
+                let by_prefix = prefix(a).cmp(&prefix(b)).then_with(|| a.cmp(b));
+                assert_eq!(by_prefix, a.cmp(b), "{a:?} against {b:?}");
+            }
         }
     }
 
