@@ -17,6 +17,15 @@
 //! transactional, no transaction id. Such a lock lives as long as it is heartbeated: a process
 //! killed with the lock held leaves it until the metastore times it out (`hive.txn.timeout`,
 //! default 300 s), and until then other runs on the partition are busy.
+//!
+//! A lock call that gets no answer (the metastore or its database is slow, or the connection
+//! broke mid-call) may still have been granted: such a lock is not heartbeated, yet it would
+//! keep Hive's writers waiting until the metastore times it out. Every request carries an
+//! agent info of its own, so after such a call the tool lists the partition's locks
+//! (`show_locks`, what `SHOW LOCKS` reads), releases the one it finds, and reports the
+//! partition busy (retry later: nothing was changed, and a slow metastore is a passing state).
+//! A call still queued inside the metastore when we look can create its lock afterwards; that
+//! one is never heartbeated and goes at the metastore's transaction timeout.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -28,7 +37,7 @@ use tracing::Instrument;
 
 use crate::metastore::{
     DataOperationType, LockComponent, LockLevel, LockRequest, LockResponse, LockState, LockType,
-    Metastore, MetastoreError,
+    Metastore, MetastoreError, ShowLocksResponseElement,
 };
 
 /// Whether to lock, and what to do where the metastore cannot.
@@ -64,6 +73,10 @@ pub const DEFAULT_WAIT: Duration = Duration::from_secs(60);
 pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(60);
 /// Hive's default `hive.txn.timeout`.
 pub const DEFAULT_TXN_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long a run that is done keeps asking a metastore that does not answer to release its
+/// lock. Two minutes rides out a metastore restart or a database failover without holding a
+/// run (or a `--parallel` worker) for the whole transaction timeout.
+pub const RELEASE_RETRY: Duration = Duration::from_secs(120);
 
 impl Default for LockOptions {
     fn default() -> Self {
@@ -96,6 +109,12 @@ pub enum LockError {
     /// longer than its transaction timeout).
     #[error("the metastore lock was lost ({0}); retry later")]
     Lost(String),
+    /// The lock call got no answer in time; any lock it was granted has been released.
+    #[error("{call}; {settled}; the metastore is overloaded or its database slow: retry later")]
+    Unanswered {
+        call: MetastoreError,
+        settled: String,
+    },
 }
 
 /// The metastore calls a lock makes: the seam where its rules are unit-tested without a
@@ -112,6 +131,11 @@ pub trait LockService: Clone + Send + Sync + 'static {
     ) -> impl Future<Output = Result<LockResponse, MetastoreError>> + Send;
     fn heartbeat(&self, id: i64) -> impl Future<Output = Result<(), MetastoreError>> + Send;
     fn unlock(&self, id: i64) -> impl Future<Output = Result<(), MetastoreError>> + Send;
+    /// The locks on the target, as `SHOW LOCKS` lists them.
+    fn show_locks(
+        &self,
+        target: &Target<'_>,
+    ) -> impl Future<Output = Result<Vec<ShowLocksResponseElement>, MetastoreError>> + Send;
     /// A new connection, after a call that may have left the old one unusable.
     fn reconnect(&self) -> impl Future<Output = ()> + Send;
 }
@@ -137,6 +161,13 @@ impl LockService for Metastore {
 
     fn unlock(&self, id: i64) -> impl Future<Output = Result<(), MetastoreError>> + Send {
         Metastore::unlock(self, id)
+    }
+
+    fn show_locks(
+        &self,
+        target: &Target<'_>,
+    ) -> impl Future<Output = Result<Vec<ShowLocksResponseElement>, MetastoreError>> + Send {
+        Metastore::show_locks(self, target.db, target.table, target.partition)
     }
 
     fn reconnect(&self) -> impl Future<Output = ()> + Send {
@@ -220,6 +251,15 @@ async fn take<M: LockService>(
             }
             Err(e) => e,
         };
+        let settled = if unanswered(&e) {
+            metastore.reconnect().await;
+            settle_unanswered(metastore, target, &request, &e).await?
+        } else {
+            String::new()
+        };
+        if matches!(e, MetastoreError::Timeout { .. }) {
+            return Err(LockError::Unanswered { call: e, settled });
+        }
         let unreadable = matches!(
             e,
             MetastoreError::Internal { .. }
@@ -230,9 +270,76 @@ async fn take<M: LockService>(
             return unsupported(e, options, warnings);
         }
         tracing::debug!("{kind:?} lock, trying {:?}: {e}", kinds[i + 1]);
-        metastore.reconnect().await;
+        if settled.is_empty() {
+            metastore.reconnect().await;
+        }
     }
     unreachable!("the last kind returns above")
+}
+
+/// A lock call whose request may have reached the metastore but whose answer did not reach us.
+fn unanswered(e: &MetastoreError) -> bool {
+    matches!(
+        e,
+        MetastoreError::Timeout {
+            outcome_unknown: true,
+            ..
+        } | MetastoreError::ConnectionLost {
+            outcome_unknown: true,
+            ..
+        }
+    )
+}
+
+/// After an unanswered lock call: finds a lock the metastore granted to `request` (by its
+/// agent info, unique to the request) and releases it, so that it does not keep Hive's
+/// writers waiting until the metastore's transaction timeout. Says what it did, for the
+/// error; fails when it cannot tell, naming what an admin should look for.
+async fn settle_unanswered<M: LockService>(
+    metastore: &M,
+    target: &Target<'_>,
+    request: &LockRequest,
+    call: &MetastoreError,
+) -> Result<String, LockError> {
+    let agent = request.agent_info.as_deref().unwrap_or_default();
+    let orphan_hint = || {
+        format!(
+            "a lock with agent info '{agent}' may remain on {}.{} {} until the metastore's \
+             transaction timeout (hive.txn.timeout): SHOW LOCKS lists it",
+            target.db, target.table, target.partition
+        )
+    };
+    let locks = metastore.show_locks(target).await.map_err(|show| {
+        LockError::Failed(format!(
+            "{call}; whether it was granted cannot be told ({show}); {}",
+            orphan_hint()
+        ))
+    })?;
+    let ours: Vec<i64> = locks
+        .iter()
+        .filter(|l| l.agent_info.as_deref() == Some(agent))
+        .map(|l| l.lockid)
+        .collect();
+    for &id in &ours {
+        match metastore.unlock(id).await {
+            Ok(()) | Err(MetastoreError::NotFound { .. }) => {
+                tracing::warn!(
+                    "released metastore lock {id}, granted to a lock call that got no answer"
+                );
+            }
+            Err(e) => {
+                return Err(LockError::Failed(format!(
+                    "{call}; the metastore granted it as lock {id}, which could not be \
+                     released ({e}); {}",
+                    orphan_hint()
+                )))
+            }
+        }
+    }
+    Ok(match ours.as_slice() {
+        [] => "the metastore holds no lock from that call".to_owned(),
+        ids => format!("the metastore had granted it (lock {ids:?}), now released"),
+    })
 }
 
 /// A lock request as the tool makes it: one partition, no transaction, `user@hostname` of
@@ -256,10 +363,32 @@ pub fn request(target: &Target<'_>, kind: LockType, options: &LockOptions) -> Lo
         txnid: None,
         user: options.user.clone(),
         hostname: options.hostname.clone(),
-        agent_info: Some(format!("hive-orc-compactor {}", env!("CARGO_PKG_VERSION"))),
+        agent_info: request_agent_info(),
         zero_wait_read_enabled: None,
         exclusive_c_t_a_s: None,
         lockless_reads_enabled: None,
+    }
+}
+
+/// Unique per request: after a call that got no answer, the lock it may have been granted is
+/// found by this (see the module's notes). `SHOW LOCKS` shows it as who holds the lock.
+fn request_agent_info() -> Option<String> {
+    Some(format!(
+        "hive-orc-compactor {} {}",
+        env!("CARGO_PKG_VERSION"),
+        uuid::Uuid::new_v4().simple()
+    ))
+}
+
+/// What a request of ours locks (one component, made by [`request`]).
+fn request_target(request: &LockRequest) -> Target<'_> {
+    let component = request.component.first();
+    Target {
+        db: component.map_or("", |c| c.dbname.as_str()),
+        table: component.and_then(|c| c.tablename.as_deref()).unwrap_or(""),
+        partition: component
+            .and_then(|c| c.partitionname.as_deref())
+            .unwrap_or(""),
     }
 }
 
@@ -416,20 +545,28 @@ impl<M: LockService> PartitionLock<M> {
             // The metastore timed it out: writers may have been in since.
             Err(e @ MetastoreError::NotFound { .. }) => return Err(LockError::Lost(e.to_string())),
             Err(e) => {
+                // Still held, as far as we know: `release` tries again.
+                self.released = false;
                 return Err(LockError::Failed(format!(
                     "releasing the staging lock for EXCLUSIVE: {e}"
-                )))
+                )));
             }
         }
         let mut request = self.request.clone();
         for c in &mut request.component {
             c.type_ = LockType::EXCLUSIVE;
         }
-        let response = self
-            .metastore
-            .lock(request.clone())
-            .await
-            .map_err(|e| LockError::Failed(e.to_string()))?;
+        request.agent_info = request_agent_info();
+        let response = match self.metastore.lock(request.clone()).await {
+            Ok(response) => response,
+            Err(e) if unanswered(&e) => {
+                self.metastore.reconnect().await;
+                let target = request_target(&request);
+                let settled = settle_unanswered(&self.metastore, &target, &request, &e).await?;
+                return Err(LockError::Unanswered { call: e, settled });
+            }
+            Err(e) => return Err(LockError::Failed(e.to_string())),
+        };
         let exclusive = response.lockid;
         if let Err(e) = wait_for(&self.metastore, response, self.options.wait, cancel).await {
             withdraw(&self.metastore, exclusive).await;
@@ -450,15 +587,31 @@ impl<M: LockService> PartitionLock<M> {
         self.lost.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// Stops the heartbeat and unlocks. A failure is returned for a warning: the metastore
-    /// times the lock out anyway once heartbeats stop.
+    /// Stops the heartbeat and unlocks. A metastore that cannot answer (down, or its database
+    /// down) is asked again for up to [`RELEASE_RETRY`]: until the metastore times the lock
+    /// out (`hive.txn.timeout`, 300 s by default), it keeps Hive's writers waiting, and a
+    /// metastore back within that time frees them at once. A failure after that is returned
+    /// for a warning: the metastore times the lock out anyway once heartbeats stop.
     pub async fn release(mut self) -> Result<(), MetastoreError> {
         self.heartbeat.abort();
         self.released = true;
-        match self.metastore.unlock(self.id).await {
-            // Already gone (timed out): nothing is held.
-            Ok(()) | Err(MetastoreError::NotFound { .. }) => Ok(()),
-            Err(e) => Err(e),
+        let started = Instant::now();
+        let mut pause = Duration::from_secs(1);
+        loop {
+            match self.metastore.unlock(self.id).await {
+                // Already gone (timed out, or an earlier attempt went through): nothing is held.
+                Ok(()) | Err(MetastoreError::NotFound { .. }) => return Ok(()),
+                Err(e) if started.elapsed() + pause < RELEASE_RETRY => {
+                    tracing::warn!(
+                        "releasing metastore lock {}: {e}; trying again in {}s",
+                        self.id,
+                        pause.as_secs()
+                    );
+                }
+                Err(e) => return Err(e),
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_secs(15));
         }
     }
 }
@@ -561,11 +714,18 @@ mod tests {
         locks: std::collections::VecDeque<Result<LockState, MetastoreError>>,
         /// Answer to every `check_lock` (granted if none).
         check: Option<LockState>,
-        /// Answer to the next `unlock` (success if none).
-        unlock: Option<MetastoreError>,
+        /// Answers to the next `unlock` calls (success once none is left).
+        unlock: std::collections::VecDeque<MetastoreError>,
         /// Answer to every heartbeat (success if none).
         heartbeat: Option<fn() -> MetastoreError>,
         ids: i64,
+        /// A `lock` call answered with an error still makes its lock (a call whose answer
+        /// was lost).
+        grant_unanswered: bool,
+        /// The locks made and not released, with their agent info.
+        held: Vec<(i64, Option<String>)>,
+        /// Answer to `show_locks` (the held locks if none).
+        show: Option<MetastoreError>,
         /// Every call, as `lock EXCLUSIVE`, `unlock 1`, `reconnect`...
         calls: Vec<String>,
     }
@@ -594,11 +754,13 @@ mod tests {
                 .find(|(k, _)| *k == kind)
                 .map_or("other", |n| n.1);
             script.calls.push(format!("lock {name}"));
-            let state = script
-                .locks
-                .pop_front()
-                .unwrap_or(Ok(LockState::ACQUIRED))?;
-            script.ids += 1;
+            let answer = script.locks.pop_front().unwrap_or(Ok(LockState::ACQUIRED));
+            if answer.is_ok() || script.grant_unanswered {
+                script.ids += 1;
+                let id = script.ids;
+                script.held.push((id, request.agent_info.clone()));
+            }
+            let state = answer?;
             Ok(LockResponse {
                 lockid: script.ids,
                 state,
@@ -625,7 +787,38 @@ mod tests {
         async fn unlock(&self, id: i64) -> Result<(), MetastoreError> {
             let mut script = self.script();
             script.calls.push(format!("unlock {id}"));
-            script.unlock.take().map_or(Ok(()), Err)
+            script.held.retain(|(held, _)| *held != id);
+            script.unlock.pop_front().map_or(Ok(()), Err)
+        }
+
+        async fn show_locks(
+            &self,
+            target: &Target<'_>,
+        ) -> Result<Vec<ShowLocksResponseElement>, MetastoreError> {
+            let mut script = self.script();
+            script.calls.push("show_locks".into());
+            if let Some(e) = script.show.take() {
+                return Err(e);
+            }
+            let element = |(id, agent): &(i64, Option<String>)| ShowLocksResponseElement {
+                lockid: *id,
+                dbname: target.db.into(),
+                tablename: Some(target.table.into()),
+                partname: Some(target.partition.into()),
+                state: LockState::ACQUIRED,
+                type_: LockType::EXCLUSIVE,
+                txnid: None,
+                lastheartbeat: 0,
+                acquiredat: None,
+                user: "hive".into(),
+                hostname: "edge".into(),
+                heartbeat_count: None,
+                agent_info: agent.clone(),
+                blocked_by_ext_id: None,
+                blocked_by_int_id: None,
+                lock_id_internal: None,
+            };
+            Ok(script.held.iter().map(element).collect())
         }
 
         async fn reconnect(&self) {
@@ -684,6 +877,109 @@ mod tests {
             ["lock EXCL_WRITE", "reconnect", "lock SHARED_WRITE"]
         );
         lock.release().await.unwrap();
+    }
+
+    fn unanswered() -> MetastoreError {
+        MetastoreError::Timeout {
+            uri: "thrift://a:9083".into(),
+            method: "lock",
+            after: Duration::from_secs(120),
+            outcome_unknown: true,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_lock_call_without_answer_is_busy_and_the_lock_it_was_granted_released() {
+        let locks = FakeLocks::default();
+        // Someone else's lock on the partition stays.
+        locks.script().held.push((100, Some("Hive".into())));
+        locks.script().grant_unanswered = true;
+        locks.script().locks.push_back(Err(unanswered()));
+        let e = staging(&locks, LockMode::IfSupported, &mut vec![])
+            .await
+            .err()
+            .expect("no lock");
+        assert!(matches!(e, LockError::Unanswered { .. }), "{e}");
+        assert!(e.to_string().contains("now released"), "{e}");
+        assert_eq!(
+            locks.calls(),
+            ["lock EXCL_WRITE", "reconnect", "show_locks", "unlock 1"]
+        );
+        assert_eq!(locks.script().held, [(100, Some("Hive".into()))]);
+    }
+
+    #[tokio::test]
+    async fn a_lock_call_that_made_no_lock_is_busy_with_nothing_to_release() {
+        let locks = FakeLocks::default();
+        locks.script().locks.push_back(Err(unanswered()));
+        let e = staging(&locks, LockMode::IfSupported, &mut vec![])
+            .await
+            .err()
+            .expect("no lock");
+        assert!(
+            e.to_string().contains("holds no lock from that call"),
+            "{e}"
+        );
+        assert_eq!(
+            locks.calls(),
+            ["lock EXCL_WRITE", "reconnect", "show_locks"]
+        );
+    }
+
+    #[tokio::test]
+    async fn an_unanswered_lock_call_that_cannot_be_checked_fails_naming_what_to_look_for() {
+        let locks = FakeLocks::default();
+        locks.script().locks.push_back(Err(unanswered()));
+        locks.script().show = Some(broken());
+        let e = staging(&locks, LockMode::IfSupported, &mut vec![])
+            .await
+            .err()
+            .expect("no lock");
+        assert!(matches!(e, LockError::Failed(_)), "{e}");
+        assert!(
+            e.to_string().contains("agent info 'hive-orc-compactor"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("db.t k=1"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn a_connection_cut_during_excl_write_is_checked_then_shared_write_asked() {
+        let locks = FakeLocks::default();
+        let cut = MetastoreError::ConnectionLost {
+            uri: "thrift://a:9083".into(),
+            method: "lock",
+            message: "connection reset".into(),
+            outcome_unknown: true,
+        };
+        locks.script().locks.push_back(Err(cut));
+        let lock = staging(&locks, LockMode::IfSupported, &mut vec![]).await;
+        let lock = lock.unwrap().expect("held");
+        assert_eq!(lock.kind(), LockType::SHARED_WRITE);
+        assert_eq!(
+            locks.calls(),
+            [
+                "lock EXCL_WRITE",
+                "reconnect",
+                "show_locks",
+                "lock SHARED_WRITE"
+            ]
+        );
+        lock.release().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn an_unanswered_exclusive_on_upgrade_is_released_and_busy() {
+        let locks = FakeLocks::default();
+        let mut lock = staging(&locks, LockMode::IfSupported, &mut vec![])
+            .await
+            .unwrap()
+            .expect("held");
+        locks.script().grant_unanswered = true;
+        locks.script().locks.push_back(Err(unanswered()));
+        let e = lock.upgrade(&CancellationToken::new()).await.unwrap_err();
+        assert!(matches!(e, LockError::Unanswered { .. }), "{e}");
+        assert!(locks.script().held.is_empty(), "{:?}", locks.script().held);
     }
 
     #[tokio::test]
@@ -747,7 +1043,7 @@ mod tests {
             .await
             .unwrap()
             .expect("held");
-        locks.script().unlock = Some(no_such_lock());
+        locks.script().unlock.push_back(no_such_lock());
         let e = lock.upgrade(&CancellationToken::new()).await.unwrap_err();
         assert!(matches!(e, LockError::Lost(_)), "{e}");
         // No EXCLUSIVE asked for: writers may have been in, the run must not swap.
@@ -778,6 +1074,34 @@ mod tests {
             before,
             "no call after a lost heartbeat"
         );
+    }
+
+    #[tokio::test]
+    async fn a_release_the_metastore_cannot_answer_is_tried_again() {
+        let locks = FakeLocks::default();
+        let lock = staging(&locks, LockMode::IfSupported, &mut vec![])
+            .await
+            .unwrap()
+            .expect("held");
+        locks.script().unlock.push_back(broken());
+        lock.release().await.unwrap();
+        let unlocks = locks.calls().iter().filter(|c| *c == "unlock 1").count();
+        assert_eq!(unlocks, 2);
+        assert!(locks.script().held.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_staging_lock_that_could_not_be_released_for_exclusive_is_released_at_the_end() {
+        let locks = FakeLocks::default();
+        let mut lock = staging(&locks, LockMode::IfSupported, &mut vec![])
+            .await
+            .unwrap()
+            .expect("held");
+        locks.script().unlock.push_back(broken());
+        let e = lock.upgrade(&CancellationToken::new()).await.unwrap_err();
+        assert!(matches!(e, LockError::Failed(_)), "{e}");
+        lock.release().await.unwrap();
+        assert!(locks.script().held.is_empty());
     }
 
     #[test]

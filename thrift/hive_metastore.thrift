@@ -497,6 +497,41 @@ struct HeartbeatRequest {
   2: optional i64 txnid,
 }
 
+// What `SHOW LOCKS` reads: after a lock call that got no answer, the tool looks here for a lock
+// the metastore may have granted to that call (found by its agentInfo) and releases it. Every
+// field is read only; the filters narrow the answer to one partition.
+struct ShowLocksRequest {
+  1: optional string dbname,
+  2: optional string tablename,
+  3: optional string partname,
+  4: optional bool isExtended = false,
+  // 4.x only; older servers skip it.
+  5: optional i64 txnid,
+}
+
+struct ShowLocksResponseElement {
+  1: required i64 lockid,
+  2: required string dbname,
+  3: optional string tablename,
+  4: optional string partname,
+  5: required LockState state,
+  6: required LockType type,
+  7: optional i64 txnid,
+  8: required i64 lastheartbeat,
+  9: optional i64 acquiredat,
+  10: required string user,
+  11: required string hostname,
+  12: optional i32 heartbeatCount = 0,
+  13: optional string agentInfo,
+  14: optional i64 blockedByExtId,
+  15: optional i64 blockedByIntId,
+  16: optional i64 lockIdInternal,
+}
+
+struct ShowLocksResponse {
+  1: list<ShowLocksResponseElement> locks,
+}
+
 // ---------------------------------------------------------------------------------------------
 // Exceptions
 
@@ -627,6 +662,7 @@ service ThriftHiveMetastore {
       throws (1: NoSuchLockException o1, 2: TxnOpenException o2)
   void heartbeat(1: HeartbeatRequest ids)
       throws (1: NoSuchLockException o1, 2: NoSuchTxnException o2, 3: TxnAbortedException o3)
+  ShowLocksResponse show_locks(1: ShowLocksRequest rqst)
 
   // Delegation tokens, for tasks without a Kerberos ticket (SASL DIGEST-MD5); asked for over
   // Kerberos (GSSAPI). The token travels in Hadoop's URL-safe string form.

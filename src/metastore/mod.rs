@@ -29,8 +29,8 @@ pub use error::MetastoreError;
 pub use gen::{
     CheckLockRequest, ColumnStatistics, DataOperationType, Database, EnvironmentContext,
     FieldSchema, LockComponent, LockLevel, LockRequest, LockResponse, LockState, LockType, Order,
-    Partition, PrincipalPrivilegeSet, PrincipalType, PrivilegeGrantInfo, SerDeInfo, SkewedInfo,
-    StorageDescriptor, Table,
+    Partition, PrincipalPrivilegeSet, PrincipalType, PrivilegeGrantInfo, SerDeInfo,
+    ShowLocksResponseElement, SkewedInfo, StorageDescriptor, Table,
 };
 pub use token::{DelegationToken, TokenLogin};
 
@@ -575,6 +575,30 @@ impl Metastore {
             },
         )
         .await
+    }
+
+    /// The locks on one partition (or, with an empty `partition`, on the table and its
+    /// partitions), as `SHOW LOCKS` lists them.
+    pub async fn show_locks(
+        &self,
+        db: &str,
+        table: &str,
+        partition: &str,
+    ) -> Result<Vec<ShowLocksResponseElement>> {
+        let request = gen::ShowLocksRequest {
+            dbname: Some(db.to_owned()),
+            tablename: Some(table.to_owned()),
+            partname: Some(partition.to_owned()).filter(|p| !p.is_empty()),
+            is_extended: Some(false),
+            txnid: None,
+        };
+        let what = format!("locks on {db}.{table} {partition}");
+        let response = self
+            .run("show_locks", what, Call::Idempotent, move |c, _| {
+                c.show_locks(request.clone())
+            })
+            .await?;
+        Ok(response.locks.unwrap_or_default())
     }
 
     pub async fn unlock(&self, lock_id: i64) -> Result<()> {

@@ -2,7 +2,10 @@
 //! crate injects faults at the level of one Thrift reply): it relays bytes both ways and, in
 //! [`Fault::CutAfterReply`], drops every connection right after forwarding the N-th reply to a
 //! named method, then closes every new connection at once for a while — what a metastore
-//! failover or a network cut right after a committed change looks like to the client.
+//! failover or a network cut right after a committed change looks like to the client. In
+//! [`Fault::SwallowReply`] it withholds the N-th reply to a named method and keeps that
+//! connection open: a call the metastore carried out but whose answer never comes (a
+//! metastore or database so slow that the client gives up first).
 //!
 //! Loopback only, bounded: it listens on 127.0.0.1, refuses a non-loopback upstream, and stops
 //! by itself when dropped or after [`MAX_LIFETIME`], whichever comes first.
@@ -32,6 +35,9 @@ pub enum Fault {
         nth: usize,
         refuse_for: Duration,
     },
+    /// Withhold the `nth` (1-based) reply to `method` and everything after it on that
+    /// connection; other connections relay as usual.
+    SwallowReply { method: String, nth: usize },
 }
 
 pub struct Proxy {
@@ -140,10 +146,17 @@ impl Shared {
         }
     }
 
-    /// Counts a reply to `method`; true when it is the one after which to cut.
+    fn swallowing(&self) -> bool {
+        matches!(self.fault, Fault::SwallowReply { .. })
+    }
+
+    /// Counts a reply to `method`; true when it is the one the fault strikes at.
     fn reply_seen(&self, method: &str) -> bool {
-        let Fault::CutAfterReply { method: m, nth, .. } = &self.fault else {
-            return false;
+        let (m, nth) = match &self.fault {
+            Fault::CutAfterReply { method, nth, .. } | Fault::SwallowReply { method, nth } => {
+                (method, nth)
+            }
+            Fault::PassThrough => return false,
         };
         if m != method {
             return false;
@@ -204,28 +217,43 @@ fn relay(client: TcpStream, server: TcpStream, shared: &Arc<Shared>) {
 }
 
 /// Copies `from` to `to` until either end closes; with `watch`, parses the Thrift messages
-/// passing and cuts every connection after the one the fault names.
+/// passing and strikes at the one the fault names: cuts every connection after it, or (when
+/// swallowing, which forwards whole messages only) holds it back.
 fn copy(mut from: TcpStream, mut to: TcpStream, watch: Option<Arc<Shared>>) {
     let mut buf = [0u8; 64 * 1024];
     let mut pending: Vec<u8> = vec![];
+    let swallowing = watch.as_ref().is_some_and(|s| s.swallowing());
+    let mut swallowed = false;
     loop {
         let n = match from.read(&mut buf) {
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
-        if to.write_all(&buf[..n]).is_err() {
+        if !swallowing && to.write_all(&buf[..n]).is_err() {
             break;
         }
         let Some(shared) = &watch else { continue };
+        if swallowed {
+            continue;
+        }
         pending.extend_from_slice(&buf[..n]);
-        if pending.len() > MAX_PENDING {
+        if pending.len() > MAX_PENDING && !swallowing {
             // Not a stream this parser understands: relay it without watching.
             pending.clear();
         }
         while let Some((len, name, kind)) = message(&pending) {
-            pending.drain(..len);
+            let whole: Vec<u8> = pending.drain(..len).collect();
             // 2: REPLY, 3: EXCEPTION.
-            if (kind == 2 || kind == 3) && shared.reply_seen(&name) {
+            let strikes = (kind == 2 || kind == 3) && shared.reply_seen(&name);
+            if swallowing {
+                if strikes {
+                    swallowed = true;
+                    break;
+                }
+                if to.write_all(&whole).is_err() {
+                    return;
+                }
+            } else if strikes {
                 let _ = to.flush();
                 shared.close_all();
                 return;

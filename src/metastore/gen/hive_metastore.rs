@@ -7495,6 +7495,499 @@ impl Default for HeartbeatRequest {
 }
 
 //
+// ShowLocksRequest
+//
+
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct ShowLocksRequest {
+    pub dbname: Option<String>,
+    pub tablename: Option<String>,
+    pub partname: Option<String>,
+    pub is_extended: Option<bool>,
+    pub txnid: Option<i64>,
+}
+
+impl ShowLocksRequest {
+    pub fn new<F1, F2, F3, F4, F5>(
+        dbname: F1,
+        tablename: F2,
+        partname: F3,
+        is_extended: F4,
+        txnid: F5,
+    ) -> ShowLocksRequest
+    where
+        F1: Into<Option<String>>,
+        F2: Into<Option<String>>,
+        F3: Into<Option<String>>,
+        F4: Into<Option<bool>>,
+        F5: Into<Option<i64>>,
+    {
+        ShowLocksRequest {
+            dbname: dbname.into(),
+            tablename: tablename.into(),
+            partname: partname.into(),
+            is_extended: is_extended.into(),
+            txnid: txnid.into(),
+        }
+    }
+}
+
+impl TSerializable for ShowLocksRequest {
+    fn read_from_in_protocol(i_prot: &mut dyn TInputProtocol) -> thrift::Result<ShowLocksRequest> {
+        i_prot.read_struct_begin()?;
+        let mut f_1: Option<String> = None;
+        let mut f_2: Option<String> = None;
+        let mut f_3: Option<String> = None;
+        let mut f_4: Option<bool> = None;
+        let mut f_5: Option<i64> = None;
+        loop {
+            let field_ident = i_prot.read_field_begin()?;
+            if field_ident.field_type == TType::Stop {
+                break;
+            }
+            let field_id = field_id(&field_ident)?;
+            match field_id {
+                1 => {
+                    let val = i_prot.read_string()?;
+                    f_1 = Some(val);
+                }
+                2 => {
+                    let val = i_prot.read_string()?;
+                    f_2 = Some(val);
+                }
+                3 => {
+                    let val = i_prot.read_string()?;
+                    f_3 = Some(val);
+                }
+                4 => {
+                    let val = i_prot.read_bool()?;
+                    f_4 = Some(val);
+                }
+                5 => {
+                    let val = i_prot.read_i64()?;
+                    f_5 = Some(val);
+                }
+                _ => {
+                    i_prot.skip(field_ident.field_type)?;
+                }
+            };
+            i_prot.read_field_end()?;
+        }
+        i_prot.read_struct_end()?;
+        let ret = ShowLocksRequest {
+            dbname: f_1,
+            tablename: f_2,
+            partname: f_3,
+            is_extended: f_4,
+            txnid: f_5,
+        };
+        Ok(ret)
+    }
+    fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+        let struct_ident = TStructIdentifier::new("ShowLocksRequest");
+        o_prot.write_struct_begin(&struct_ident)?;
+        if let Some(ref fld_var) = self.dbname {
+            o_prot.write_field_begin(&TFieldIdentifier::new("dbname", TType::String, 1))?;
+            o_prot.write_string(fld_var)?;
+            o_prot.write_field_end()?
+        }
+        if let Some(ref fld_var) = self.tablename {
+            o_prot.write_field_begin(&TFieldIdentifier::new("tablename", TType::String, 2))?;
+            o_prot.write_string(fld_var)?;
+            o_prot.write_field_end()?
+        }
+        if let Some(ref fld_var) = self.partname {
+            o_prot.write_field_begin(&TFieldIdentifier::new("partname", TType::String, 3))?;
+            o_prot.write_string(fld_var)?;
+            o_prot.write_field_end()?
+        }
+        if let Some(fld_var) = self.is_extended {
+            o_prot.write_field_begin(&TFieldIdentifier::new("isExtended", TType::Bool, 4))?;
+            o_prot.write_bool(fld_var)?;
+            o_prot.write_field_end()?
+        }
+        if let Some(fld_var) = self.txnid {
+            o_prot.write_field_begin(&TFieldIdentifier::new("txnid", TType::I64, 5))?;
+            o_prot.write_i64(fld_var)?;
+            o_prot.write_field_end()?
+        }
+        o_prot.write_field_stop()?;
+        o_prot.write_struct_end()
+    }
+}
+
+impl Default for ShowLocksRequest {
+    fn default() -> Self {
+        ShowLocksRequest {
+            dbname: Some("".to_owned()),
+            tablename: Some("".to_owned()),
+            partname: Some("".to_owned()),
+            is_extended: Some(false),
+            txnid: Some(0),
+        }
+    }
+}
+
+//
+// ShowLocksResponseElement
+//
+
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct ShowLocksResponseElement {
+    pub lockid: i64,
+    pub dbname: String,
+    pub tablename: Option<String>,
+    pub partname: Option<String>,
+    pub state: LockState,
+    pub type_: LockType,
+    pub txnid: Option<i64>,
+    pub lastheartbeat: i64,
+    pub acquiredat: Option<i64>,
+    pub user: String,
+    pub hostname: String,
+    pub heartbeat_count: Option<i32>,
+    pub agent_info: Option<String>,
+    pub blocked_by_ext_id: Option<i64>,
+    pub blocked_by_int_id: Option<i64>,
+    pub lock_id_internal: Option<i64>,
+}
+
+impl ShowLocksResponseElement {
+    pub fn new<F3, F4, F7, F9, F12, F13, F14, F15, F16>(
+        lockid: i64,
+        dbname: String,
+        tablename: F3,
+        partname: F4,
+        state: LockState,
+        type_: LockType,
+        txnid: F7,
+        lastheartbeat: i64,
+        acquiredat: F9,
+        user: String,
+        hostname: String,
+        heartbeat_count: F12,
+        agent_info: F13,
+        blocked_by_ext_id: F14,
+        blocked_by_int_id: F15,
+        lock_id_internal: F16,
+    ) -> ShowLocksResponseElement
+    where
+        F3: Into<Option<String>>,
+        F4: Into<Option<String>>,
+        F7: Into<Option<i64>>,
+        F9: Into<Option<i64>>,
+        F12: Into<Option<i32>>,
+        F13: Into<Option<String>>,
+        F14: Into<Option<i64>>,
+        F15: Into<Option<i64>>,
+        F16: Into<Option<i64>>,
+    {
+        ShowLocksResponseElement {
+            lockid,
+            dbname,
+            tablename: tablename.into(),
+            partname: partname.into(),
+            state,
+            type_,
+            txnid: txnid.into(),
+            lastheartbeat,
+            acquiredat: acquiredat.into(),
+            user,
+            hostname,
+            heartbeat_count: heartbeat_count.into(),
+            agent_info: agent_info.into(),
+            blocked_by_ext_id: blocked_by_ext_id.into(),
+            blocked_by_int_id: blocked_by_int_id.into(),
+            lock_id_internal: lock_id_internal.into(),
+        }
+    }
+}
+
+impl TSerializable for ShowLocksResponseElement {
+    fn read_from_in_protocol(
+        i_prot: &mut dyn TInputProtocol,
+    ) -> thrift::Result<ShowLocksResponseElement> {
+        i_prot.read_struct_begin()?;
+        let mut f_1: Option<i64> = None;
+        let mut f_2: Option<String> = None;
+        let mut f_3: Option<String> = None;
+        let mut f_4: Option<String> = None;
+        let mut f_5: Option<LockState> = None;
+        let mut f_6: Option<LockType> = None;
+        let mut f_7: Option<i64> = None;
+        let mut f_8: Option<i64> = None;
+        let mut f_9: Option<i64> = None;
+        let mut f_10: Option<String> = None;
+        let mut f_11: Option<String> = None;
+        let mut f_12: Option<i32> = None;
+        let mut f_13: Option<String> = None;
+        let mut f_14: Option<i64> = None;
+        let mut f_15: Option<i64> = None;
+        let mut f_16: Option<i64> = None;
+        loop {
+            let field_ident = i_prot.read_field_begin()?;
+            if field_ident.field_type == TType::Stop {
+                break;
+            }
+            let field_id = field_id(&field_ident)?;
+            match field_id {
+                1 => {
+                    let val = i_prot.read_i64()?;
+                    f_1 = Some(val);
+                }
+                2 => {
+                    let val = i_prot.read_string()?;
+                    f_2 = Some(val);
+                }
+                3 => {
+                    let val = i_prot.read_string()?;
+                    f_3 = Some(val);
+                }
+                4 => {
+                    let val = i_prot.read_string()?;
+                    f_4 = Some(val);
+                }
+                5 => {
+                    let val = LockState::read_from_in_protocol(i_prot)?;
+                    f_5 = Some(val);
+                }
+                6 => {
+                    let val = LockType::read_from_in_protocol(i_prot)?;
+                    f_6 = Some(val);
+                }
+                7 => {
+                    let val = i_prot.read_i64()?;
+                    f_7 = Some(val);
+                }
+                8 => {
+                    let val = i_prot.read_i64()?;
+                    f_8 = Some(val);
+                }
+                9 => {
+                    let val = i_prot.read_i64()?;
+                    f_9 = Some(val);
+                }
+                10 => {
+                    let val = i_prot.read_string()?;
+                    f_10 = Some(val);
+                }
+                11 => {
+                    let val = i_prot.read_string()?;
+                    f_11 = Some(val);
+                }
+                12 => {
+                    let val = i_prot.read_i32()?;
+                    f_12 = Some(val);
+                }
+                13 => {
+                    let val = i_prot.read_string()?;
+                    f_13 = Some(val);
+                }
+                14 => {
+                    let val = i_prot.read_i64()?;
+                    f_14 = Some(val);
+                }
+                15 => {
+                    let val = i_prot.read_i64()?;
+                    f_15 = Some(val);
+                }
+                16 => {
+                    let val = i_prot.read_i64()?;
+                    f_16 = Some(val);
+                }
+                _ => {
+                    i_prot.skip(field_ident.field_type)?;
+                }
+            };
+            i_prot.read_field_end()?;
+        }
+        i_prot.read_struct_end()?;
+        verify_required_field_exists("ShowLocksResponseElement.lockid", &f_1)?;
+        verify_required_field_exists("ShowLocksResponseElement.dbname", &f_2)?;
+        verify_required_field_exists("ShowLocksResponseElement.state", &f_5)?;
+        verify_required_field_exists("ShowLocksResponseElement.type_", &f_6)?;
+        verify_required_field_exists("ShowLocksResponseElement.lastheartbeat", &f_8)?;
+        verify_required_field_exists("ShowLocksResponseElement.user", &f_10)?;
+        verify_required_field_exists("ShowLocksResponseElement.hostname", &f_11)?;
+        let ret = ShowLocksResponseElement {
+            lockid: f_1
+                .expect("auto-generated code should have checked for presence of required fields"),
+            dbname: f_2
+                .expect("auto-generated code should have checked for presence of required fields"),
+            tablename: f_3,
+            partname: f_4,
+            state: f_5
+                .expect("auto-generated code should have checked for presence of required fields"),
+            type_: f_6
+                .expect("auto-generated code should have checked for presence of required fields"),
+            txnid: f_7,
+            lastheartbeat: f_8
+                .expect("auto-generated code should have checked for presence of required fields"),
+            acquiredat: f_9,
+            user: f_10
+                .expect("auto-generated code should have checked for presence of required fields"),
+            hostname: f_11
+                .expect("auto-generated code should have checked for presence of required fields"),
+            heartbeat_count: f_12,
+            agent_info: f_13,
+            blocked_by_ext_id: f_14,
+            blocked_by_int_id: f_15,
+            lock_id_internal: f_16,
+        };
+        Ok(ret)
+    }
+    fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+        let struct_ident = TStructIdentifier::new("ShowLocksResponseElement");
+        o_prot.write_struct_begin(&struct_ident)?;
+        o_prot.write_field_begin(&TFieldIdentifier::new("lockid", TType::I64, 1))?;
+        o_prot.write_i64(self.lockid)?;
+        o_prot.write_field_end()?;
+        o_prot.write_field_begin(&TFieldIdentifier::new("dbname", TType::String, 2))?;
+        o_prot.write_string(&self.dbname)?;
+        o_prot.write_field_end()?;
+        if let Some(ref fld_var) = self.tablename {
+            o_prot.write_field_begin(&TFieldIdentifier::new("tablename", TType::String, 3))?;
+            o_prot.write_string(fld_var)?;
+            o_prot.write_field_end()?
+        }
+        if let Some(ref fld_var) = self.partname {
+            o_prot.write_field_begin(&TFieldIdentifier::new("partname", TType::String, 4))?;
+            o_prot.write_string(fld_var)?;
+            o_prot.write_field_end()?
+        }
+        o_prot.write_field_begin(&TFieldIdentifier::new("state", TType::I32, 5))?;
+        self.state.write_to_out_protocol(o_prot)?;
+        o_prot.write_field_end()?;
+        o_prot.write_field_begin(&TFieldIdentifier::new("type", TType::I32, 6))?;
+        self.type_.write_to_out_protocol(o_prot)?;
+        o_prot.write_field_end()?;
+        if let Some(fld_var) = self.txnid {
+            o_prot.write_field_begin(&TFieldIdentifier::new("txnid", TType::I64, 7))?;
+            o_prot.write_i64(fld_var)?;
+            o_prot.write_field_end()?
+        }
+        o_prot.write_field_begin(&TFieldIdentifier::new("lastheartbeat", TType::I64, 8))?;
+        o_prot.write_i64(self.lastheartbeat)?;
+        o_prot.write_field_end()?;
+        if let Some(fld_var) = self.acquiredat {
+            o_prot.write_field_begin(&TFieldIdentifier::new("acquiredat", TType::I64, 9))?;
+            o_prot.write_i64(fld_var)?;
+            o_prot.write_field_end()?
+        }
+        o_prot.write_field_begin(&TFieldIdentifier::new("user", TType::String, 10))?;
+        o_prot.write_string(&self.user)?;
+        o_prot.write_field_end()?;
+        o_prot.write_field_begin(&TFieldIdentifier::new("hostname", TType::String, 11))?;
+        o_prot.write_string(&self.hostname)?;
+        o_prot.write_field_end()?;
+        if let Some(fld_var) = self.heartbeat_count {
+            o_prot.write_field_begin(&TFieldIdentifier::new("heartbeatCount", TType::I32, 12))?;
+            o_prot.write_i32(fld_var)?;
+            o_prot.write_field_end()?
+        }
+        if let Some(ref fld_var) = self.agent_info {
+            o_prot.write_field_begin(&TFieldIdentifier::new("agentInfo", TType::String, 13))?;
+            o_prot.write_string(fld_var)?;
+            o_prot.write_field_end()?
+        }
+        if let Some(fld_var) = self.blocked_by_ext_id {
+            o_prot.write_field_begin(&TFieldIdentifier::new("blockedByExtId", TType::I64, 14))?;
+            o_prot.write_i64(fld_var)?;
+            o_prot.write_field_end()?
+        }
+        if let Some(fld_var) = self.blocked_by_int_id {
+            o_prot.write_field_begin(&TFieldIdentifier::new("blockedByIntId", TType::I64, 15))?;
+            o_prot.write_i64(fld_var)?;
+            o_prot.write_field_end()?
+        }
+        if let Some(fld_var) = self.lock_id_internal {
+            o_prot.write_field_begin(&TFieldIdentifier::new("lockIdInternal", TType::I64, 16))?;
+            o_prot.write_i64(fld_var)?;
+            o_prot.write_field_end()?
+        }
+        o_prot.write_field_stop()?;
+        o_prot.write_struct_end()
+    }
+}
+
+//
+// ShowLocksResponse
+//
+
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct ShowLocksResponse {
+    pub locks: Option<Vec<ShowLocksResponseElement>>,
+}
+
+impl ShowLocksResponse {
+    pub fn new<F1>(locks: F1) -> ShowLocksResponse
+    where
+        F1: Into<Option<Vec<ShowLocksResponseElement>>>,
+    {
+        ShowLocksResponse {
+            locks: locks.into(),
+        }
+    }
+}
+
+impl TSerializable for ShowLocksResponse {
+    fn read_from_in_protocol(i_prot: &mut dyn TInputProtocol) -> thrift::Result<ShowLocksResponse> {
+        i_prot.read_struct_begin()?;
+        let mut f_1: Option<Vec<ShowLocksResponseElement>> = Some(Vec::new());
+        loop {
+            let field_ident = i_prot.read_field_begin()?;
+            if field_ident.field_type == TType::Stop {
+                break;
+            }
+            let field_id = field_id(&field_ident)?;
+            match field_id {
+                1 => {
+                    let list_ident = i_prot.read_list_begin()?;
+                    let mut val: Vec<ShowLocksResponseElement> =
+                        Vec::with_capacity(list_ident.size as usize);
+                    for _ in 0..list_ident.size {
+                        let list_elem_50 = ShowLocksResponseElement::read_from_in_protocol(i_prot)?;
+                        val.push(list_elem_50);
+                    }
+                    i_prot.read_list_end()?;
+                    f_1 = Some(val);
+                }
+                _ => {
+                    i_prot.skip(field_ident.field_type)?;
+                }
+            };
+            i_prot.read_field_end()?;
+        }
+        i_prot.read_struct_end()?;
+        let ret = ShowLocksResponse { locks: f_1 };
+        Ok(ret)
+    }
+    fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+        let struct_ident = TStructIdentifier::new("ShowLocksResponse");
+        o_prot.write_struct_begin(&struct_ident)?;
+        if let Some(ref fld_var) = self.locks {
+            o_prot.write_field_begin(&TFieldIdentifier::new("locks", TType::List, 1))?;
+            o_prot.write_list_begin(&TListIdentifier::new(TType::Struct, fld_var.len() as i32))?;
+            for e in fld_var {
+                e.write_to_out_protocol(o_prot)?;
+            }
+            o_prot.write_list_end()?;
+            o_prot.write_field_end()?
+        }
+        o_prot.write_field_stop()?;
+        o_prot.write_struct_end()
+    }
+}
+
+impl Default for ShowLocksResponse {
+    fn default() -> Self {
+        ShowLocksResponse {
+            locks: Some(Vec::new()),
+        }
+    }
+}
+
+//
 // MetaException
 //
 
@@ -8503,6 +8996,7 @@ pub trait TThriftHiveMetastoreSyncClient {
     fn check_lock(&mut self, rqst: CheckLockRequest) -> thrift::Result<LockResponse>;
     fn unlock(&mut self, rqst: UnlockRequest) -> thrift::Result<()>;
     fn heartbeat(&mut self, ids: HeartbeatRequest) -> thrift::Result<()>;
+    fn show_locks(&mut self, rqst: ShowLocksRequest) -> thrift::Result<ShowLocksResponse>;
     fn get_delegation_token(
         &mut self,
         token_owner: String,
@@ -9704,6 +10198,34 @@ impl<C: TThriftClient + TThriftHiveMetastoreSyncClientMarker> TThriftHiveMetasto
             result.ok_or()
         }
     }
+    fn show_locks(&mut self, rqst: ShowLocksRequest) -> thrift::Result<ShowLocksResponse> {
+        ({
+            self.increment_sequence_number();
+            let message_ident =
+                TMessageIdentifier::new("show_locks", TMessageType::Call, self.sequence_number());
+            let call_args = ThriftHiveMetastoreShowLocksArgs { rqst };
+            self.o_prot_mut().write_message_begin(&message_ident)?;
+            call_args.write_to_out_protocol(self.o_prot_mut())?;
+            self.o_prot_mut().write_message_end()?;
+            self.o_prot_mut().flush()
+        })?;
+        {
+            let message_ident = self.i_prot_mut().read_message_begin()?;
+            verify_expected_sequence_number(self.sequence_number(), message_ident.sequence_number)?;
+            verify_expected_service_call("show_locks", &message_ident.name)?;
+            if message_ident.message_type == TMessageType::Exception {
+                let remote_error =
+                    thrift::Error::read_application_error_from_in_protocol(self.i_prot_mut())?;
+                self.i_prot_mut().read_message_end()?;
+                return Err(thrift::Error::Application(remote_error));
+            }
+            verify_expected_message_type(TMessageType::Reply, message_ident.message_type)?;
+            let result =
+                ThriftHiveMetastoreShowLocksResult::read_from_in_protocol(self.i_prot_mut())?;
+            self.i_prot_mut().read_message_end()?;
+            result.ok_or()
+        }
+    }
     fn get_delegation_token(
         &mut self,
         token_owner: String,
@@ -9899,6 +10421,7 @@ pub trait ThriftHiveMetastoreSyncHandler {
     fn handle_check_lock(&self, rqst: CheckLockRequest) -> thrift::Result<LockResponse>;
     fn handle_unlock(&self, rqst: UnlockRequest) -> thrift::Result<()>;
     fn handle_heartbeat(&self, ids: HeartbeatRequest) -> thrift::Result<()>;
+    fn handle_show_locks(&self, rqst: ShowLocksRequest) -> thrift::Result<ShowLocksResponse>;
     fn handle_get_delegation_token(
         &self,
         token_owner: String,
@@ -10338,6 +10861,19 @@ impl<H: ThriftHiveMetastoreSyncHandler> ThriftHiveMetastoreSyncProcessor<H> {
         o_prot: &mut dyn TOutputProtocol,
     ) -> thrift::Result<()> {
         TThriftHiveMetastoreProcessFunctions::process_heartbeat(
+            &self.handler,
+            incoming_sequence_number,
+            i_prot,
+            o_prot,
+        )
+    }
+    fn process_show_locks(
+        &self,
+        incoming_sequence_number: i32,
+        i_prot: &mut dyn TInputProtocol,
+        o_prot: &mut dyn TOutputProtocol,
+    ) -> thrift::Result<()> {
+        TThriftHiveMetastoreProcessFunctions::process_show_locks(
             &self.handler,
             incoming_sequence_number,
             i_prot,
@@ -13945,6 +14481,56 @@ impl TThriftHiveMetastoreProcessFunctions {
             },
         }
     }
+    pub fn process_show_locks<H: ThriftHiveMetastoreSyncHandler>(
+        handler: &H,
+        incoming_sequence_number: i32,
+        i_prot: &mut dyn TInputProtocol,
+        o_prot: &mut dyn TOutputProtocol,
+    ) -> thrift::Result<()> {
+        let args = ThriftHiveMetastoreShowLocksArgs::read_from_in_protocol(i_prot)?;
+        match handler.handle_show_locks(args.rqst) {
+            Ok(handler_return) => {
+                let message_ident = TMessageIdentifier::new(
+                    "show_locks",
+                    TMessageType::Reply,
+                    incoming_sequence_number,
+                );
+                o_prot.write_message_begin(&message_ident)?;
+                let ret = ThriftHiveMetastoreShowLocksResult {
+                    result_value: Some(handler_return),
+                };
+                ret.write_to_out_protocol(o_prot)?;
+                o_prot.write_message_end()?;
+                o_prot.flush()
+            }
+            Err(e) => match e {
+                thrift::Error::Application(app_err) => {
+                    let message_ident = TMessageIdentifier::new(
+                        "show_locks",
+                        TMessageType::Exception,
+                        incoming_sequence_number,
+                    );
+                    o_prot.write_message_begin(&message_ident)?;
+                    thrift::Error::write_application_error_to_out_protocol(&app_err, o_prot)?;
+                    o_prot.write_message_end()?;
+                    o_prot.flush()
+                }
+                _ => {
+                    let ret_err =
+                        { ApplicationError::new(ApplicationErrorKind::Unknown, e.to_string()) };
+                    let message_ident = TMessageIdentifier::new(
+                        "show_locks",
+                        TMessageType::Exception,
+                        incoming_sequence_number,
+                    );
+                    o_prot.write_message_begin(&message_ident)?;
+                    thrift::Error::write_application_error_to_out_protocol(&ret_err, o_prot)?;
+                    o_prot.write_message_end()?;
+                    o_prot.flush()
+                }
+            },
+        }
+    }
     pub fn process_get_delegation_token<H: ThriftHiveMetastoreSyncHandler>(
         handler: &H,
         incoming_sequence_number: i32,
@@ -14223,6 +14809,7 @@ impl<H: ThriftHiveMetastoreSyncHandler> TProcessor for ThriftHiveMetastoreSyncPr
             "check_lock" => self.process_check_lock(message_ident.sequence_number, i_prot, o_prot),
             "unlock" => self.process_unlock(message_ident.sequence_number, i_prot, o_prot),
             "heartbeat" => self.process_heartbeat(message_ident.sequence_number, i_prot, o_prot),
+            "show_locks" => self.process_show_locks(message_ident.sequence_number, i_prot, o_prot),
             "get_delegation_token" => {
                 self.process_get_delegation_token(message_ident.sequence_number, i_prot, o_prot)
             }
@@ -14437,8 +15024,8 @@ impl ThriftHiveMetastoreGetAllDatabasesResult {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<String> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_50 = i_prot.read_string()?;
-                        val.push(list_elem_50);
+                        let list_elem_51 = i_prot.read_string()?;
+                        val.push(list_elem_51);
                     }
                     i_prot.read_list_end()?;
                     f_0 = Some(val);
@@ -15151,8 +15738,8 @@ impl ThriftHiveMetastoreGetAllTablesResult {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<String> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_51 = i_prot.read_string()?;
-                        val.push(list_elem_51);
+                        let list_elem_52 = i_prot.read_string()?;
+                        val.push(list_elem_52);
                     }
                     i_prot.read_list_end()?;
                     f_0 = Some(val);
@@ -15299,8 +15886,8 @@ impl ThriftHiveMetastoreGetTablesResult {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<String> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_52 = i_prot.read_string()?;
-                        val.push(list_elem_52);
+                        let list_elem_53 = i_prot.read_string()?;
+                        val.push(list_elem_53);
                     }
                     i_prot.read_list_end()?;
                     f_0 = Some(val);
@@ -16130,8 +16717,8 @@ impl ThriftHiveMetastoreAddPartitionsArgs {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<Partition> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_53 = Partition::read_from_in_protocol(i_prot)?;
-                        val.push(list_elem_53);
+                        let list_elem_54 = Partition::read_from_in_protocol(i_prot)?;
+                        val.push(list_elem_54);
                     }
                     i_prot.read_list_end()?;
                     f_1 = Some(val);
@@ -16311,8 +16898,8 @@ impl ThriftHiveMetastoreDropPartitionArgs {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<String> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_54 = i_prot.read_string()?;
-                        val.push(list_elem_54);
+                        let list_elem_55 = i_prot.read_string()?;
+                        val.push(list_elem_55);
                     }
                     i_prot.read_list_end()?;
                     f_3 = Some(val);
@@ -16498,8 +17085,8 @@ impl ThriftHiveMetastoreGetPartitionArgs {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<String> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_55 = i_prot.read_string()?;
-                        val.push(list_elem_55);
+                        let list_elem_56 = i_prot.read_string()?;
+                        val.push(list_elem_56);
                     }
                     i_prot.read_list_end()?;
                     f_3 = Some(val);
@@ -17060,8 +17647,8 @@ impl ThriftHiveMetastoreGetPartitionsResult {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<Partition> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_56 = Partition::read_from_in_protocol(i_prot)?;
-                        val.push(list_elem_56);
+                        let list_elem_57 = Partition::read_from_in_protocol(i_prot)?;
+                        val.push(list_elem_57);
                     }
                     i_prot.read_list_end()?;
                     f_0 = Some(val);
@@ -17374,8 +17961,8 @@ impl ThriftHiveMetastoreGetPartitionNamesResult {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<String> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_57 = i_prot.read_string()?;
-                        val.push(list_elem_57);
+                        let list_elem_58 = i_prot.read_string()?;
+                        val.push(list_elem_58);
                     }
                     i_prot.read_list_end()?;
                     f_0 = Some(val);
@@ -17527,8 +18114,8 @@ impl ThriftHiveMetastoreFetchPartitionNamesReqResult {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<String> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_58 = i_prot.read_string()?;
-                        val.push(list_elem_58);
+                        let list_elem_59 = i_prot.read_string()?;
+                        val.push(list_elem_59);
                     }
                     i_prot.read_list_end()?;
                     f_0 = Some(val);
@@ -17678,8 +18265,8 @@ impl ThriftHiveMetastoreGetPartitionNamesReqResult {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<String> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_59 = i_prot.read_string()?;
-                        val.push(list_elem_59);
+                        let list_elem_60 = i_prot.read_string()?;
+                        val.push(list_elem_60);
                     }
                     i_prot.read_list_end()?;
                     f_0 = Some(val);
@@ -17870,8 +18457,8 @@ impl ThriftHiveMetastoreGetPartitionsByFilterResult {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<Partition> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_60 = Partition::read_from_in_protocol(i_prot)?;
-                        val.push(list_elem_60);
+                        let list_elem_61 = Partition::read_from_in_protocol(i_prot)?;
+                        val.push(list_elem_61);
                     }
                     i_prot.read_list_end()?;
                     f_0 = Some(val);
@@ -18020,8 +18607,8 @@ impl ThriftHiveMetastoreGetPartitionsByFilterReqResult {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<Partition> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_61 = Partition::read_from_in_protocol(i_prot)?;
-                        val.push(list_elem_61);
+                        let list_elem_62 = Partition::read_from_in_protocol(i_prot)?;
+                        val.push(list_elem_62);
                     }
                     i_prot.read_list_end()?;
                     f_0 = Some(val);
@@ -18114,8 +18701,8 @@ impl ThriftHiveMetastoreGetPartitionsByNamesArgs {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<String> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_62 = i_prot.read_string()?;
-                        val.push(list_elem_62);
+                        let list_elem_63 = i_prot.read_string()?;
+                        val.push(list_elem_63);
                     }
                     i_prot.read_list_end()?;
                     f_3 = Some(val);
@@ -18208,8 +18795,8 @@ impl ThriftHiveMetastoreGetPartitionsByNamesResult {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<Partition> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_63 = Partition::read_from_in_protocol(i_prot)?;
-                        val.push(list_elem_63);
+                        let list_elem_64 = Partition::read_from_in_protocol(i_prot)?;
+                        val.push(list_elem_64);
                     }
                     i_prot.read_list_end()?;
                     f_0 = Some(val);
@@ -19261,6 +19848,116 @@ impl ThriftHiveMetastoreHeartbeatResult {
         }
         if let Some(ref fld_var) = self.o3 {
             o_prot.write_field_begin(&TFieldIdentifier::new("o3", TType::Struct, 3))?;
+            fld_var.write_to_out_protocol(o_prot)?;
+            o_prot.write_field_end()?
+        }
+        o_prot.write_field_stop()?;
+        o_prot.write_struct_end()
+    }
+}
+
+//
+// ThriftHiveMetastoreShowLocksArgs
+//
+
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+struct ThriftHiveMetastoreShowLocksArgs {
+    rqst: ShowLocksRequest,
+}
+
+impl ThriftHiveMetastoreShowLocksArgs {
+    fn read_from_in_protocol(
+        i_prot: &mut dyn TInputProtocol,
+    ) -> thrift::Result<ThriftHiveMetastoreShowLocksArgs> {
+        i_prot.read_struct_begin()?;
+        let mut f_1: Option<ShowLocksRequest> = None;
+        loop {
+            let field_ident = i_prot.read_field_begin()?;
+            if field_ident.field_type == TType::Stop {
+                break;
+            }
+            let field_id = field_id(&field_ident)?;
+            match field_id {
+                1 => {
+                    let val = ShowLocksRequest::read_from_in_protocol(i_prot)?;
+                    f_1 = Some(val);
+                }
+                _ => {
+                    i_prot.skip(field_ident.field_type)?;
+                }
+            };
+            i_prot.read_field_end()?;
+        }
+        i_prot.read_struct_end()?;
+        verify_required_field_exists("ThriftHiveMetastoreShowLocksArgs.rqst", &f_1)?;
+        let ret = ThriftHiveMetastoreShowLocksArgs {
+            rqst: f_1
+                .expect("auto-generated code should have checked for presence of required fields"),
+        };
+        Ok(ret)
+    }
+    fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+        let struct_ident = TStructIdentifier::new("show_locks_args");
+        o_prot.write_struct_begin(&struct_ident)?;
+        o_prot.write_field_begin(&TFieldIdentifier::new("rqst", TType::Struct, 1))?;
+        self.rqst.write_to_out_protocol(o_prot)?;
+        o_prot.write_field_end()?;
+        o_prot.write_field_stop()?;
+        o_prot.write_struct_end()
+    }
+}
+
+//
+// ThriftHiveMetastoreShowLocksResult
+//
+
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+struct ThriftHiveMetastoreShowLocksResult {
+    result_value: Option<ShowLocksResponse>,
+}
+
+impl ThriftHiveMetastoreShowLocksResult {
+    fn ok_or(self) -> thrift::Result<ShowLocksResponse> {
+        if self.result_value.is_some() {
+            Ok(self.result_value.unwrap())
+        } else {
+            Err(thrift::Error::Application(ApplicationError::new(
+                ApplicationErrorKind::MissingResult,
+                "no result received for ThriftHiveMetastoreShowLocks",
+            )))
+        }
+    }
+    fn read_from_in_protocol(
+        i_prot: &mut dyn TInputProtocol,
+    ) -> thrift::Result<ThriftHiveMetastoreShowLocksResult> {
+        i_prot.read_struct_begin()?;
+        let mut f_0: Option<ShowLocksResponse> = None;
+        loop {
+            let field_ident = i_prot.read_field_begin()?;
+            if field_ident.field_type == TType::Stop {
+                break;
+            }
+            let field_id = field_id(&field_ident)?;
+            match field_id {
+                0 => {
+                    let val = ShowLocksResponse::read_from_in_protocol(i_prot)?;
+                    f_0 = Some(val);
+                }
+                _ => {
+                    i_prot.skip(field_ident.field_type)?;
+                }
+            };
+            i_prot.read_field_end()?;
+        }
+        i_prot.read_struct_end()?;
+        let ret = ThriftHiveMetastoreShowLocksResult { result_value: f_0 };
+        Ok(ret)
+    }
+    fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+        let struct_ident = TStructIdentifier::new("ThriftHiveMetastoreShowLocksResult");
+        o_prot.write_struct_begin(&struct_ident)?;
+        if let Some(ref fld_var) = self.result_value {
+            o_prot.write_field_begin(&TFieldIdentifier::new("result_value", TType::Struct, 0))?;
             fld_var.write_to_out_protocol(o_prot)?;
             o_prot.write_field_end()?
         }

@@ -344,7 +344,9 @@ async fn take_lock(
 /// What a lock error means for the run: someone else (or a lost lock) is busy.
 pub(super) fn lock_stop(e: LockError) -> Stop {
     match e {
-        LockError::Busy { .. } | LockError::Lost(_) => Stop::Busy(e.to_string()),
+        LockError::Busy { .. } | LockError::Lost(_) | LockError::Unanswered { .. } => {
+            Stop::Busy(e.to_string())
+        }
         LockError::Interrupted => Stop::Interrupted,
         LockError::Unsupported(_) | LockError::Failed(_) => Stop::Failed(e.into()),
     }
@@ -750,6 +752,16 @@ mod tests {
             lock_stop(LockError::Lost("timed out".into())),
             Stop::Busy(_)
         ));
+        let unanswered = LockError::Unanswered {
+            call: crate::metastore::MetastoreError::Timeout {
+                uri: "thrift://a:9083".into(),
+                method: "lock",
+                after: Duration::from_secs(120),
+                outcome_unknown: true,
+            },
+            settled: "the metastore holds no lock from that call".into(),
+        };
+        assert!(matches!(lock_stop(unanswered), Stop::Busy(_)));
         assert!(matches!(
             lock_stop(LockError::Interrupted),
             Stop::Interrupted

@@ -66,7 +66,9 @@ async fn under_table_lock<T>(
     let held = lock::acquire(metastore, &target, options, cancel, warnings)
         .await
         .map_err(|e| match e {
-            lock::LockError::Busy { .. } => Stop::Busy(e.to_string()),
+            lock::LockError::Busy { .. } | lock::LockError::Unanswered { .. } => {
+                Stop::Busy(e.to_string())
+            }
             other => Stop::Failed(anyhow!(other)),
         })?;
     let result = step.await;
