@@ -34,7 +34,8 @@ import org.apache.hadoop.security.UserGroupInformation;
  * <p>Ports default to 0, so the kernel picks free ones and several clusters can run side by
  * side. Once the cluster is up and the usual top directories exist, the chosen ports are written
  * to the ready file (Java properties, written to a temporary name then renamed, so a reader never
- * sees half a file). The script waits for that file.
+ * sees half a file). The script waits for that file. The ready file also names the port of
+ * {@link ClusterControl}, which stops and starts DataNodes and the NameNode for tests.
  *
  * <p>Usage: {@code ClusterDfs --dir DIR --ready-file FILE [--nn-port N] [--http-port N]
  * [--supergroup NAME] [--datanodes N] [--replication R]
@@ -310,7 +311,9 @@ public final class ClusterDfs {
     if (clientConf != null) {
       writeAtomically(Paths.get(clientConf).toAbsolutePath(), String.join("\n", client) + "\n");
     }
-    writeReadyFile(readyFile, cluster, defaultFs);
+    ClusterControl control = new ClusterControl(cluster, !ha && !viewfs);
+    control.start();
+    writeReadyFile(readyFile, cluster, defaultFs, control.port());
     System.out.println("ClusterDfs ready: " + defaultFs);
 
     stopped.await();
@@ -382,12 +385,13 @@ public final class ClusterDfs {
   }
 
   /** The ports of the first NameNode (the active one of --ha, nsA's of --viewfs). */
-  private static void writeReadyFile(Path readyFile, MiniDFSCluster cluster, String defaultFs)
-      throws IOException {
+  private static void writeReadyFile(Path readyFile, MiniDFSCluster cluster, String defaultFs,
+      int controlPort) throws IOException {
     writeAtomically(readyFile,
         "nn_rpc_port=" + cluster.getNameNode(0).getNameNodeAddress().getPort() + "\n"
         + "nn_http_port=" + cluster.getNameNode(0).getHttpAddress().getPort() + "\n"
         + "default_fs=" + defaultFs + "\n"
+        + "control_port=" + controlPort + "\n"
         + "pid=" + ProcessHandle.current().pid() + "\n");
   }
 
