@@ -221,10 +221,7 @@ final class ClusterControl {
   }
 
   private String holding(String path) throws Exception {
-    LocatedBlocks blocks = cluster.getNameNodeRpc(0).getBlockLocations(path, 0, Long.MAX_VALUE);
-    if (blocks == null) {
-      throw new IllegalArgumentException(path + " does not exist");
-    }
+    LocatedBlocks blocks = locate(path);
     LocatedBlock last = blocks.getLastLocatedBlock();
     if (last == null && !blocks.getLocatedBlocks().isEmpty()) {
       last = blocks.getLocatedBlocks().get(blocks.getLocatedBlocks().size() - 1);
@@ -250,6 +247,28 @@ final class ClusterControl {
       }
     }
     return true;
+  }
+
+  /**
+   * The blocks of {@code path} from the first active NameNode that has it: --ha may have failed
+   * over, and under --viewfs each NameNode holds its own namespace.
+   */
+  private LocatedBlocks locate(String path) throws Exception {
+    Exception first = null;
+    for (int i = 0; i < cluster.getNumNameNodes(); i++) {
+      if (!cluster.getNameNode(i).isActiveState()) {
+        continue;
+      }
+      try {
+        LocatedBlocks blocks = cluster.getNameNodeRpc(i).getBlockLocations(path, 0, Long.MAX_VALUE);
+        if (blocks != null) {
+          return blocks;
+        }
+      } catch (IOException e) {
+        first = first == null ? e : first;
+      }
+    }
+    throw first != null ? first : new IllegalArgumentException(path + " does not exist");
   }
 
   private String restartNameNode() throws Exception {
