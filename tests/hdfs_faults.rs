@@ -27,7 +27,7 @@
 
 pub mod common;
 
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -168,11 +168,36 @@ fn staged_output(part: &Part) -> Option<String> {
     list(&dir).0.first().map(|f| format!("{dir}/{f}"))
 }
 
+/// A run in the background, killed if the test fails before waiting for it: it must not swap
+/// behind the next test's back.
+struct Running(Option<Child>);
+
+impl Running {
+    fn ended(&mut self) -> bool {
+        let child = self.0.as_mut().expect("running");
+        child.try_wait().expect("wait").is_some()
+    }
+
+    fn output(mut self) -> Output {
+        let child = self.0.take().expect("running");
+        child.wait_with_output().expect("the run ends")
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(child) = self.0.as_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 /// `compact` of `part` (the text report: its failure is the last line of stderr), paused at
 /// `failpoint`; once its first output shows in the staging directory and the run had time to
 /// get to the pause, `fault` gets that output's URL. Returns the run's output.
 fn run_with_fault(part: &Part, failpoint: &str, fault: impl FnOnce(&str)) -> Output {
-    let mut run = command(&part.hms_uri)
+    let run = command(&part.hms_uri)
         .args([
             "compact",
             "--table",
@@ -188,13 +213,14 @@ fn run_with_fault(part: &Part, failpoint: &str, fault: impl FnOnce(&str)) -> Out
         .stderr(Stdio::piped())
         .spawn()
         .expect("the binary starts");
+    let mut run = Running(Some(run));
     let t0 = Instant::now();
     let output = loop {
         if let Some(output) = staged_output(part) {
             break output;
         }
-        if run.try_wait().expect("wait").is_some() {
-            let out = run.wait_with_output().expect("the run ends");
+        if run.ended() {
+            let out = run.output();
             panic!(
                 "{failpoint}: the run ended before it staged: {}",
                 describe(&out)
@@ -210,7 +236,7 @@ fn run_with_fault(part: &Part, failpoint: &str, fault: impl FnOnce(&str)) -> Out
     let acting = Instant::now();
     fault(&output);
     let acted = acting.elapsed();
-    let out = run.wait_with_output().expect("the run ends");
+    let out = run.output();
     eprintln!(
         "{failpoint}: the fault took {:.1} s ({:.1} s into the run, the pause {} s); the run \
          ended {:.1} s after it began, exit {}",
