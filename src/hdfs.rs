@@ -358,8 +358,8 @@ pub trait Files: Sync {
         recursive: bool,
     ) -> impl Future<Output = Result<bool, FsError>> + Send;
     /// Creates `file`, which must not exist yet, holding the chunks as they come; an `Err`
-    /// chunk (the producer failed) fails the write and leaves no file behind, as far as a
-    /// delete can.
+    /// chunk (the producer failed) fails the write, and a failed write or close leaves no file
+    /// behind, as far as a delete can.
     fn write_new(
         &self,
         file: &Location,
@@ -404,10 +404,12 @@ impl Files for Hdfs {
                 return Err(anyhow::anyhow!("writing {file}: {e}"));
             }
         }
-        writer
-            .close()
-            .await
-            .map_err(|e| anyhow::anyhow!("closing {file}: {e}"))?;
+        if let Err(e) = writer.close().await {
+            // A close that failed leaves the file as far as the NameNode got it, often empty
+            // (a pipeline that could not be built): as unusable as a half-written one.
+            let _ = Hdfs::delete(self, file, false).await;
+            return Err(anyhow::anyhow!("closing {file}: {e}"));
+        }
         Ok(())
     }
 }

@@ -271,7 +271,7 @@ where
         while let Some(next) = opens.next().await {
             let ((_, run), opened) = next?;
             let opened: Arc<Opened<R>> = Arc::new(opened);
-            for piece in run {
+            for piece in run.clone() {
                 let len = lengths[pieces[piece].source];
                 for range in split(pieces[piece].range.clone(), chunk) {
                     let share = Arc::clone(&budget)
@@ -300,6 +300,14 @@ where
                     }
                 }
             }
+            // Test builds pause here once per merged output (`compact::reading-inputs`): its
+            // first input's stripes are being read, the others' not yet (though their ends
+            // were read when they were opened ahead). A carried file's copy and a re-read for
+            // verification read one file: they never stop here.
+            #[cfg(feature = "failpoints")]
+            if run.start == 0 && run.end < pieces.len() {
+                fail::fail_point!("compact::reading-inputs");
+            }
         }
         Ok::<_, OrcError>(())
     };
@@ -321,6 +329,13 @@ where
                 sink.write(bytes).await?;
             }
             sums.push(hasher.digest());
+            // Test builds pause here once per merged output (`compact::writing-output`): its
+            // file is open, its first stripe handed to the writer, the rest to come. Pieces of
+            // one file (a carried file, a re-read for verification) never stop here.
+            #[cfg(feature = "failpoints")]
+            if p == 0 && pieces.iter().any(|q| q.source != piece.source) {
+                fail::fail_point!("compact::writing-output");
+            }
         }
         if let Some(task) = chunk_rx.recv().await {
             let extra = task.join().await?;

@@ -182,6 +182,12 @@ async fn decode_all<R: RangeRead + Send + 'static>(
     let mut input = first;
     for (i, expected) in rows.into_iter().enumerate() {
         if i > 0 {
+            // Test builds pause here (`compact::reading-inputs`) once the first input is
+            // decoded, before the next is taken (inputs opened ahead have read their ends).
+            #[cfg(feature = "failpoints")]
+            if i == 1 {
+                fail::fail_point!("compact::reading-inputs");
+            }
             input = next_input(&mut opens).await?;
         }
         let mut rows = 0;

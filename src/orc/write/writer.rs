@@ -264,6 +264,12 @@ impl<S: Sink> OrcWriter<S> {
             }
         }
         self.sink.write(Bytes::from(footer)).await?;
+        // Test builds pause here (`compact::writing-output`) once the first stripe of a
+        // re-encoded output is handed to the writer, before the rest and the tail.
+        #[cfg(feature = "failpoints")]
+        if self.stripes.len() == 1 {
+            fail::fail_point!("compact::writing-output");
+        }
         self.offset +=
             index_length + data_length + self.stripes.last().map_or(0, |s| s.footer_length());
         self.rows_in_stripe = 0;

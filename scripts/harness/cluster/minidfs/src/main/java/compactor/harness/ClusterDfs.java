@@ -28,16 +28,17 @@ import org.apache.hadoop.hdfs.server.namenode.NameNode;
 import org.apache.hadoop.security.UserGroupInformation;
 
 /**
- * Runs a MiniDFSCluster (one NameNode, one DataNode; more with the profiles below) on 127.0.0.1
- * until the process is told to stop (SIGTERM/SIGINT), for scripts/cluster.
+ * Runs a MiniDFSCluster (one NameNode, {@code --datanodes} DataNodes; more with the profiles
+ * below) on 127.0.0.1 until the process is told to stop (SIGTERM/SIGINT), for scripts/cluster.
  *
  * <p>Ports default to 0, so the kernel picks free ones and several clusters can run side by
  * side. Once the cluster is up and the usual top directories exist, the chosen ports are written
  * to the ready file (Java properties, written to a temporary name then renamed, so a reader never
- * sees half a file). The script waits for that file.
+ * sees half a file). The script waits for that file. The ready file also names the port of
+ * {@link ClusterControl}, which stops and starts DataNodes and the NameNode for tests.
  *
  * <p>Usage: {@code ClusterDfs --dir DIR --ready-file FILE [--nn-port N] [--http-port N]
- * [--supergroup NAME]
+ * [--supergroup NAME] [--datanodes N] [--replication R]
  * [--keytab FILE --realm REALM] [--client-conf FILE] [--ha true] [--ha-proxy CLASS]
  * [--ha-tail-period DURATION] [--viewfs true] [--kms-uri URI] [--ec true]}
  *
@@ -51,8 +52,8 @@ import org.apache.hadoop.security.UserGroupInformation;
  *       table {@code viewfs://cluster}.
  *   <li>{@code --kms-uri}: the key provider (a KMS already running) of the NameNodes and
  *       clients; the encryption zone /warehouse/ez on key ezkey.
- *   <li>{@code --ec}: five DataNodes; RS-3-2-1024k on /warehouse/ec_rs, XOR-2-1-1024k on
- *       /warehouse/ec_xor.
+ *   <li>{@code --ec}: RS-3-2-1024k on /warehouse/ec_rs, XOR-2-1-1024k on /warehouse/ec_xor;
+ *       needs five DataNodes.
  * </ul>
  *
  * <p>With {@code --client-conf FILE}, the settings a client needs are written there, one a line,
@@ -101,6 +102,8 @@ public final class ClusterDfs {
     int nnPort = Integer.parseInt(opts.getOrDefault("--nn-port", "0"));
     int httpPort = Integer.parseInt(opts.getOrDefault("--http-port", "0"));
     String superGroup = opts.getOrDefault("--supergroup", "supergroup");
+    int dataNodes = Integer.parseInt(opts.getOrDefault("--datanodes", "1"));
+    int replication = Integer.parseInt(opts.getOrDefault("--replication", "1"));
     // Kerberos (scripts/cluster start --secure): the keytab of hdfs/localhost and HTTP/localhost
     // and the realm; java.security.krb5.conf must name the KDC.
     String keytab = opts.get("--keytab");
@@ -112,13 +115,16 @@ public final class ClusterDfs {
     if (ha && viewfs) {
       throw new IllegalArgumentException("--ha and --viewfs together are not supported");
     }
+    if (ec && dataNodes < 5) {
+      throw new IllegalArgumentException("--ec needs 5 DataNodes (RS-3-2), not " + dataNodes);
+    }
 
     Files.createDirectories(dir);
     Files.deleteIfExists(readyFile);
     // Test utilities (the JournalNodes among them) put their data under this property.
     System.setProperty("test.build.data", dir.resolve("test-data").toString());
 
-    Configuration conf = configuration(dir, superGroup);
+    Configuration conf = configuration(dir, superGroup, replication);
     if (keytab != null) {
       secure(conf, keytab, required(opts, "--realm"));
     }
@@ -126,7 +132,6 @@ public final class ClusterDfs {
       conf.set("hadoop.security.key.provider.path", kmsUri);
       conf.set("dfs.encryption.key.provider.uri", kmsUri);
     }
-    int dataNodes = ec ? 5 : 1;
     if (ec) {
       // The policy a directory gets from `hdfs ec -setPolicy` without -policy, and the only one
       // enabled at start (instead of RS-6-3-1024k, which needs 9 DataNodes).
@@ -302,25 +307,27 @@ public final class ClusterDfs {
       client.add("env:CLUSTER_EC_XOR_DIR=" + EC_XOR_DIR);
       client.add("env:CLUSTER_EC_RS_POLICY=" + EC_RS);
       client.add("env:CLUSTER_EC_XOR_POLICY=" + EC_XOR);
-      client.add("env:CLUSTER_DATANODES=" + dataNodes);
     }
     if (clientConf != null) {
       writeAtomically(Paths.get(clientConf).toAbsolutePath(), String.join("\n", client) + "\n");
     }
-    writeReadyFile(readyFile, cluster, defaultFs);
+    ClusterControl control = new ClusterControl(cluster, !ha && !viewfs);
+    control.start();
+    writeReadyFile(readyFile, cluster, defaultFs, control.port());
     System.out.println("ClusterDfs ready: " + defaultFs);
 
     stopped.await();
   }
 
   /** Settings of a small, permission-checking HDFS whose data lives under {@code dir}. */
-  private static Configuration configuration(Path dir, String superGroup) throws IOException {
+  private static Configuration configuration(Path dir, String superGroup, int replication)
+      throws IOException {
     Configuration conf = new HdfsConfiguration();
     conf.set(MiniDFSCluster.HDFS_MINIDFS_BASEDIR, dir.toString());
     conf.setBoolean("dfs.permissions.enabled", true);
     conf.set("dfs.permissions.superusergroup", superGroup);
     conf.setBoolean("dfs.namenode.acls.enabled", true);
-    conf.setInt("dfs.replication", 1);
+    conf.setInt("dfs.replication", replication);
     // Small blocks keep multi-block files cheap to produce in tests.
     conf.setLong("dfs.namenode.fs-limits.min-block-size", 1024);
     // Whoever starts the cluster (the HDFS superuser) may impersonate anyone, so tests can act
@@ -378,12 +385,13 @@ public final class ClusterDfs {
   }
 
   /** The ports of the first NameNode (the active one of --ha, nsA's of --viewfs). */
-  private static void writeReadyFile(Path readyFile, MiniDFSCluster cluster, String defaultFs)
-      throws IOException {
+  private static void writeReadyFile(Path readyFile, MiniDFSCluster cluster, String defaultFs,
+      int controlPort) throws IOException {
     writeAtomically(readyFile,
         "nn_rpc_port=" + cluster.getNameNode(0).getNameNodeAddress().getPort() + "\n"
         + "nn_http_port=" + cluster.getNameNode(0).getHttpAddress().getPort() + "\n"
         + "default_fs=" + defaultFs + "\n"
+        + "control_port=" + controlPort + "\n"
         + "pid=" + ProcessHandle.current().pid() + "\n");
   }
 
