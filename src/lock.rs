@@ -540,7 +540,7 @@ impl<M: LockService> PartitionLock<M> {
         }
         self.heartbeat.abort();
         self.released = true;
-        match self.metastore.unlock(self.id).await {
+        match unlock_patiently(&self.metastore, self.id).await {
             Ok(()) => {}
             // The metastore timed it out: writers may have been in since.
             Err(e @ MetastoreError::NotFound { .. }) => return Err(LockError::Lost(e.to_string())),
@@ -591,28 +591,40 @@ impl<M: LockService> PartitionLock<M> {
     /// down) is asked again for up to [`RELEASE_RETRY`]: until the metastore times the lock
     /// out (`hive.txn.timeout`, 300 s by default), it keeps Hive's writers waiting, and a
     /// metastore back within that time frees them at once. A failure after that is returned
-    /// for a warning: the metastore times the lock out anyway once heartbeats stop.
+    /// for a warning: the metastore times the lock out anyway once heartbeats stop. The
+    /// upgrade to EXCLUSIVE releases the staging lock the same way.
     pub async fn release(mut self) -> Result<(), MetastoreError> {
         self.heartbeat.abort();
         self.released = true;
-        let started = Instant::now();
-        let mut pause = Duration::from_secs(1);
-        loop {
-            match self.metastore.unlock(self.id).await {
-                // Already gone (timed out, or an earlier attempt went through): nothing is held.
-                Ok(()) | Err(MetastoreError::NotFound { .. }) => return Ok(()),
-                Err(e) if started.elapsed() + pause < RELEASE_RETRY => {
-                    tracing::warn!(
-                        "releasing metastore lock {}: {e}; trying again in {}s",
-                        self.id,
-                        pause.as_secs()
-                    );
-                }
-                Err(e) => return Err(e),
-            }
-            tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(Duration::from_secs(15));
+        match unlock_patiently(&self.metastore, self.id).await {
+            // Already gone (timed out, or an earlier attempt went through): nothing is held.
+            Ok(()) | Err(MetastoreError::NotFound { .. }) => Ok(()),
+            Err(e) => Err(e),
         }
+    }
+}
+
+/// Unlocks, asking again (backing off) for up to [`RELEASE_RETRY`] while the metastore cannot
+/// answer: a metastore restarted or a database failing over gives the lock back within that
+/// time. What the metastore answers (`NotFound` included) ends it.
+async fn unlock_patiently(metastore: &impl LockService, id: i64) -> Result<(), MetastoreError> {
+    let started = Instant::now();
+    let mut pause = Duration::from_secs(1);
+    loop {
+        match metastore.unlock(id).await {
+            Err(e)
+                if !matches!(e, MetastoreError::NotFound { .. })
+                    && started.elapsed() + pause < RELEASE_RETRY =>
+            {
+                tracing::warn!(
+                    "releasing metastore lock {id}: {e}; trying again in {}s",
+                    pause.as_secs()
+                );
+            }
+            result => return result,
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(15));
     }
 }
 
@@ -1091,15 +1103,17 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_staging_lock_that_could_not_be_released_for_exclusive_is_released_at_the_end() {
+    async fn a_staging_lock_the_metastore_cannot_release_at_once_is_released_then_upgraded() {
         let locks = FakeLocks::default();
         let mut lock = staging(&locks, LockMode::IfSupported, &mut vec![])
             .await
             .unwrap()
             .expect("held");
         locks.script().unlock.push_back(broken());
-        let e = lock.upgrade(&CancellationToken::new()).await.unwrap_err();
-        assert!(matches!(e, LockError::Failed(_)), "{e}");
+        lock.upgrade(&CancellationToken::new()).await.unwrap();
+        assert_eq!(lock.kind(), LockType::EXCLUSIVE);
+        let unlocks = locks.calls().iter().filter(|c| *c == "unlock 1").count();
+        assert_eq!(unlocks, 2);
         lock.release().await.unwrap();
         assert!(locks.script().held.is_empty());
     }

@@ -232,7 +232,10 @@ fn settles(part: &Part, before: &common::partition::State, out: &Output, what: &
         part.rows,
         "{what}: rows after the next run"
     );
-    eprintln!("{what}: {status}, then {next_status}");
+    eprintln!(
+        "{what}: {status} ({}), then {next_status}",
+        r["reason"].as_str().unwrap_or("-")
+    );
     status
 }
 

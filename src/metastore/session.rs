@@ -107,6 +107,29 @@ struct Connection {
     client: Client,
     fallbacks: Fallbacks,
     uri: usize,
+    /// The connection's socket, to see whether the server closed it while it was idle.
+    probe: TcpStream,
+}
+
+impl Connection {
+    /// Whether the server has closed the connection (or reset it) since its last answer, as it
+    /// does when it restarts or drops idle clients. A request sent on such a connection fails,
+    /// and for a write the client could not tell whether it was applied; caught here it never
+    /// left, and a new connection serves it. Between calls nothing is due from the server, so
+    /// anything readable means the connection is gone (end of stream, a reset, or bytes out of
+    /// turn).
+    fn closed_by_server(&self) -> bool {
+        if self.probe.set_nonblocking(true).is_err() {
+            return false;
+        }
+        let readable = self.probe.peek(&mut [0u8; 1]);
+        // The socket is shared with the transport's halves, which need it blocking.
+        let restored = self.probe.set_nonblocking(false).is_ok();
+        match readable {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => !restored,
+            _ => true,
+        }
+    }
 }
 
 fn tcp_connect(cfg: &MetastoreConfig, uri: &MetastoreUri) -> Result<TcpStream, String> {
@@ -240,9 +263,10 @@ fn digest_open(
     Ok((Box::new(r), Box::new(w)))
 }
 
-fn open(cfg: &MetastoreConfig, uri: &MetastoreUri) -> Result<Client, OpenError> {
+fn open(cfg: &MetastoreConfig, uri: &MetastoreUri) -> Result<(Client, TcpStream), OpenError> {
     let stream = tcp_connect(cfg, uri)?;
     let setup = |e: io::Error| format!("{uri}: {e}");
+    let probe = stream.try_clone().map_err(setup)?;
     stream.set_nodelay(true).map_err(setup)?;
     stream
         .set_read_timeout(Some(cfg.io_timeout))
@@ -288,7 +312,9 @@ fn open(cfg: &MetastoreConfig, uri: &MetastoreUri) -> Result<Client, OpenError> 
     // A TCP accept proves little (a wrong transport, SASL, or a hung server all accept), so
     // make one cheap call that touches no metastore database.
     match client.get_config_value("hive.metastore.warehouse.dir".to_owned(), String::new()) {
-        Ok(_) | Err(thrift::Error::User(_)) | Err(thrift::Error::Application(_)) => Ok(client),
+        Ok(_) | Err(thrift::Error::User(_)) | Err(thrift::Error::Application(_)) => {
+            Ok((client, probe))
+        }
         Err(thrift::Error::Transport(e)) if e.kind == TransportErrorKind::TimedOut => Err(format!(
             "{uri} accepted the connection but did not answer within {:?}",
             cfg.io_timeout
@@ -350,7 +376,7 @@ impl Session {
             let i = (self.next + k) % n;
             let uri = &self.cfg.uris[i];
             match open(&self.cfg, uri) {
-                Ok(client) => {
+                Ok((client, probe)) => {
                     tracing::info!(%uri, "connected to metastore");
                     self.next = i;
                     *self.answered.lock().unwrap_or_else(|p| p.into_inner()) = Some(uri.clone());
@@ -358,6 +384,7 @@ impl Session {
                         client,
                         fallbacks: Fallbacks::default(),
                         uri: i,
+                        probe,
                     });
                     return Ok(());
                 }
@@ -422,6 +449,13 @@ impl Session {
     ) -> Result<T, MetastoreError> {
         let mut attempt = 0;
         loop {
+            if self.conn.as_ref().is_some_and(Connection::closed_by_server) {
+                tracing::info!(
+                    method,
+                    "the metastore closed the idle connection; reconnecting"
+                );
+                self.drop_connection();
+            }
             if self.conn.is_none() {
                 self.connect()?;
             }
