@@ -27,13 +27,13 @@
 
 pub mod common;
 
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Output, Stdio};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use common::hdfs::{files_in, list, loc};
 use common::partition::{assert_untouched, Part, State};
-use common::{code, command, describe, env, own_database, repo, stderr, stdout, OwnDatabase};
+use common::{code, command, describe, env, own_database, stderr, stdout, OwnDatabase};
 
 /// How long a run stays paused at its failpoint: a DataNode's kill or restart takes a second,
 /// the NameNode's restart about seven on this small machine.
@@ -57,26 +57,6 @@ fn turn() -> MutexGuard<'static, ()> {
     TURN.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn scripts_cluster(args: &[&str]) -> Output {
-    Command::new(repo().join("scripts/cluster"))
-        .args(args)
-        .output()
-        .expect("scripts/cluster runs")
-}
-
-/// `scripts/cluster ARGS` on the cluster of `CLUSTER_DIR`: its stdout; its line on stderr (what
-/// it did) is printed.
-fn cluster(args: &[&str]) -> String {
-    let out = scripts_cluster(args);
-    assert!(
-        out.status.success(),
-        "scripts/cluster {args:?}: {}",
-        stderr(&out)
-    );
-    eprint!("{}", stderr(&out));
-    stdout(&out)
-}
-
 /// Whether faults can be made in this cluster and it survives losing a DataNode; says why not
 /// when not.
 fn can_fault(test: &str) -> bool {
@@ -92,7 +72,7 @@ fn can_fault(test: &str) -> bool {
     } else if std::env::var_os("CLUSTER_DIR").is_none() {
         Some("CLUSTER_DIR is not set (eval \"$(scripts/cluster env)\" exports it)".to_string())
     } else {
-        let out = scripts_cluster(&["datanode", "list"]);
+        let out = common::cluster::try_run(&["datanode", "list"]);
         (!out.status.success()).then(|| {
             format!(
                 "`scripts/cluster datanode list` failed: {}",
@@ -125,13 +105,13 @@ struct Killed(Vec<String>);
 
 impl Killed {
     fn kill(&mut self, datanode: &str) {
-        cluster(&["datanode", "kill", datanode]);
+        common::cluster::run(&["datanode", "kill", datanode]);
         self.0.push(datanode.to_string());
     }
 
     fn restore(&mut self) {
         for datanode in std::mem::take(&mut self.0) {
-            cluster(&["datanode", "start", &datanode]);
+            common::cluster::run(&["datanode", "start", &datanode]);
         }
     }
 }
@@ -139,7 +119,7 @@ impl Killed {
 impl Drop for Killed {
     fn drop(&mut self) {
         for datanode in std::mem::take(&mut self.0) {
-            let out = scripts_cluster(&["datanode", "start", &datanode]);
+            let out = common::cluster::try_run(&["datanode", "start", &datanode]);
             if !out.status.success() {
                 eprintln!(
                     "DataNode {datanode} could not be started again: {}",
@@ -152,7 +132,7 @@ impl Drop for Killed {
 
 /// The DataNodes (numbers) the NameNode lists for the last block of `file` (a URL).
 fn holding(file: &str) -> Vec<String> {
-    cluster(&["datanode", "holding", &loc(file).path])
+    common::cluster::run(&["datanode", "holding", &loc(file).path])
         .split_whitespace()
         .map(str::to_string)
         .collect()
@@ -424,7 +404,22 @@ fn a_datanode_restarted_after_staging() {
     let before = part.state(true);
     let out = run_with_fault(&part, "compact::after-stage", |output| {
         // Verification reads the output back from it next.
-        cluster(&["datanode", "restart", &holding(output)[0]]);
+        common::cluster::run(&["datanode", "restart", &holding(output)[0]]);
+    });
+    let ended = ended(&part, &before, &out, what);
+    next_run_completes(&part, &ended, what);
+}
+
+/// The NameNode restarted while a run is paused at `failpoint`.
+fn namenode_restarted_at(failpoint: &str, spec: &str, what: &str) {
+    if !can_restart_the_namenode(what) {
+        return;
+    }
+    let _turn = turn();
+    let part = part("ext_p3", spec);
+    let before = part.state(true);
+    let out = run_with_fault(&part, failpoint, |_| {
+        common::cluster::run(&["namenode", "restart"]);
     });
     let ended = ended(&part, &before, &out, what);
     next_run_completes(&part, &ended, what);
@@ -432,32 +427,18 @@ fn a_datanode_restarted_after_staging() {
 
 #[test]
 fn the_namenode_restarted_after_staging() {
-    let what = "the NameNode restarted after staging";
-    if !can_restart_the_namenode(what) {
-        return;
-    }
-    let _turn = turn();
-    let part = part("ext_p3", "region=eu/dt=2024-01-01/hour=13");
-    let before = part.state(true);
-    let out = run_with_fault(&part, "compact::after-stage", |_| {
-        cluster(&["namenode", "restart"]);
-    });
-    let ended = ended(&part, &before, &out, what);
-    next_run_completes(&part, &ended, what);
+    namenode_restarted_at(
+        "compact::after-stage",
+        "region=eu/dt=2024-01-01/hour=13",
+        "the NameNode restarted after staging",
+    );
 }
 
 #[test]
 fn the_namenode_restarted_while_an_output_is_written() {
-    let what = "the NameNode restarted while an output is written";
-    if !can_restart_the_namenode(what) {
-        return;
-    }
-    let _turn = turn();
-    let part = part("ext_p3", "region=eu/dt=2024-01-02/hour=00");
-    let before = part.state(true);
-    let out = run_with_fault(&part, "compact::writing-output", |_| {
-        cluster(&["namenode", "restart"]);
-    });
-    let ended = ended(&part, &before, &out, what);
-    next_run_completes(&part, &ended, what);
+    namenode_restarted_at(
+        "compact::writing-output",
+        "region=eu/dt=2024-01-02/hour=00",
+        "the NameNode restarted while an output is written",
+    );
 }

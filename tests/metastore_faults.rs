@@ -13,8 +13,7 @@
 
 pub mod common;
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -39,75 +38,48 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     TURN.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The cluster's state directory, when the metastore runs on a database server this test may
-/// stop; `None` (with the reason printed) otherwise.
-fn server_cluster() -> Option<PathBuf> {
-    let kind = std::env::var("CLUSTER_METASTORE_DB").unwrap_or_else(|_| "derby".into());
-    let dir = std::env::var("CLUSTER_DIR").ok();
-    match (kind.as_str(), dir) {
-        ("derby", _) => {
-            eprintln!("skipped: the metastore runs on embedded Derby (no database server to stop)");
-            None
-        }
-        (_, None) => {
-            eprintln!("skipped: CLUSTER_DIR is not set (run through scripts/test)");
-            None
-        }
-        (_, Some(dir)) => Some(PathBuf::from(dir)),
-    }
-}
-
-/// The cluster's state directory, for `scripts/cluster hms restart`; `None` (with the reason
-/// printed) when the test environment does not name it.
-fn cluster_dir() -> Option<PathBuf> {
-    let dir = std::env::var("CLUSTER_DIR").ok().map(PathBuf::from);
-    if dir.is_none() {
+/// Whether the test environment names the cluster (`CLUSTER_DIR`) that `scripts/cluster`'s
+/// fault commands act on; says why not when not.
+fn cluster_named() -> bool {
+    let named = std::env::var_os("CLUSTER_DIR").is_some();
+    if !named {
         eprintln!("skipped: CLUSTER_DIR is not set (run through scripts/test)");
     }
-    dir
+    named
 }
 
-/// `scripts/cluster ARGS` on the test cluster; panics unless it succeeds.
-fn cluster(dir: &PathBuf, args: &[&str]) {
-    let out = Command::new(common::repo().join("scripts/cluster"))
-        .args(args)
-        .env("CLUSTER_DIR", dir)
-        .output()
-        .expect("scripts/cluster runs");
-    assert!(
-        out.status.success(),
-        "scripts/cluster {args:?}: {}",
-        describe(&out)
-    );
+/// Whether the metastore runs on a database server this test may stop; says why not when not.
+fn database_server() -> bool {
+    if std::env::var("CLUSTER_METASTORE_DB").map_or(true, |db| db == "derby") {
+        eprintln!("skipped: the metastore runs on embedded Derby (no database server to stop)");
+        return false;
+    }
+    cluster_named()
 }
 
 /// The metastore's database stopped; started again when dropped (also when a test fails).
-struct DatabaseDown<'a> {
-    dir: &'a PathBuf,
+struct DatabaseDown {
     up: bool,
 }
 
-impl<'a> DatabaseDown<'a> {
-    fn stop(dir: &'a PathBuf) -> Self {
-        cluster(dir, &["metastore-db", "stop"]);
-        DatabaseDown { dir, up: false }
+impl DatabaseDown {
+    fn stop() -> Self {
+        common::cluster::run(&["metastore-db", "stop"]);
+        DatabaseDown { up: false }
     }
 
     fn start(&mut self) {
         if !self.up {
-            cluster(self.dir, &["metastore-db", "start"]);
+            common::cluster::run(&["metastore-db", "start"]);
             self.up = true;
         }
     }
 }
 
-impl Drop for DatabaseDown<'_> {
+impl Drop for DatabaseDown {
     fn drop(&mut self) {
         if !self.up {
-            let _ = Command::new(common::repo().join("scripts/cluster"))
-                .args(["metastore-db", "start"])
-                .env("CLUSTER_DIR", self.dir)
-                .status();
+            common::cluster::try_run(&["metastore-db", "start"]);
         }
     }
 }
@@ -283,12 +255,14 @@ fn a_lock_call_answered_too_late_is_busy_and_the_lock_it_was_granted_released() 
 /// going, so that a run that failed gets its lock released before it exits).
 fn database_down_at(spec: &str, step: Step, down_for: Duration) {
     let _turn = one_at_a_time();
-    let Some(dir) = server_cluster() else { return };
+    if !database_server() {
+        return;
+    }
     let part = part(spec);
     let before = part.state(false);
     let (out, what) = match step {
         Step::BeforeLock => {
-            let mut down = DatabaseDown::stop(&dir);
+            let mut down = DatabaseDown::stop();
             let child = command(&part.hms_uri)
                 .args(part.args("compact", &[]))
                 .stdout(Stdio::piped())
@@ -304,7 +278,7 @@ fn database_down_at(spec: &str, step: Step, down_for: Duration) {
         }
         Step::Staging | Step::Swap => {
             let child = start_paused(&part, step, Duration::from_secs(5));
-            let mut down = DatabaseDown::stop(&dir);
+            let mut down = DatabaseDown::stop();
             std::thread::sleep(down_for);
             down.start();
             let what = match step {
@@ -322,7 +296,7 @@ fn the_database_down_before_the_lock() {
     database_down_at(
         "region=eu/dt=2024-01-01/hour=13",
         Step::BeforeLock,
-        Duration::from_secs(45),
+        Duration::from_secs(30),
     );
 }
 
@@ -331,7 +305,7 @@ fn the_database_down_while_staging() {
     database_down_at(
         "region=eu/dt=2024-01-02/hour=00",
         Step::Staging,
-        Duration::from_secs(45),
+        Duration::from_secs(30),
     );
 }
 
@@ -340,18 +314,20 @@ fn the_database_down_at_the_swap() {
     database_down_at(
         "region=eu/dt=2024-01-02/hour=13",
         Step::Swap,
-        Duration::from_secs(45),
+        Duration::from_secs(30),
     );
 }
 
 #[test]
 fn the_database_down_at_cleanup_loses_nothing_and_the_next_cleanup_completes() {
     let _turn = one_at_a_time();
-    let Some(dir) = server_cluster() else { return };
+    if !database_server() {
+        return;
+    }
     let part = part("region=us/dt=2024-01-01/hour=00");
     part.ok("compact", &[], 0);
     let out = {
-        let _down = DatabaseDown::stop(&dir);
+        let _down = DatabaseDown::stop();
         let table = part.qualified();
         common::run_against(
             &part.hms_uri,
@@ -394,17 +370,19 @@ fn the_database_down_at_cleanup_loses_nothing_and_the_next_cleanup_completes() {
 
 fn metastore_restarted_at(spec: &str, step: Step) {
     let _turn = one_at_a_time();
-    let Some(dir) = cluster_dir() else { return };
+    if !cluster_named() {
+        return;
+    }
     let part = part(spec);
     let before = part.state(false);
     let out = match step {
         Step::BeforeLock => {
-            cluster(&dir, &["hms", "restart"]);
+            common::cluster::run(&["hms", "restart"]);
             part.compact(&[])
         }
         Step::Staging | Step::Swap => {
             let child = start_paused(&part, step, Duration::from_secs(20));
-            cluster(&dir, &["hms", "restart"]);
+            common::cluster::run(&["hms", "restart"]);
             child.wait_with_output().expect("the run ends")
         }
     };

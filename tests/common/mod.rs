@@ -8,6 +8,7 @@
 //! Every test file declares `pub mod common;`: each compiles this module on its own and uses a
 //! part of it, and public items of a public module are not dead code.
 
+pub mod cluster;
 pub mod compaction;
 pub mod failpoints;
 pub mod fingerprint;
