@@ -508,7 +508,10 @@ fn migrates_and_reverts_on_hms_3_1() {
     assert_eq!(null_part["files_planned"], 10, "{null_part}");
     let one = read_back_at(&uri, &name, &hive, &["id=100"]);
     assert_eq!(one["equal"], true, "{one}");
-    assert_eq!(one["files_planned"], 7, "{one}");
+    // One file a partition holds id 100; a metastore on MariaDB (Hive's latin1 schema) holds
+    // one partition fewer (the manifest leaves it out).
+    let partitions = fx.table("escaped").partitions.len();
+    assert_eq!(one["files_planned"], partitions, "{one}");
 
     let out = common::run_against(&uri, &["iceberg", "revert", "--table", &name, "--json"]);
     assert_eq!(code(&out), 0, "{}", describe(&out));

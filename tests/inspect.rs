@@ -712,7 +712,12 @@ fn hms_31_and_4x_report_the_same_facts() {
             s.replace(fx.default_fs.trim_end_matches('/'), "hdfs://<namenode>")
         };
         let out = fix(stdout(o));
-        let json: Value = serde_json::from_str(&out).unwrap_or(Value::String(out));
+        let mut json: Value = serde_json::from_str(&out).unwrap_or(Value::String(out));
+        // A metastore on MariaDB (Hive's latin1 schema) holds fewer partitions of a table with
+        // names beyond latin1 (its manifest leaves them out): each count is its manifest's.
+        if json["partitions"] == t.partitions.len() {
+            json["partitions"] = Value::from("<the manifest's partitions>");
+        }
         (code(o), json, fix(stderr(o)))
     };
     let mut errors = vec![];
