@@ -17,6 +17,7 @@ use std::process::{Child, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use common::failpoints;
 use common::partition::{assert_untouched, Part};
 use common::proxy::{Fault, Proxy};
 use common::{code, command, describe, env, json, rt, OwnDatabase};
@@ -84,7 +85,7 @@ impl Drop for DatabaseDown {
     }
 }
 
-/// Where a run is paused: the failpoint, and how the test sees that the run got there.
+/// Where a run is paused (a failpoint; its work directory shows when it got there).
 #[derive(Clone, Copy)]
 enum Step {
     /// Before anything: the fault comes first.
@@ -103,17 +104,6 @@ impl Step {
             Step::Swap => Some("compact::before-swap"),
         }
     }
-
-    /// Whether the paused run's work directory shows it is there.
-    fn reached(self, entries: &[String]) -> bool {
-        match self {
-            Step::BeforeLock => true,
-            Step::Staging => entries.iter().any(|n| n.ends_with(".staging")),
-            Step::Swap => entries
-                .iter()
-                .any(|n| !n.ends_with(".staging") && !n.ends_with(".json")),
-        }
-    }
 }
 
 /// Starts `compact` of `part` paused `pause` at `step`, waits until it is there (and a moment
@@ -128,7 +118,10 @@ fn start_paused(part: &Part, step: Step, pause: Duration) -> Child {
     }
     let mut child = c.spawn().expect("the binary starts");
     let t0 = Instant::now();
-    while !step.reached(&part.work_entries()) {
+    while !step
+        .failpoint()
+        .is_none_or(|fp| failpoints::work_shows(fp, &part.work_entries()))
+    {
         assert!(
             child.try_wait().expect("wait").is_none(),
             "the run ended before it got to the fault"

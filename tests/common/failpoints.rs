@@ -61,24 +61,31 @@ pub fn kill_when(part: &Part, failpoints: &str, mut ready: impl FnMut() -> bool)
     child.wait().expect("reaped");
 }
 
+/// Whether a run paused at the pre-swap failpoint `fp` shows it got there in its work
+/// directory's `entries`: a staging directory after staging and verifying, the published one
+/// after. Nothing is visible before staging (`compact::before-stage`): never.
+pub fn work_shows(fp: &str, entries: &[String]) -> bool {
+    match fp {
+        "compact::before-stage" => false,
+        "compact::after-stage" | "compact::after-verify" => {
+            entries.iter().any(|n| n.ends_with(".staging"))
+        }
+        _ => entries
+            .iter()
+            .any(|n| !n.ends_with(".staging") && !n.ends_with(".json")),
+    }
+}
+
 /// Pauses a run at `fp`, kills it with SIGKILL once it is there, and returns what its work
 /// directory held at the kill.
 pub fn kill_while_paused(part: &Part, fp: &str) -> Vec<String> {
-    // Where the run must have got to before it pauses there: nothing visible yet before
-    // staging; a staging directory after staging and verifying; the published one after.
-    let published = |e: &[String]| {
-        e.iter()
-            .any(|n| !n.ends_with(".staging") && !n.ends_with(".json"))
-    };
-    let staged = |e: &[String]| e.iter().any(|n| n.ends_with(".staging"));
     let t0 = Instant::now();
     let mut entries = vec![];
     kill_when(part, &format!("{fp}=sleep(30000)"), || {
         entries = part.work_entries();
         let there = match fp {
             "compact::before-stage" => t0.elapsed() > Duration::from_secs(3),
-            "compact::after-stage" | "compact::after-verify" => staged(&entries),
-            _ => published(&entries),
+            _ => work_shows(fp, &entries),
         };
         // Give a run that just created its directory time to finish the step and reach the
         // pause.
