@@ -668,5 +668,8 @@ service ThriftHiveMetastore {
   // Kerberos (GSSAPI). The token travels in Hadoop's URL-safe string form.
   string get_delegation_token(1: string token_owner, 2: string renewer_kerberos_principal_name)
       throws (1: MetaException o1)
+  // The token's new expiry, milliseconds since the epoch; only its renewer may renew it, and
+  // never past the token's maximum date.
+  i64 renew_delegation_token(1: string token_str_form) throws (1: MetaException o1)
   void cancel_delegation_token(1: string token_str_form) throws (1: MetaException o1)
 }

@@ -526,6 +526,22 @@ impl Metastore {
         })
     }
 
+    /// Renews `token` (only its renewer may): it stays valid one more renew interval of the
+    /// metastore's (`metastore.cluster.delegation.token.renew-interval`, a day by default), never
+    /// past its maximum date. Returns the new expiry, milliseconds since the epoch. Safe to
+    /// resend: a second renewal only moves the same expiry again.
+    pub async fn renew_delegation_token(&self, token: &DelegationToken) -> Result<i64> {
+        let encoded = token.encode();
+        let what = format!("delegation token {}", token.describe());
+        self.run(
+            "renew_delegation_token",
+            what,
+            Call::Idempotent,
+            move |c, _| c.renew_delegation_token(encoded.clone()),
+        )
+        .await
+    }
+
     /// Cancels `token`: the metastore forgets it, and logins with it fail from then on. Only its
     /// owner or its renewer may.
     pub async fn cancel_delegation_token(&self, token: &DelegationToken) -> Result<()> {

@@ -9002,6 +9002,7 @@ pub trait TThriftHiveMetastoreSyncClient {
         token_owner: String,
         renewer_kerberos_principal_name: String,
     ) -> thrift::Result<String>;
+    fn renew_delegation_token(&mut self, token_str_form: String) -> thrift::Result<i64>;
     fn cancel_delegation_token(&mut self, token_str_form: String) -> thrift::Result<()>;
 }
 
@@ -10265,6 +10266,38 @@ impl<C: TThriftClient + TThriftHiveMetastoreSyncClientMarker> TThriftHiveMetasto
             result.ok_or()
         }
     }
+    fn renew_delegation_token(&mut self, token_str_form: String) -> thrift::Result<i64> {
+        ({
+            self.increment_sequence_number();
+            let message_ident = TMessageIdentifier::new(
+                "renew_delegation_token",
+                TMessageType::Call,
+                self.sequence_number(),
+            );
+            let call_args = ThriftHiveMetastoreRenewDelegationTokenArgs { token_str_form };
+            self.o_prot_mut().write_message_begin(&message_ident)?;
+            call_args.write_to_out_protocol(self.o_prot_mut())?;
+            self.o_prot_mut().write_message_end()?;
+            self.o_prot_mut().flush()
+        })?;
+        {
+            let message_ident = self.i_prot_mut().read_message_begin()?;
+            verify_expected_sequence_number(self.sequence_number(), message_ident.sequence_number)?;
+            verify_expected_service_call("renew_delegation_token", &message_ident.name)?;
+            if message_ident.message_type == TMessageType::Exception {
+                let remote_error =
+                    thrift::Error::read_application_error_from_in_protocol(self.i_prot_mut())?;
+                self.i_prot_mut().read_message_end()?;
+                return Err(thrift::Error::Application(remote_error));
+            }
+            verify_expected_message_type(TMessageType::Reply, message_ident.message_type)?;
+            let result = ThriftHiveMetastoreRenewDelegationTokenResult::read_from_in_protocol(
+                self.i_prot_mut(),
+            )?;
+            self.i_prot_mut().read_message_end()?;
+            result.ok_or()
+        }
+    }
     fn cancel_delegation_token(&mut self, token_str_form: String) -> thrift::Result<()> {
         ({
             self.increment_sequence_number();
@@ -10427,6 +10460,7 @@ pub trait ThriftHiveMetastoreSyncHandler {
         token_owner: String,
         renewer_kerberos_principal_name: String,
     ) -> thrift::Result<String>;
+    fn handle_renew_delegation_token(&self, token_str_form: String) -> thrift::Result<i64>;
     fn handle_cancel_delegation_token(&self, token_str_form: String) -> thrift::Result<()>;
 }
 
@@ -10887,6 +10921,19 @@ impl<H: ThriftHiveMetastoreSyncHandler> ThriftHiveMetastoreSyncProcessor<H> {
         o_prot: &mut dyn TOutputProtocol,
     ) -> thrift::Result<()> {
         TThriftHiveMetastoreProcessFunctions::process_get_delegation_token(
+            &self.handler,
+            incoming_sequence_number,
+            i_prot,
+            o_prot,
+        )
+    }
+    fn process_renew_delegation_token(
+        &self,
+        incoming_sequence_number: i32,
+        i_prot: &mut dyn TInputProtocol,
+        o_prot: &mut dyn TOutputProtocol,
+    ) -> thrift::Result<()> {
+        TThriftHiveMetastoreProcessFunctions::process_renew_delegation_token(
             &self.handler,
             incoming_sequence_number,
             i_prot,
@@ -14620,6 +14667,93 @@ impl TThriftHiveMetastoreProcessFunctions {
             },
         }
     }
+    pub fn process_renew_delegation_token<H: ThriftHiveMetastoreSyncHandler>(
+        handler: &H,
+        incoming_sequence_number: i32,
+        i_prot: &mut dyn TInputProtocol,
+        o_prot: &mut dyn TOutputProtocol,
+    ) -> thrift::Result<()> {
+        let args = ThriftHiveMetastoreRenewDelegationTokenArgs::read_from_in_protocol(i_prot)?;
+        match handler.handle_renew_delegation_token(args.token_str_form) {
+            Ok(handler_return) => {
+                let message_ident = TMessageIdentifier::new(
+                    "renew_delegation_token",
+                    TMessageType::Reply,
+                    incoming_sequence_number,
+                );
+                o_prot.write_message_begin(&message_ident)?;
+                let ret = ThriftHiveMetastoreRenewDelegationTokenResult {
+                    result_value: Some(handler_return),
+                    o1: None,
+                };
+                ret.write_to_out_protocol(o_prot)?;
+                o_prot.write_message_end()?;
+                o_prot.flush()
+            }
+            Err(e) => match e {
+                thrift::Error::User(usr_err) => {
+                    if usr_err.downcast_ref::<MetaException>().is_some() {
+                        let err = usr_err
+                            .downcast::<MetaException>()
+                            .expect("downcast already checked");
+                        let ret_err = ThriftHiveMetastoreRenewDelegationTokenResult {
+                            result_value: None,
+                            o1: Some(*err),
+                        };
+                        let message_ident = TMessageIdentifier::new(
+                            "renew_delegation_token",
+                            TMessageType::Reply,
+                            incoming_sequence_number,
+                        );
+                        o_prot.write_message_begin(&message_ident)?;
+                        ret_err.write_to_out_protocol(o_prot)?;
+                        o_prot.write_message_end()?;
+                        o_prot.flush()
+                    } else {
+                        let ret_err = {
+                            ApplicationError::new(
+                                ApplicationErrorKind::Unknown,
+                                usr_err.to_string(),
+                            )
+                        };
+                        let message_ident = TMessageIdentifier::new(
+                            "renew_delegation_token",
+                            TMessageType::Exception,
+                            incoming_sequence_number,
+                        );
+                        o_prot.write_message_begin(&message_ident)?;
+                        thrift::Error::write_application_error_to_out_protocol(&ret_err, o_prot)?;
+                        o_prot.write_message_end()?;
+                        o_prot.flush()
+                    }
+                }
+                thrift::Error::Application(app_err) => {
+                    let message_ident = TMessageIdentifier::new(
+                        "renew_delegation_token",
+                        TMessageType::Exception,
+                        incoming_sequence_number,
+                    );
+                    o_prot.write_message_begin(&message_ident)?;
+                    thrift::Error::write_application_error_to_out_protocol(&app_err, o_prot)?;
+                    o_prot.write_message_end()?;
+                    o_prot.flush()
+                }
+                _ => {
+                    let ret_err =
+                        { ApplicationError::new(ApplicationErrorKind::Unknown, e.to_string()) };
+                    let message_ident = TMessageIdentifier::new(
+                        "renew_delegation_token",
+                        TMessageType::Exception,
+                        incoming_sequence_number,
+                    );
+                    o_prot.write_message_begin(&message_ident)?;
+                    thrift::Error::write_application_error_to_out_protocol(&ret_err, o_prot)?;
+                    o_prot.write_message_end()?;
+                    o_prot.flush()
+                }
+            },
+        }
+    }
     pub fn process_cancel_delegation_token<H: ThriftHiveMetastoreSyncHandler>(
         handler: &H,
         incoming_sequence_number: i32,
@@ -14812,6 +14946,9 @@ impl<H: ThriftHiveMetastoreSyncHandler> TProcessor for ThriftHiveMetastoreSyncPr
             "show_locks" => self.process_show_locks(message_ident.sequence_number, i_prot, o_prot),
             "get_delegation_token" => {
                 self.process_get_delegation_token(message_ident.sequence_number, i_prot, o_prot)
+            }
+            "renew_delegation_token" => {
+                self.process_renew_delegation_token(message_ident.sequence_number, i_prot, o_prot)
             }
             "cancel_delegation_token" => {
                 self.process_cancel_delegation_token(message_ident.sequence_number, i_prot, o_prot)
@@ -20102,6 +20239,135 @@ impl ThriftHiveMetastoreGetDelegationTokenResult {
         if let Some(ref fld_var) = self.result_value {
             o_prot.write_field_begin(&TFieldIdentifier::new("result_value", TType::String, 0))?;
             o_prot.write_string(fld_var)?;
+            o_prot.write_field_end()?
+        }
+        if let Some(ref fld_var) = self.o1 {
+            o_prot.write_field_begin(&TFieldIdentifier::new("o1", TType::Struct, 1))?;
+            fld_var.write_to_out_protocol(o_prot)?;
+            o_prot.write_field_end()?
+        }
+        o_prot.write_field_stop()?;
+        o_prot.write_struct_end()
+    }
+}
+
+//
+// ThriftHiveMetastoreRenewDelegationTokenArgs
+//
+
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+struct ThriftHiveMetastoreRenewDelegationTokenArgs {
+    token_str_form: String,
+}
+
+impl ThriftHiveMetastoreRenewDelegationTokenArgs {
+    fn read_from_in_protocol(
+        i_prot: &mut dyn TInputProtocol,
+    ) -> thrift::Result<ThriftHiveMetastoreRenewDelegationTokenArgs> {
+        i_prot.read_struct_begin()?;
+        let mut f_1: Option<String> = None;
+        loop {
+            let field_ident = i_prot.read_field_begin()?;
+            if field_ident.field_type == TType::Stop {
+                break;
+            }
+            let field_id = field_id(&field_ident)?;
+            match field_id {
+                1 => {
+                    let val = i_prot.read_string()?;
+                    f_1 = Some(val);
+                }
+                _ => {
+                    i_prot.skip(field_ident.field_type)?;
+                }
+            };
+            i_prot.read_field_end()?;
+        }
+        i_prot.read_struct_end()?;
+        verify_required_field_exists(
+            "ThriftHiveMetastoreRenewDelegationTokenArgs.token_str_form",
+            &f_1,
+        )?;
+        let ret = ThriftHiveMetastoreRenewDelegationTokenArgs {
+            token_str_form: f_1
+                .expect("auto-generated code should have checked for presence of required fields"),
+        };
+        Ok(ret)
+    }
+    fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+        let struct_ident = TStructIdentifier::new("renew_delegation_token_args");
+        o_prot.write_struct_begin(&struct_ident)?;
+        o_prot.write_field_begin(&TFieldIdentifier::new("token_str_form", TType::String, 1))?;
+        o_prot.write_string(&self.token_str_form)?;
+        o_prot.write_field_end()?;
+        o_prot.write_field_stop()?;
+        o_prot.write_struct_end()
+    }
+}
+
+//
+// ThriftHiveMetastoreRenewDelegationTokenResult
+//
+
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+struct ThriftHiveMetastoreRenewDelegationTokenResult {
+    result_value: Option<i64>,
+    o1: Option<MetaException>,
+}
+
+impl ThriftHiveMetastoreRenewDelegationTokenResult {
+    fn ok_or(self) -> thrift::Result<i64> {
+        if self.o1.is_some() {
+            Err(thrift::Error::User(Box::new(self.o1.unwrap())))
+        } else if self.result_value.is_some() {
+            Ok(self.result_value.unwrap())
+        } else {
+            Err(thrift::Error::Application(ApplicationError::new(
+                ApplicationErrorKind::MissingResult,
+                "no result received for ThriftHiveMetastoreRenewDelegationToken",
+            )))
+        }
+    }
+    fn read_from_in_protocol(
+        i_prot: &mut dyn TInputProtocol,
+    ) -> thrift::Result<ThriftHiveMetastoreRenewDelegationTokenResult> {
+        i_prot.read_struct_begin()?;
+        let mut f_0: Option<i64> = None;
+        let mut f_1: Option<MetaException> = None;
+        loop {
+            let field_ident = i_prot.read_field_begin()?;
+            if field_ident.field_type == TType::Stop {
+                break;
+            }
+            let field_id = field_id(&field_ident)?;
+            match field_id {
+                0 => {
+                    let val = i_prot.read_i64()?;
+                    f_0 = Some(val);
+                }
+                1 => {
+                    let val = MetaException::read_from_in_protocol(i_prot)?;
+                    f_1 = Some(val);
+                }
+                _ => {
+                    i_prot.skip(field_ident.field_type)?;
+                }
+            };
+            i_prot.read_field_end()?;
+        }
+        i_prot.read_struct_end()?;
+        let ret = ThriftHiveMetastoreRenewDelegationTokenResult {
+            result_value: f_0,
+            o1: f_1,
+        };
+        Ok(ret)
+    }
+    fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+        let struct_ident = TStructIdentifier::new("ThriftHiveMetastoreRenewDelegationTokenResult");
+        o_prot.write_struct_begin(&struct_ident)?;
+        if let Some(fld_var) = self.result_value {
+            o_prot.write_field_begin(&TFieldIdentifier::new("result_value", TType::I64, 0))?;
+            o_prot.write_i64(fld_var)?;
             o_prot.write_field_end()?
         }
         if let Some(ref fld_var) = self.o1 {
