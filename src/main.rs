@@ -562,6 +562,11 @@ struct YarnArgs {
     /// metastores that refuse tokens
     #[arg(long, requires = "on_yarn")]
     yarn_keytab: bool,
+    /// With --on-yarn on Kerberos: a task starts a partition only while this much remains of
+    /// the job's delegation tokens, which nothing renews past their maximum lifetime (7 days by
+    /// default); a partition left out is reported failed, untouched, for a new job [default: 1h]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    yarn_token_margin: Option<Duration>,
     /// Set by --on-yarn for its tasks: status lines on stderr, reports as JSON lines
     #[arg(long, hide = true, requires = "partitions_from")]
     yarn_task: bool,
@@ -920,6 +925,10 @@ async fn run_compact(
     yarn_task: bool,
 ) -> anyhow::Result<ExitCode> {
     cancel_on_signal(batch_options.compact.cancel.clone());
+    if yarn_task {
+        // Tests hold a task here, before its first login, to see the job's token renewed.
+        fail::fail_point!("yarn-task::starting");
+    }
     let metastore = options.connect().await?;
     let hdfs = options.hdfs();
     let plan = batch::plan(&metastore, &hdfs, selection, batch_options).await?;

@@ -24,6 +24,7 @@ use hive_orc_compactor::operations::compact::{
 };
 use hive_orc_compactor::operations::iceberg;
 use hive_orc_compactor::operations::on_yarn::{self, TokenFor, YarnOptions};
+use hive_orc_compactor::operations::token_lifetime;
 use hive_orc_compactor::orc::{Compression, RowOrder, DEFAULT_TARGET_SIZE};
 use hive_orc_compactor::resolve::TableName;
 use tokio_util::sync::CancellationToken;
@@ -465,6 +466,13 @@ fn compact(cli: &Cli, matches: &ArgMatches, settings: &Settings) -> anyhow::Resu
             .or(settings.parallel)
             .unwrap_or(DEFAULT_PARALLEL)
             .max(1),
+        start_by: match yarn.yarn_task {
+            // A task whose credentials end for good stops starting partitions in time.
+            true => token::credentials_from_environment()?.and_then(|creds| {
+                token_lifetime::start_by(&creds, token_margin(yarn))
+            }),
+            false => None,
+        },
     };
     let yarn_options = match yarn.on_yarn {
         true => Some(Box::new(yarn_options(
@@ -582,6 +590,11 @@ fn read_work_list(path: &std::path::Path) -> anyhow::Result<(Vec<TableName>, Par
 
 /// Container memory of a task: the streaming JVM's share plus our bound per partition at once
 /// (the re-encoder's peak stays under 512 MiB at 64 MiB stripes, see BENCHMARKS.md).
+fn token_margin(yarn: &crate::YarnArgs) -> Duration {
+    yarn.yarn_token_margin
+        .unwrap_or(token_lifetime::DEFAULT_MARGIN)
+}
+
 fn default_task_memory_mb(parallel: usize) -> u64 {
     384 + 512 * parallel as u64
 }
@@ -662,6 +675,12 @@ fn yarn_options(
     .into_iter()
     .map(String::from)
     .collect();
+    if yarn.yarn_token_margin.is_some() {
+        args.extend([
+            "--yarn-token-margin".into(),
+            format!("{}s", token_margin(yarn).as_secs()),
+        ]);
+    }
     if let Some((principal, _)) = &keytab {
         args.extend([
             "--principal".into(),
@@ -750,6 +769,7 @@ fn yarn_options(
         run_id: hive_orc_compactor::layout::new_run_id(),
         metastore_token,
         keytab: keytab.map(|(_, k)| k),
+        token_margin: token_margin(yarn),
         cancel: c.cancel.clone(),
     })
 }

@@ -193,6 +193,28 @@ impl Credentials {
             .find(|t| t.kind == HIVE_DELEGATION_KIND && t.service == signature)
     }
 
+    /// The delegation token whose maximum date comes first, and that date (milliseconds since
+    /// the epoch): nothing renews any of them past it, so a job holding these tokens cannot work
+    /// beyond it. Only kinds whose identifier is Hadoop's `AbstractDelegationTokenIdentifier`
+    /// (HDFS's, the metastore's, YARN's, KMS's) count; a YARN container's file also holds the
+    /// job's own token and others laid out otherwise, which carry no such date.
+    pub fn first_to_end(&self) -> Option<(&DelegationToken, i64)> {
+        self.tokens
+            .iter()
+            .map(|(_, t)| t)
+            .filter(|t| {
+                t.kind.ends_with("DELEGATION_TOKEN")
+                    || t.kind.ends_with(" delegation")
+                    || t.kind == "kms-dt"
+            })
+            .filter_map(|t| {
+                let id = t.identifier()?;
+                // A layout we misread would give nonsense dates: better no limit than a wrong one.
+                (id.issue_date > 0 && id.max_date > id.issue_date).then_some((t, id.max_date))
+            })
+            .min_by_key(|(_, end)| *end)
+    }
+
     /// Adds `token` under `alias`, replacing a token of the same alias (as Hadoop's map does).
     pub fn add_token(&mut self, alias: &str, token: DelegationToken) {
         match self.tokens.iter_mut().find(|(a, _)| a == alias) {
@@ -314,15 +336,27 @@ pub struct TokenLogin {
 /// unset or the file holds no such token (e.g. only HDFS tokens): the caller then uses Kerberos,
 /// as Hive's client does. A file that is named but unreadable is an error.
 pub fn from_environment(signature: &str) -> Result<Option<TokenLogin>, TokenError> {
-    let Some(path) = std::env::var_os(TOKEN_FILE_ENV).filter(|p| !p.is_empty()) else {
+    let Some(path) = environment_file() else {
         return Ok(None);
     };
-    let path = PathBuf::from(path);
     let creds = read_credentials(&path)?;
     Ok(creds.metastore_token(signature).map(|t| TokenLogin {
         token: t.clone(),
         source: format!("credentials file {} ({TOKEN_FILE_ENV})", path.display()),
     }))
+}
+
+/// The credentials file `HADOOP_TOKEN_FILE_LOCATION` names, read; `None` when it is unset.
+pub fn credentials_from_environment() -> Result<Option<Credentials>, TokenError> {
+    environment_file()
+        .map(|path| read_credentials(&path))
+        .transpose()
+}
+
+fn environment_file() -> Option<PathBuf> {
+    std::env::var_os(TOKEN_FILE_ENV)
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -530,6 +564,43 @@ mod tests {
         write_vlong(&mut id, seq as i64);
         write_vlong(&mut id, 1);
         id
+    }
+
+    #[test]
+    fn the_first_delegation_token_to_end_bounds_the_job() {
+        let ending = |kind: &str, max: i64| {
+            let mut id = vec![0];
+            write_text(&mut id, "tester");
+            write_text(&mut id, "rm");
+            write_text(&mut id, "");
+            write_vlong(&mut id, 1_000);
+            write_vlong(&mut id, max);
+            write_vlong(&mut id, 1);
+            write_vlong(&mut id, 1);
+            DelegationToken {
+                identifier: id,
+                password: vec![1],
+                kind: kind.into(),
+                service: "s".into(),
+            }
+        };
+        let job_token = DelegationToken {
+            // The MapReduce job token's identifier is the job id as a Text, no dates.
+            identifier: b"\x16job_1764867036000_0001".to_vec(),
+            password: vec![1],
+            kind: "mapreduce.job".into(),
+            service: "job_1764867036000_0001".into(),
+        };
+        let mut creds = Credentials::default();
+        creds.add_token("job", job_token);
+        assert_eq!(creds.first_to_end(), None);
+        creds.add_token("hdfs", ending("HDFS_DELEGATION_TOKEN", 9_000));
+        creds.add_token("hive", ending(HIVE_DELEGATION_KIND, 5_000));
+        // Dates a misread layout would give are no limit.
+        creds.add_token("odd", ending("ODD_DELEGATION_TOKEN", 500));
+        creds.add_token("other", ending("SOME_OTHER_KIND", 2_000));
+        let (t, end) = creds.first_to_end().unwrap();
+        assert_eq!((t.kind.as_str(), end), (HIVE_DELEGATION_KIND, 5_000));
     }
 
     fn token(kind: &str, service: &str) -> DelegationToken {

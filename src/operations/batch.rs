@@ -92,6 +92,17 @@ pub struct BatchOptions {
     pub budget: Budget,
     /// Partitions compacted at once.
     pub parallel: usize,
+    /// No partition is started after this (a YARN task whose delegation tokens are ending).
+    pub start_by: Option<StartBy>,
+}
+
+/// A time after which a run starts no partition: a partition begun later might not finish
+/// while its credentials still work, and one never begun loses nothing.
+#[derive(Debug, Clone)]
+pub struct StartBy {
+    pub at: std::time::SystemTime,
+    /// The report's reason for each partition left out: what ends, when, and what to do.
+    pub reason: String,
 }
 
 /// What a run will do: partitions to compact, in order, and the ones already decided.
@@ -367,6 +378,19 @@ pub async fn execute(
                     &c.name,
                     Status::Skipped,
                     "not started: the run was interrupted".into(),
+                    None,
+                );
+            }
+            if let Some(late) = options
+                .start_by
+                .as_ref()
+                .filter(|s| std::time::SystemTime::now() >= s.at)
+            {
+                return CompactReport::not_run(
+                    &table,
+                    &c.name,
+                    Status::Failed,
+                    late.reason.clone(),
                     None,
                 );
             }

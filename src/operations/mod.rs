@@ -11,4 +11,5 @@ pub mod inspect;
 pub mod on_yarn;
 pub mod outcome;
 pub mod rollback;
+pub mod token_lifetime;
 pub mod verify;

@@ -16,9 +16,12 @@
 //! 5. [`plan`] has no side effects: it is what `--dry-run` prints, and a dry run submits
 //!    nothing.
 //! 6. With a Kerberos metastore, the tasks log in with a metastore delegation token the job
-//!    carries (no keytab leaves this host), cancelled when the job ends, whatever happened;
+//!    carries (no keytab leaves this host), renewed by this host while the job runs and
+//!    cancelled when the job ends, whatever happened;
 //!    with `--yarn-keytab`, with the keytab instead, readable by the job's user alone and
 //!    removed with the work directory.
+//! 7. No task starts a partition it might not finish before the job's tokens end for good
+//!    (their maximum lifetime): those are reported failed, untouched ([`token_lifetime`]).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -33,6 +36,7 @@ use crate::metastore::{DelegationToken, Metastore};
 use crate::operations::batch::{BatchPlan, BatchSummary, Observer};
 use crate::operations::compact::CompactReport;
 use crate::operations::outcome::Status;
+use crate::operations::token_lifetime;
 use crate::yarn::{self, Event, StreamingJob};
 
 /// Where the job's files live while it runs, under the work directory.
@@ -74,6 +78,9 @@ pub struct YarnOptions {
     pub metastore_token: Option<TokenFor>,
     /// `--yarn-keytab`: this keytab goes to the tasks instead (uploaded, mode 0600).
     pub keytab: Option<PathBuf>,
+    /// `--yarn-token-margin`: tasks start no partition once less than this remains of the
+    /// job's tokens (see [`token_lifetime`]).
+    pub token_margin: std::time::Duration,
     /// Fired by SIGINT or SIGTERM: the job is killed, its work directory removed.
     pub cancel: tokio_util::sync::CancellationToken,
 }
@@ -326,7 +333,19 @@ async fn submit(
         (Some(t), Some(file)) => Some(ship_token(metastore, t, file).await?),
         _ => None,
     };
-    let done = run_job(hdfs, job, options, progress, report).await;
+    let done = match &token {
+        Some(token) => match token_lifetime::check_before_submit(token, options.token_margin) {
+            Err(e) => Err(e),
+            // The metastore token lives only as long as this host renews it.
+            Ok(()) => tokio::select! {
+                done = run_job(hdfs, job, options, progress, report) => done,
+                () = token_lifetime::keep_renewing(metastore, token, options.token_margin) => {
+                    unreachable!("renewal goes on until the job ends")
+                }
+            },
+        },
+        None => run_job(hdfs, job, options, progress, report).await,
+    };
     if let (Some(token), Some(file)) = (token, &job.job.credentials) {
         // Whatever happened: a token left valid outlives the job that needed it.
         if let Err(e) = metastore.cancel_delegation_token(&token).await {
