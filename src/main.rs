@@ -564,7 +564,8 @@ struct YarnArgs {
     yarn_keytab: bool,
     /// With --on-yarn on Kerberos: a task starts a partition only while this much remains of
     /// the job's delegation tokens, which nothing renews past their maximum lifetime (7 days by
-    /// default); a partition left out is reported failed, untouched, for a new job [default: 1h]
+    /// default); a partition left out is reported failed, untouched, for a new job
+    /// [default: 1h, or a tenth of the tokens' lifetime where that is shorter]
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     yarn_token_margin: Option<Duration>,
     /// Set by --on-yarn for its tasks: status lines on stderr, reports as JSON lines

@@ -468,9 +468,8 @@ fn compact(cli: &Cli, matches: &ArgMatches, settings: &Settings) -> anyhow::Resu
             .max(1),
         start_by: match yarn.yarn_task {
             // A task whose credentials end for good stops starting partitions in time.
-            true => token::credentials_from_environment()?.and_then(|creds| {
-                token_lifetime::start_by(&creds, token_margin(yarn))
-            }),
+            true => token::credentials_from_environment()?
+                .and_then(|creds| token_lifetime::start_by(&creds, yarn.yarn_token_margin)),
             false => None,
         },
     };
@@ -590,11 +589,6 @@ fn read_work_list(path: &std::path::Path) -> anyhow::Result<(Vec<TableName>, Par
 
 /// Container memory of a task: the streaming JVM's share plus our bound per partition at once
 /// (the re-encoder's peak stays under 512 MiB at 64 MiB stripes, see BENCHMARKS.md).
-fn token_margin(yarn: &crate::YarnArgs) -> Duration {
-    yarn.yarn_token_margin
-        .unwrap_or(token_lifetime::DEFAULT_MARGIN)
-}
-
 fn default_task_memory_mb(parallel: usize) -> u64 {
     384 + 512 * parallel as u64
 }
@@ -675,10 +669,10 @@ fn yarn_options(
     .into_iter()
     .map(String::from)
     .collect();
-    if yarn.yarn_token_margin.is_some() {
+    if let Some(margin) = yarn.yarn_token_margin {
         args.extend([
             "--yarn-token-margin".into(),
-            format!("{}s", token_margin(yarn).as_secs()),
+            format!("{}s", margin.as_secs()),
         ]);
     }
     if let Some((principal, _)) = &keytab {
@@ -769,7 +763,7 @@ fn yarn_options(
         run_id: hive_orc_compactor::layout::new_run_id(),
         metastore_token,
         keytab: keytab.map(|(_, k)| k),
-        token_margin: token_margin(yarn),
+        token_margin: yarn.yarn_token_margin,
         cancel: c.cancel.clone(),
     })
 }

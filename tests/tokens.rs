@@ -401,3 +401,149 @@ fn on_yarn_with_yarn_keytab_ships_the_keytab_not_a_token() {
     let listed = rt().block_on(Hdfs::new().list(&Location::parse(dir).unwrap()));
     assert!(matches!(listed, Ok(None)), "{dir}: {listed:?}");
 }
+
+/// The seconds a token lives between renewals on this metastore, from a renewal of `t` (which
+/// answers its new expiry).
+async fn renew_interval(ms: &Metastore, t: &DelegationToken) -> u64 {
+    let expiry = ms
+        .renew_delegation_token(t)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    ((expiry - now).max(0) / 1000) as u64
+}
+
+/// What `--on-yarn`'s client does while a job runs: it renews the job's metastore token ahead
+/// of each expiry, so a task can still log in after the metastore's renew interval (set to
+/// seconds on the test cluster: SECURE_TOKEN_RENEW_INTERVAL) has passed, when a token nobody
+/// renewed is refused.
+#[test]
+fn a_job_token_the_client_renews_outlives_the_renew_interval() {
+    let Some(s) = secure() else { return };
+    rt().block_on(async {
+        let ms = kerberos_metastore(s).await;
+        let kept = ms.delegation_token("tester", &s.principal).await.unwrap();
+        let left = ms.delegation_token("tester", &s.principal).await.unwrap();
+        let interval = renew_interval(&ms, &left).await;
+        if interval > 120 {
+            eprintln!(
+                "the metastore renews tokens for {interval} s: too long to wait for here \
+                 (scripts/test starts the secure cluster with a short renew interval)"
+            );
+            return;
+        }
+        let renewing = {
+            let kept = kept.clone();
+            tokio::spawn(async move {
+                let ms = kerberos_metastore(s).await;
+                hive_orc_compactor::operations::token_lifetime::keep_renewing(&ms, &kept, None)
+                    .await
+            })
+        };
+        tokio::time::sleep(std::time::Duration::from_secs(interval + 10)).await;
+        let with = |t: &DelegationToken| {
+            let mut cfg = MetastoreConfig::new(&s.hms_uri).unwrap();
+            cfg.sasl_principal = Some(String::new());
+            cfg.delegation_token = Some(token::TokenLogin {
+                token: t.clone(),
+                source: "the test".into(),
+            });
+            cfg
+        };
+        let logged_in = Metastore::connect(with(&kept)).await;
+        renewing.abort();
+        logged_in.unwrap_or_else(|e| panic!("the renewed token was refused: {e}"));
+        match Metastore::connect(with(&left)).await {
+            Err(hive_orc_compactor::metastore::MetastoreError::TokenRejected { .. }) => {}
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("a token nobody renewed logged in after its renew interval"),
+        }
+        ms.cancel_delegation_token(&kept).await.unwrap();
+        let _ = ms.cancel_delegation_token(&left).await;
+    });
+}
+
+/// A YARN task whose tokens reach their maximum lifetime within `--yarn-token-margin` starts
+/// no partition: each is reported failed, untouched, with the limit and what to do.
+#[test]
+fn a_task_starts_no_partition_when_its_tokens_end_within_the_margin() {
+    let Some(s) = secure() else { return };
+    let db = fixture(s);
+    let dir = tempfile::tempdir().unwrap();
+    let ms = rt().block_on(kerberos_metastore(s));
+    let token = rt()
+        .block_on(ms.delegation_token("tester", &s.principal))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let file = dir.path().join("container_tokens");
+    write_credentials(&file, &[hdfs_token(s, dir.path()), token.clone()])
+        .unwrap_or_else(|e| panic!("{e}"));
+    // However long the cluster's tokens live (minutes on the test cluster, a week by
+    // default), a margin a minute longer than what is left leaves no room.
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let left_s = (token.identifier().unwrap().max_date - now_ms) / 1000;
+    let margin = format!("{}s", left_s + 60);
+    let work_list = dir.path().join("work");
+    std::fs::write(&work_list, format!("{db}.events/dt=2026-11-01\n")).unwrap();
+    let part_dir = Location::parse(&format!(
+        "{}/user/hive/external/{db}/events/dt=2026-11-01",
+        s.hdfs_url
+    ))
+    .unwrap();
+    let files = || {
+        let mut names: Vec<String> = rt()
+            .block_on(Hdfs::new().list(&part_dir))
+            .unwrap()
+            .unwrap()
+            .files
+            .into_iter()
+            .map(|f| format!("{} {}", f.name, f.length))
+            .collect();
+        names.sort();
+        names
+    };
+    let before = files();
+    let o = run_as_task(
+        s,
+        &file,
+        &[
+            "compact",
+            "--partitions-from",
+            &work_list.display().to_string(),
+            "--yarn-task",
+            "--json",
+            "--yarn-token-margin",
+            &margin,
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let report = json(&o);
+    assert_eq!(report["status"], "failed", "{report}");
+    let reason = report["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("maximum lifetime"), "{reason}");
+    assert!(reason.contains("--yarn-token-margin"), "{reason}");
+    assert!(reason.contains("new job"), "{reason}");
+    assert_eq!(files(), before, "the partition is untouched");
+    rt().block_on(ms.cancel_delegation_token(&token)).unwrap();
+}
+
+/// The edge node refuses, before submitting, a job whose metastore token would end before a
+/// task could start anything; the token it got is cancelled.
+#[test]
+fn on_yarn_refuses_a_job_its_tokens_cannot_carry() {
+    let Some(s) = secure() else { return };
+    let table = format!("{}.events", fixture(s));
+    let dir = tempfile::tempdir().unwrap();
+    let (mapred, capture) = refusing_mapred(dir.path());
+    let o = on_yarn_as_client(s, &table, &mapred, &["--yarn-token-margin", "1000000h"]);
+    assert_eq!(o.status.code(), Some(1), "{}", describe(&o));
+    let err = stderr(&o);
+    assert!(err.contains("maximum lifetime"), "{err}");
+    assert!(err.contains("nothing was submitted"), "{err}");
+    assert!(!capture.exists(), "the job client was never called");
+}

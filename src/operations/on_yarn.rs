@@ -79,8 +79,8 @@ pub struct YarnOptions {
     /// `--yarn-keytab`: this keytab goes to the tasks instead (uploaded, mode 0600).
     pub keytab: Option<PathBuf>,
     /// `--yarn-token-margin`: tasks start no partition once less than this remains of the
-    /// job's tokens (see [`token_lifetime`]).
-    pub token_margin: std::time::Duration,
+    /// job's tokens; `None`: the default (see [`token_lifetime`]).
+    pub token_margin: Option<std::time::Duration>,
     /// Fired by SIGINT or SIGTERM: the job is killed, its work directory removed.
     pub cancel: tokio_util::sync::CancellationToken,
 }

@@ -22,16 +22,27 @@ use crate::metastore::{DelegationToken, Metastore};
 use crate::operations::batch::StartBy;
 
 /// `--yarn-token-margin`'s default: longer than most partitions take, short against the
-/// tokens' 7 days.
-pub const DEFAULT_MARGIN: Duration = Duration::from_secs(3600);
+/// tokens' 7 days; a tenth of their lifetime where tokens live less than 10 hours.
+const DEFAULT_MARGIN: Duration = Duration::from_secs(3600);
+
+/// The margin `explicit` (`--yarn-token-margin`) or the default for a token issued at
+/// `issue_ms` that ends at `end_ms`.
+fn margin(explicit: Option<Duration>, issue_ms: i64, end_ms: i64) -> Duration {
+    explicit.unwrap_or_else(|| {
+        let lifetime = Duration::from_millis((end_ms - issue_ms).max(0) as u64);
+        DEFAULT_MARGIN.min(lifetime / 10)
+    })
+}
 
 /// After a failed renewal, the next try comes this much later (or at the expiry, if sooner).
 const RETRY_AFTER: Duration = Duration::from_secs(30);
 
 /// For a task: when it must have started its last partition, from the tokens YARN gave it.
 /// `None` when no token in the file has a maximum date (an unsecured cluster).
-pub fn start_by(creds: &Credentials, margin: Duration) -> Option<StartBy> {
+pub fn start_by(creds: &Credentials, explicit_margin: Option<Duration>) -> Option<StartBy> {
     let (token, end_ms) = creds.first_to_end()?;
+    let issue_ms = token.identifier().map_or(end_ms, |id| id.issue_date);
+    let margin = margin(explicit_margin, issue_ms, end_ms);
     let end = UNIX_EPOCH + Duration::from_millis(end_ms.max(0) as u64);
     Some(StartBy {
         at: end.checked_sub(margin).unwrap_or(UNIX_EPOCH),
@@ -49,10 +60,15 @@ pub fn start_by(creds: &Credentials, margin: Duration) -> Option<StartBy> {
 
 /// For the edge node, with the metastore token just got for the job: a job whose tokens end
 /// before a task could start anything is refused before it is submitted.
-pub fn check_before_submit(token: &DelegationToken, margin: Duration) -> anyhow::Result<()> {
-    let Some(end_ms) = token.identifier().map(|id| id.max_date) else {
+pub fn check_before_submit(
+    token: &DelegationToken,
+    explicit_margin: Option<Duration>,
+) -> anyhow::Result<()> {
+    let Some(id) = token.identifier() else {
         return Ok(());
     };
+    let end_ms = id.max_date;
+    let margin = margin(explicit_margin, id.issue_date, end_ms);
     let left = Duration::from_millis((end_ms - now_ms()).max(0) as u64);
     if left <= margin {
         anyhow::bail!(
@@ -72,8 +88,16 @@ pub fn check_before_submit(token: &DelegationToken, margin: Duration) -> anyhow:
 /// half of what is left has passed, so one failed renewal leaves time for several more tries.
 /// Once the token is at its maximum date, says so loudly (and again when the tasks' margin
 /// begins) and waits for the job to end: it never returns, the caller drops it.
-pub async fn keep_renewing(metastore: &Metastore, token: &DelegationToken, margin: Duration) {
-    let end_ms = token.identifier().map(|id| id.max_date);
+pub async fn keep_renewing(
+    metastore: &Metastore,
+    token: &DelegationToken,
+    explicit_margin: Option<Duration>,
+) {
+    let id = token.identifier();
+    let end_ms = id.as_ref().map(|id| id.max_date);
+    let margin = id.map_or(Duration::ZERO, |id| {
+        margin(explicit_margin, id.issue_date, id.max_date)
+    });
     let mut expiry_ms: Option<i64> = None;
     let mut last_error: Option<String> = None;
     loop {
@@ -171,6 +195,15 @@ fn humantime(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_margin_is_an_hour_or_a_tenth_of_short_lifetimes() {
+        let week = 7 * 86_400_000;
+        assert_eq!(margin(None, 0, week), DEFAULT_MARGIN);
+        assert_eq!(margin(None, 0, 1_800_000), Duration::from_secs(180));
+        let asked = Some(Duration::from_secs(5));
+        assert_eq!(margin(asked, 0, week), Duration::from_secs(5));
+    }
 
     #[test]
     fn margins_read_as_people_write_them() {
