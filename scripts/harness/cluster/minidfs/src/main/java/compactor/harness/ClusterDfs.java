@@ -39,8 +39,9 @@ import org.apache.hadoop.security.UserGroupInformation;
  *
  * <p>Usage: {@code ClusterDfs --dir DIR --ready-file FILE [--nn-port N] [--http-port N]
  * [--supergroup NAME] [--datanodes N] [--replication R]
- * [--keytab FILE --realm REALM] [--client-conf FILE] [--ha true] [--ha-proxy CLASS]
- * [--ha-tail-period DURATION] [--viewfs true] [--kms-uri URI] [--ec true]}
+ * [--keytab FILE --realm REALM [--token-renew-ms MS] [--token-max-ms MS]] [--client-conf FILE]
+ * [--ha true] [--ha-proxy CLASS] [--ha-tail-period DURATION] [--viewfs true] [--kms-uri URI]
+ * [--ec true]}
  *
  * <p>Profiles (scripts/cluster start --ha/--viewfs/--kms/--ec), each optional:
  * <ul>
@@ -127,6 +128,15 @@ public final class ClusterDfs {
     Configuration conf = configuration(dir, superGroup, replication);
     if (keytab != null) {
       secure(conf, keytab, required(opts, "--realm"));
+      // Delegation token lifetimes (scripts/cluster's CLUSTER_TOKEN_*), Hadoop's by default.
+      if (opts.containsKey("--token-renew-ms")) {
+        conf.setLong("dfs.namenode.delegation.token.renew-interval",
+            Long.parseLong(opts.get("--token-renew-ms")));
+      }
+      if (opts.containsKey("--token-max-ms")) {
+        conf.setLong("dfs.namenode.delegation.token.max-lifetime",
+            Long.parseLong(opts.get("--token-max-ms")));
+      }
     }
     if (kmsUri != null) {
       conf.set("hadoop.security.key.provider.path", kmsUri);
