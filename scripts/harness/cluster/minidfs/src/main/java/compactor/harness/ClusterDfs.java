@@ -39,7 +39,8 @@ import org.apache.hadoop.security.UserGroupInformation;
  *
  * <p>Usage: {@code ClusterDfs --dir DIR --ready-file FILE [--nn-port N] [--http-port N]
  * [--supergroup NAME] [--datanodes N] [--replication R]
- * [--keytab FILE --realm REALM [--token-renew-ms MS] [--token-max-ms MS]] [--client-conf FILE]
+ * [--keytab FILE --realm REALM [--token-renew-ms MS] [--token-max-ms MS]] [--homes U,V,...]
+ * [--client-conf FILE]
  * [--ha true] [--ha-proxy CLASS] [--ha-tail-period DURATION] [--viewfs true] [--kms-uri URI]
  * [--ec true]}
  *
@@ -286,6 +287,14 @@ public final class ClusterDfs {
 
     DistributedFileSystem fs = admins.get(0);
     createLayout(fs);
+    // Home directories, as a cluster's user provisioning makes them (the secure cluster's users).
+    for (String user : opts.getOrDefault("--homes", "").split(",")) {
+      if (!user.isEmpty()) {
+        org.apache.hadoop.fs.Path home = new org.apache.hadoop.fs.Path("/user/" + user);
+        mkdirs(fs, home.toString(), (short) 0755);
+        fs.setOwner(home, user, user);
+      }
+    }
     if (viewfs) {
       mkdirs(fs, "/warehouse", (short) 0755);
       mkdirs(fs, "/warehouse/a", (short) 01777);
