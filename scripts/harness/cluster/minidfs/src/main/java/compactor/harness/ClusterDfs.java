@@ -382,6 +382,14 @@ public final class ClusterDfs {
     conf.set("hadoop.proxyuser.hive.groups", "*");
     conf.set("hadoop.proxyuser.hdfs.hosts", "*");
     conf.set("hadoop.proxyuser.hdfs.groups", "*");
+    // The secure YARN's daemons (yarn/localhost, user yarn, no local account) in the HDFS
+    // superuser group, as a cluster puts its YARN and history users in its hadoop group: the
+    // JobHistory server reads the jobs' history files, which their users' AMs write 0770.
+    conf.set("hadoop.user.group.static.mapping.overrides",
+        "dr.who=;yarn=" + conf.get("dfs.permissions.superusergroup"));
+    // The group mapping is a singleton, made already (configuration() asked for the current
+    // user): made again, with the setting above.
+    org.apache.hadoop.security.Groups.getUserToGroupsMappingServiceWithLoadedConfiguration(conf);
     UserGroupInformation.setConfiguration(conf);
     UserGroupInformation.loginUserFromKeytab(hdfs, keytab);
   }
