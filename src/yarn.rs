@@ -148,6 +148,14 @@ pub fn event(line: &str) -> Option<Event> {
     pct.strip_suffix('%')?.parse().ok().map(Event::Progress)
 }
 
+/// Whether a job client line says the job reached its final state (Hadoop's `Job` logs
+/// `Job job_... completed successfully` or `Job job_... failed with state FAILED due to: ...`):
+/// then nothing of it runs on the cluster any more.
+fn job_ended(line: &str) -> bool {
+    line.contains("mapreduce.Job: Job job_")
+        && (line.contains(" completed successfully") || line.contains(" failed with state "))
+}
+
 /// How the job ended, as far as its client says.
 #[derive(Debug, Default)]
 pub struct JobEnd {
@@ -187,11 +195,13 @@ pub async fn run(
     let mut lines = BufReader::new(stderr).lines();
     let mut out_lines = BufReader::new(stdout).lines();
     let mut out_open = true;
+    let mut ended = false;
     loop {
         tokio::select! {
             line = lines.next_line() => {
                 let Some(line) = line? else { break };
                 tracing::debug!(target: "hive_orc_compactor::yarn", "{line}");
+                ended |= job_ended(&line);
                 if let Some(e) = event(&line) {
                     match &e {
                         Event::Submitted { application } => end.application = Some(application.clone()),
@@ -224,8 +234,10 @@ pub async fn run(
         }
     }
     end.succeeded = child.wait().await?.success();
-    // A client that died leaves its job running, with nobody to read what it does.
-    if let (false, Some(id)) = (end.succeeded, &end.job) {
+    // A client that died leaves its job running, with nobody to read what it does. One that
+    // reported the job's end leaves nothing to kill (and `mapred job -kill` of a finished job
+    // only asks the JobHistory server, for seconds, and logs that it failed).
+    if let (false, false, Some(id)) = (end.succeeded, ended, &end.job) {
         kill(mapred, id).await;
     }
     Ok(end)
@@ -284,6 +296,25 @@ mod tests {
         ];
         for (line, want) in cases {
             assert_eq!(event(line), want, "{line}");
+        }
+    }
+
+    #[test]
+    fn the_job_clients_last_word_is_recognised() {
+        for line in [
+            "2026-12-05 11:53:15,505 INFO mapreduce.Job: Job job_1796_0003 failed with state \
+             FAILED due to: Task failed task_1796_0003_m_000000",
+            "INFO mapreduce.Job: Job job_1764_0001 completed successfully",
+            "INFO mapreduce.Job: Job job_1764_0001 failed with state KILLED due to: killed",
+        ] {
+            assert!(job_ended(line), "{line}");
+        }
+        for line in [
+            "INFO mapreduce.Job: Running job: job_1764_0001",
+            "INFO mapreduce.Job: Task Id : attempt_1764_0001_m_000002_0, Status : FAILED",
+            "ERROR streaming.StreamJob: Job not successful!",
+        ] {
+            assert!(!job_ended(line), "{line}");
         }
     }
 

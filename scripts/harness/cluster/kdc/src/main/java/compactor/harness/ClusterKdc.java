@@ -7,6 +7,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
 
@@ -20,8 +22,11 @@ import org.apache.hadoop.minikdc.MiniKdc;
  * NameNode, the DataNode and their web servers), {@code hive.keytab} (hive/localhost: the
  * metastore) and {@code client.keytab} (the test user, {@code --client NAME}). Then writes the
  * ready file (realm, port), atomically. The krb5.conf for clients is written by the script.
+ * Each {@code --keytab FILE=PRINCIPAL[,PRINCIPAL...]} adds a keytab of those principals in
+ * {@code --dir} (the secure YARN's daemons and its user).
  *
- * <p>Usage: {@code ClusterKdc --dir DIR --ready-file FILE [--client NAME]}
+ * <p>Usage: {@code ClusterKdc --dir DIR --ready-file FILE [--client NAME]
+ * [--keytab FILE=PRINCIPAL[,PRINCIPAL...]]...}
  */
 public final class ClusterKdc {
 
@@ -31,11 +36,13 @@ public final class ClusterKdc {
     String dirArg = null;
     String readyArg = null;
     String client = "tester";
+    List<String> extra = new ArrayList<>();
     for (int i = 0; i + 1 < args.length; i += 2) {
       switch (args[i]) {
         case "--dir" -> dirArg = args[i + 1];
         case "--ready-file" -> readyArg = args[i + 1];
         case "--client" -> client = args[i + 1];
+        case "--keytab" -> extra.add(args[i + 1]);
         default -> throw new IllegalArgumentException("unknown option " + args[i]);
       }
     }
@@ -67,7 +74,17 @@ public final class ClusterKdc {
     kdc.createPrincipal(dir.resolve("hdfs.keytab").toFile(), "hdfs/localhost", "HTTP/localhost");
     kdc.createPrincipal(dir.resolve("hive.keytab").toFile(), "hive/localhost");
     kdc.createPrincipal(dir.resolve("client.keytab").toFile(), client);
-    for (String k : new String[] {"hdfs.keytab", "hive.keytab", "client.keytab"}) {
+    List<String> keytabs = new ArrayList<>(List.of("hdfs.keytab", "hive.keytab", "client.keytab"));
+    for (String e : extra) {
+      int eq = e.indexOf('=');
+      if (eq <= 0) {
+        throw new IllegalArgumentException("--keytab FILE=PRINCIPAL[,PRINCIPAL...], not " + e);
+      }
+      String file = e.substring(0, eq);
+      kdc.createPrincipal(dir.resolve(file).toFile(), e.substring(eq + 1).split(","));
+      keytabs.add(file);
+    }
+    for (String k : keytabs) {
       File f = dir.resolve(k).toFile();
       f.setReadable(false, false);
       f.setReadable(true, true);

@@ -39,8 +39,10 @@ import org.apache.hadoop.security.UserGroupInformation;
  *
  * <p>Usage: {@code ClusterDfs --dir DIR --ready-file FILE [--nn-port N] [--http-port N]
  * [--supergroup NAME] [--datanodes N] [--replication R]
- * [--keytab FILE --realm REALM] [--client-conf FILE] [--ha true] [--ha-proxy CLASS]
- * [--ha-tail-period DURATION] [--viewfs true] [--kms-uri URI] [--ec true]}
+ * [--keytab FILE --realm REALM [--token-renew-ms MS] [--token-max-ms MS]] [--homes U,V,...]
+ * [--client-conf FILE]
+ * [--ha true] [--ha-proxy CLASS] [--ha-tail-period DURATION] [--viewfs true] [--kms-uri URI]
+ * [--ec true]}
  *
  * <p>Profiles (scripts/cluster start --ha/--viewfs/--kms/--ec), each optional:
  * <ul>
@@ -127,6 +129,15 @@ public final class ClusterDfs {
     Configuration conf = configuration(dir, superGroup, replication);
     if (keytab != null) {
       secure(conf, keytab, required(opts, "--realm"));
+      // Delegation token lifetimes (scripts/cluster's CLUSTER_TOKEN_*), Hadoop's by default.
+      if (opts.containsKey("--token-renew-ms")) {
+        conf.setLong("dfs.namenode.delegation.token.renew-interval",
+            Long.parseLong(opts.get("--token-renew-ms")));
+      }
+      if (opts.containsKey("--token-max-ms")) {
+        conf.setLong("dfs.namenode.delegation.token.max-lifetime",
+            Long.parseLong(opts.get("--token-max-ms")));
+      }
     }
     if (kmsUri != null) {
       conf.set("hadoop.security.key.provider.path", kmsUri);
@@ -276,6 +287,14 @@ public final class ClusterDfs {
 
     DistributedFileSystem fs = admins.get(0);
     createLayout(fs);
+    // Home directories, as a cluster's user provisioning makes them (the secure cluster's users).
+    for (String user : opts.getOrDefault("--homes", "").split(",")) {
+      if (!user.isEmpty()) {
+        org.apache.hadoop.fs.Path home = new org.apache.hadoop.fs.Path("/user/" + user);
+        mkdirs(fs, home.toString(), (short) 0755);
+        fs.setOwner(home, user, user);
+      }
+    }
     if (viewfs) {
       mkdirs(fs, "/warehouse", (short) 0755);
       mkdirs(fs, "/warehouse/a", (short) 01777);
@@ -363,6 +382,14 @@ public final class ClusterDfs {
     conf.set("hadoop.proxyuser.hive.groups", "*");
     conf.set("hadoop.proxyuser.hdfs.hosts", "*");
     conf.set("hadoop.proxyuser.hdfs.groups", "*");
+    // The secure YARN's daemons (yarn/localhost, user yarn, no local account) in the HDFS
+    // superuser group, as a cluster puts its YARN and history users in its hadoop group: the
+    // JobHistory server reads the jobs' history files, which their users' AMs write 0770.
+    conf.set("hadoop.user.group.static.mapping.overrides",
+        "dr.who=;yarn=" + conf.get("dfs.permissions.superusergroup"));
+    // The group mapping is a singleton, made already (configuration() asked for the current
+    // user): made again, with the setting above.
+    org.apache.hadoop.security.Groups.getUserToGroupsMappingServiceWithLoadedConfiguration(conf);
     UserGroupInformation.setConfiguration(conf);
     UserGroupInformation.loginUserFromKeytab(hdfs, keytab);
   }

@@ -17,6 +17,7 @@ import java.util.concurrent.CountDownLatch;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.mapreduce.v2.MiniMRYarnCluster;
 import org.apache.hadoop.mapreduce.v2.jobhistory.JHAdminConfig;
+import org.apache.hadoop.security.UserGroupInformation;
 import org.apache.hadoop.yarn.conf.YarnConfiguration;
 import org.apache.hadoop.yarn.webapp.util.WebAppUtils;
 
@@ -31,8 +32,22 @@ import org.apache.hadoop.yarn.webapp.util.WebAppUtils;
  * Hadoop's defaults, addresses included; core-site.xml stays scripts/cluster's), and the
  * addresses to the ready file (Java properties, written to a temporary name then renamed).
  *
+ * <p>With {@code --principal P --keytab FILE} (a secure cluster: scripts/cluster start --secure
+ * --yarn), Kerberos: the JVM logs in as P from FILE, and the ResourceManager, the NodeManager
+ * and the JobHistory server all are P. They share this JVM, and Hadoop's login user is one per
+ * JVM: a server of the three presenting another principal than the one it was configured with
+ * would be refused by its clients. The HDFS client settings (core-site.xml, hdfs-site.xml: the
+ * NameNode's principal, SASL on data transfer) must be on the class path: parts of the
+ * NodeManager (the resource localizer) read a configuration of their own from there.
+ * {@code --token-renew-ms}/{@code --token-max-ms} set the
+ * ResourceManager's delegation token lifetimes. Log aggregation is off: it opens container
+ * logs through Hadoop's SecureIOUtils, which refuses to work on a secure cluster without
+ * libhadoop (native code, which Maven does not ship); the logs stay in the NodeManager's log
+ * directory. Containers run as the user this JVM runs as (DefaultContainerExecutor).
+ *
  * <p>Usage: {@code ClusterYarn --dir DIR --ready-file FILE --fs hdfs://127.0.0.1:PORT
- * --conf-dir DIR [--nm-memory-mb 6144] [--nm-vcores 8] [--container-java-opts "..."]}
+ * --conf-dir DIR [--nm-memory-mb 6144] [--nm-vcores 8] [--container-java-opts "..."]
+ * [--principal P --keytab FILE [--token-renew-ms MS] [--token-max-ms MS]]}
  */
 public final class ClusterYarn {
 
@@ -61,6 +76,9 @@ public final class ClusterYarn {
     System.setProperty("test.build.data", dir.resolve("work").toString());
 
     PinnedConf conf = configuration(dir, fs, nmMemoryMb, nmVcores, containerJavaOpts);
+    if (opts.containsKey("--principal")) {
+      secure(conf, opts);
+    }
     MiniMRYarnCluster cluster = new MiniMRYarnCluster("cluster-yarn", 1);
     cluster.init(conf);
     cluster.start();
@@ -105,11 +123,39 @@ public final class ClusterYarn {
     }
   }
 
+  private static void secure(PinnedConf conf, Map<String, String> opts) throws IOException {
+    String principal = required(opts, "--principal");
+    String keytab = required(opts, "--keytab");
+    conf.set("hadoop.security.authentication", "kerberos");
+    conf.set(YarnConfiguration.RM_PRINCIPAL, principal);
+    conf.set(YarnConfiguration.RM_KEYTAB, keytab);
+    conf.set(YarnConfiguration.NM_PRINCIPAL, principal);
+    conf.set(YarnConfiguration.NM_KEYTAB, keytab);
+    conf.set(JHAdminConfig.MR_HISTORY_PRINCIPAL, principal);
+    conf.set(JHAdminConfig.MR_HISTORY_KEYTAB, keytab);
+    if (opts.containsKey("--token-renew-ms")) {
+      conf.setLong(YarnConfiguration.RM_DELEGATION_TOKEN_RENEW_INTERVAL_KEY,
+          Long.parseLong(opts.get("--token-renew-ms")));
+    }
+    if (opts.containsKey("--token-max-ms")) {
+      conf.setLong(YarnConfiguration.RM_DELEGATION_TOKEN_MAX_LIFETIME_KEY,
+          Long.parseLong(opts.get("--token-max-ms")));
+    }
+    conf.pin(YarnConfiguration.LOG_AGGREGATION_ENABLED, "false");
+    UserGroupInformation.setConfiguration(conf);
+    UserGroupInformation.loginUserFromKeytab(principal, keytab);
+  }
+
   private static PinnedConf configuration(Path dir, String fs, int nmMemoryMb, int nmVcores,
       String containerJavaOpts) {
     PinnedConf conf = new PinnedConf();
     conf.set("fs.defaultFS", fs);
     conf.set("hadoop.tmp.dir", dir.resolve("tmp").toString());
+    // The ResourceManager's node attribute store defaults to a path under hadoop.tmp.dir on
+    // the default file system, HDFS, where the secure YARN's principal may not create it: the
+    // local disk, as a single-node cluster keeps it.
+    conf.set("yarn.node-attribute.fs-store.root-dir",
+        dir.resolve("node-attribute").toUri().toString());
 
     // Resources: one NodeManager big enough for 4 map tasks of 1024 MB and an AM of 512 MB at
     // once. The minicluster sizes its NodeManager from yarn.minicluster.nm.pmem-mb.
