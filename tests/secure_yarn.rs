@@ -439,10 +439,123 @@ fn a_job_whose_metastore_token_is_cancelled_leaves_its_partitions_untouched() {
                 .any(|l| l.starts_with("error:") && l.contains("refused the delegation token"))
         })
         .count();
-    assert!(refused >= 2, "no task attempt of {application} was refused the token");
+    assert!(
+        refused >= 2,
+        "no task attempt of {application} was refused the token"
+    );
     for (day, old) in DAYS.iter().zip(&before) {
         let r = &by_part[&format!("dt={day}")];
         assert_eq!(r["status"], "failed", "{r}");
         assert_eq!(&state(c, &db, day), old, "dt={day} is untouched");
     }
+}
+
+/// The job client is held until `ready` says the job's token may be let go; returns the run's
+/// output and the token the job carried.
+fn held_job(
+    c: &SecureYarn,
+    db: &str,
+    extra: &[&str],
+    ready: impl Fn(&DelegationToken) -> bool,
+) -> (Output, DelegationToken) {
+    let wrapper = Wrapper::new(c);
+    std::fs::write(wrapper.dir.path().join("hold"), b"").unwrap();
+    let mut cmd = on_yarn(c, db, &wrapper.mapred());
+    cmd.args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let t0 = Instant::now();
+    let child = cmd.spawn().expect("scripts/cluster as-user runs");
+    while !wrapper.shipped().exists() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "the tool never reached the job client"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let token = wrapper.token();
+    while !ready(&token) {
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    std::fs::write(wrapper.dir.path().join("go"), b"").unwrap();
+    let o = child.wait_with_output().unwrap();
+    eprintln!(
+        "compact --on-yarn, its job client held: exit {:?} in {:.1}s\n{}",
+        o.status.code(),
+        t0.elapsed().as_secs_f64(),
+        stderr(&o)
+    );
+    (o, token)
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+/// The metastore's renew interval is a minute on the test cluster (scripts/test): the job is
+/// held until the token it carries has outlived it, so every task logs in with a token only
+/// this host's renewals keep valid (without them the tasks are refused, as the test above
+/// shows for a cancelled one).
+#[test]
+fn the_client_renews_the_jobs_token_so_tasks_log_in_after_its_renew_interval() {
+    let Some(c) = cluster() else { return };
+    let interval_s: i64 = std::env::var("CLUSTER_TOKEN_RENEW_INTERVAL")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(60);
+    if interval_s > 120 {
+        eprintln!("tokens live {interval_s}s between renewals: too long to wait for here");
+        return;
+    }
+    let db = fixture(c, "sy_renew");
+    let (o, token) = held_job(c, &db, &["-v"], |t| {
+        now_ms() > t.identifier().unwrap().issue_date + (interval_s + 10) * 1000
+    });
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let (_, last) = reports(&o);
+    assert_eq!(last["summary"]["compacted"], 2, "{last}");
+    let renewals = stderr(&o)
+        .lines()
+        .filter(|l| l.contains("renewed the job's metastore token"))
+        .count();
+    assert!(renewals >= 2, "{}", describe(&o));
+    assert_cancelled(c, token);
+}
+
+/// A job whose tokens reach their maximum lifetime (30 minutes on the test cluster) within
+/// `--yarn-token-margin` of its tasks' start: the tasks start nothing, every partition is
+/// reported failed with the limit and what to do, untouched, and the run exits 1.
+#[test]
+fn tasks_start_nothing_once_the_tokens_end_within_the_margin() {
+    let Some(c) = cluster() else { return };
+    let Some(max_s) = std::env::var("SECURE_TOKEN_MAX_LIFETIME")
+        .ok()
+        .and_then(|v| v.parse::<i64>().ok())
+    else {
+        eprintln!("SECURE_TOKEN_MAX_LIFETIME is not set (scripts/test sets it): skipped");
+        return;
+    };
+    let db = fixture(c, "sy_margin");
+    let before: Vec<PartState> = DAYS.iter().map(|d| state(c, &db, d)).collect();
+    // Room at submission (20 s), none by the time a task starts (held 30 s, then YARN's start).
+    let margin = format!("{}s", max_s - 20);
+    let (o, token) = held_job(c, &db, &["--yarn-token-margin", &margin], |t| {
+        now_ms() > t.identifier().unwrap().issue_date + 30_000
+    });
+    assert_eq!(o.status.code(), Some(1), "{}", describe(&o));
+    let (by_part, last) = reports(&o);
+    assert_eq!(last["summary"]["failed"], 2, "{last}");
+    assert_eq!(last["yarn"]["succeeded"], true, "the tasks ran: {last}");
+    for (day, old) in DAYS.iter().zip(&before) {
+        let r = &by_part[&format!("dt={day}")];
+        assert_eq!(r["status"], "failed", "{r}");
+        let reason = r["reason"].as_str().unwrap();
+        assert!(reason.contains("maximum lifetime"), "{reason}");
+        assert!(reason.contains("new job"), "{reason}");
+        assert_eq!(&state(c, &db, day), old, "dt={day} is untouched");
+    }
+    assert_cancelled(c, token);
 }
