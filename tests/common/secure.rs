@@ -3,7 +3,9 @@
 //! tests that need it return at once, saying so (SKIP_SECURE=1).
 
 use std::path::PathBuf;
+use std::process::Command;
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use hive_orc_compactor::kerberos;
 
@@ -53,4 +55,51 @@ pub fn secure() -> Option<&'static Secure> {
         Some(s)
     })
     .as_ref()
+}
+
+/// A copy of the cluster's client configuration with `extra` properties added to `file`
+/// (core-site.xml, hive-site.xml, ...).
+pub fn conf_with(s: &Secure, file: &str, extra: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(&s.conf_dir).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), dir.path().join(entry.file_name())).unwrap();
+    }
+    let path = dir.path().join(file);
+    let props: String = extra
+        .iter()
+        .map(|(k, v)| format!("  <property><name>{k}</name><value>{v}</value></property>\n"))
+        .collect();
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        text.replace("</configuration>", &format!("{props}</configuration>")),
+    )
+    .unwrap();
+    dir
+}
+
+/// `scripts/cluster hms restart` of the secured cluster, its metastore then offering
+/// `protection` (its hadoop.rpc.protection; `None`: all three, the cluster's default). How long
+/// it took, or what the script said.
+pub fn restart_metastore(s: &Secure, protection: Option<&str>) -> Result<Duration, String> {
+    let dir = s
+        .cluster_dir
+        .as_deref()
+        .ok_or("SECURE_CLUSTER_DIR is not set")?;
+    let mut cmd = Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/cluster"));
+    cmd.args(["hms", "restart"]).env("CLUSTER_DIR", dir);
+    match protection {
+        Some(p) => cmd.env("CLUSTER_HMS_RPC_PROTECTION", p),
+        None => cmd.env_remove("CLUSTER_HMS_RPC_PROTECTION"),
+    };
+    let t0 = Instant::now();
+    let o = cmd.output().map_err(|e| e.to_string())?;
+    let said = String::from_utf8_lossy(&o.stderr).into_owned();
+    eprint!("{said}");
+    if o.status.success() {
+        Ok(t0.elapsed())
+    } else {
+        Err(said)
+    }
 }
