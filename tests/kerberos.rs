@@ -17,7 +17,7 @@ use common::{describe, json, rt, stderr};
 use hive_orc_compactor::hdfs::{Hdfs, Location};
 use hive_orc_compactor::metastore::{FieldSchema, Metastore, MetastoreConfig, StorageDescriptor};
 
-use common::secure::{conf_with, secure, Secure};
+use common::secure::{conf_with, secure, small_orc_files, Secure};
 
 /// Runs the binary with only the secured cluster's configuration: HIVE_CONF_DIR and
 /// HADOOP_CONF_DIR name its files (SASL and the server principal come from hive-site.xml), and
@@ -74,11 +74,6 @@ fn fixture(s: &Secure) -> &'static str {
     DB.get_or_init(|| {
         let db = format!("krb_{}", std::process::id());
         let root = format!("{}/user/hive/external/{db}", s.hdfs_url);
-        let orc = std::fs::read(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/data/orc/multi_stripe_zstd.orc"
-        ))
-        .unwrap();
         rt().block_on(async {
             let mut cfg = MetastoreConfig::new(&s.hms_uri).unwrap();
             cfg.sasl_principal = Some(format!("hive/localhost@{}", s.realm));
@@ -91,18 +86,7 @@ fn fixture(s: &Secure) -> &'static str {
                 .unwrap_or_else(|e| panic!("{e}"));
             for table in TABLES {
                 let part = format!("{root}/{table}/dt=2026-11-01");
-                let dir = Location::parse(&part).unwrap();
-                hdfs.mkdirs(&dir, 0o755)
-                    .await
-                    .unwrap_or_else(|e| panic!("{e}"));
-                for i in 0..FILES {
-                    let mut w = hdfs
-                        .create(&dir.child(&format!("part-{i:05}.orc")), 0o644)
-                        .await
-                        .unwrap_or_else(|e| panic!("{e}"));
-                    w.write_bytes(orc.clone().into()).await.unwrap();
-                    w.close().await.unwrap();
-                }
+                small_orc_files(&hdfs, &part, FILES).await;
                 ms.create_table(common::external_table(
                     &db,
                     table,

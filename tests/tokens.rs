@@ -24,7 +24,7 @@ use hive_orc_compactor::metastore::token::{
 };
 use hive_orc_compactor::metastore::{FieldSchema, Metastore, MetastoreConfig, StorageDescriptor};
 
-use common::secure::{conf_with, restart_metastore, secure, Secure};
+use common::secure::{conf_with, restart_metastore, secure, small_orc_files, Secure};
 
 /// The metastore's protection belongs to the whole secured cluster: the test that restarts it
 /// with another holds this for writing, every other test here for reading, so none sees the
@@ -125,11 +125,6 @@ fn fixture(s: &Secure) -> &'static str {
     DB.get_or_init(|| {
         let db = format!("tok_{}", std::process::id());
         let root = format!("{}/user/hive/external/{db}", s.hdfs_url);
-        let orc = std::fs::read(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/data/orc/multi_stripe_zstd.orc"
-        ))
-        .unwrap();
         rt().block_on(async {
             let ms = kerberos_metastore(s).await;
             let hdfs = Hdfs::new();
@@ -137,18 +132,7 @@ fn fixture(s: &Secure) -> &'static str {
                 .await
                 .unwrap_or_else(|e| panic!("{e}"));
             for dt in PARTITIONS {
-                let dir = Location::parse(&format!("{root}/events/dt={dt}")).unwrap();
-                hdfs.mkdirs(&dir, 0o755)
-                    .await
-                    .unwrap_or_else(|e| panic!("{e}"));
-                for i in 0..FILES {
-                    let mut w = hdfs
-                        .create(&dir.child(&format!("part-{i:05}.orc")), 0o644)
-                        .await
-                        .unwrap_or_else(|e| panic!("{e}"));
-                    w.write_bytes(orc.clone().into()).await.unwrap();
-                    w.close().await.unwrap();
-                }
+                small_orc_files(&hdfs, &format!("{root}/events/dt={dt}"), FILES).await;
             }
             ms.create_table(common::external_table(
                 &db,

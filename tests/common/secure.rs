@@ -7,6 +7,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use hive_orc_compactor::hdfs::{Hdfs, Location};
 use hive_orc_compactor::kerberos;
 
 pub struct Secure {
@@ -101,5 +102,27 @@ pub fn restart_metastore(s: &Secure, protection: Option<&str>) -> Result<Duratio
         Ok(t0.elapsed())
     } else {
         Err(said)
+    }
+}
+
+/// A new partition directory `dir` holding `files` copies of a small ORC file
+/// (`part-00000.orc`, ...), written over Kerberos HDFS.
+pub async fn small_orc_files(hdfs: &Hdfs, dir: &str, files: usize) {
+    let orc = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/orc/multi_stripe_zstd.orc"
+    ))
+    .unwrap();
+    let dir = Location::parse(dir).unwrap();
+    hdfs.mkdirs(&dir, 0o755)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    for i in 0..files {
+        let mut w = hdfs
+            .create(&dir.child(&format!("part-{i:05}.orc")), 0o644)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        w.write_bytes(orc.clone().into()).await.unwrap();
+        w.close().await.unwrap();
     }
 }
