@@ -11,8 +11,8 @@
 //! ([`choose_qop`]: the client's `hadoop.rpc.protection` in its order, else the strongest the
 //! metastore offers). For privacy the cipher is the first of 3des, rc4, des, rc4-56, rc4-40
 //! that the metastore offers: the order of Java's own client, whose server (Hive's metastore,
-//! `com.sun.security.sasl.digest`) offers all five on Java 8 to 21, so 3DES is what Hive's
-//! Java tasks and this client use. Keys, padding and IVs as Java's `DigestMD5Base` derives
+//! `com.sun.security.sasl.digest`) offers all five by default (seen on Java 17), so 3DES is
+//! what Hive's Java tasks and this client use. Keys, padding and IVs as Java's `DigestMD5Base` derives
 //! them (the RFC leaves some of it open): the RC4 key is the whole 16-byte Kc whatever the
 //! strength (the strength only shortens the H(A1) that Kc is derived from), DES keys are 7
 //! bytes of Kc spread over 8 with a parity bit each, 3DES is two-key EDE (Kc[0..7], Kc[7..14]),
@@ -981,19 +981,24 @@ mod tests {
             .collect()
     }
 
+    /// The client of a vector's exchange, before the challenge.
+    fn java_client() -> DigestMd5 {
+        DigestMd5 {
+            username: JAVA_USER.into(),
+            password: JAVA_PASSWORD.into(),
+            digest_uri: HIVE_DIGEST_URI.into(),
+            wanted: None,
+            cnonce: JAVA_CNONCE.into(),
+            state: State::Challenge,
+            qop: Qop::Auth,
+            layer: None,
+        }
+    }
+
     #[test]
     fn java_17_server_known_answers_for_integrity_and_every_cipher() {
         for v in &JAVA_VECTORS {
-            let mut m = DigestMd5 {
-                username: JAVA_USER.into(),
-                password: JAVA_PASSWORD.into(),
-                digest_uri: HIVE_DIGEST_URI.into(),
-                wanted: None,
-                cnonce: JAVA_CNONCE.into(),
-                state: State::Challenge,
-                qop: Qop::Auth,
-                layer: None,
-            };
+            let mut m = java_client();
             let answer = m.step(v.challenge.as_bytes()).unwrap();
             assert_eq!(
                 directive(&answer, "response").unwrap(),
@@ -1010,6 +1015,30 @@ mod tests {
                 assert_eq!(m.unwrap(&unhex(theirs)).unwrap(), *msg, "{chosen:?}");
             }
         }
+    }
+
+    /// Through the transport: a tampered frame from the server fails the read with the layer's
+    /// own one-line message, as invalid data (the connection is then dropped).
+    #[test]
+    fn a_tampered_frame_fails_the_transport_read_in_one_line() {
+        use std::io::Read;
+        let v = &JAVA_VECTORS[1];
+        let mut m = java_client();
+        m.step(v.challenge.as_bytes()).unwrap();
+        m.step(v.rspauth.as_bytes()).unwrap();
+        let mut frame = unhex(v.server[0]);
+        frame[3] ^= 0x40;
+        let mut wire = (frame.len() as u32).to_be_bytes().to_vec();
+        wire.extend_from_slice(&frame);
+        let (mut reader, _) = crate::metastore::sasl::split(&wire[..], Vec::new(), m);
+        let err = reader.read(&mut [0u8; 64]).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::InvalidData);
+        let text = err.to_string();
+        assert!(
+            text.starts_with("a DIGEST-MD5 frame from the metastore (22 bytes)"),
+            "{text}"
+        );
+        assert!(!text.contains('\n'), "{text}");
     }
 
     /// The layers of both ends: the server's has the same keys, the directions swapped.
