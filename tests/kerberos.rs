@@ -17,7 +17,7 @@ use common::{describe, json, rt, stderr};
 use hive_orc_compactor::hdfs::{Hdfs, Location};
 use hive_orc_compactor::metastore::{FieldSchema, Metastore, MetastoreConfig, StorageDescriptor};
 
-use common::secure::{secure, Secure};
+use common::secure::{conf_with, secure, small_orc_files, Secure};
 
 /// Runs the binary with only the secured cluster's configuration: HIVE_CONF_DIR and
 /// HADOOP_CONF_DIR name its files (SASL and the server principal come from hive-site.xml), and
@@ -74,11 +74,6 @@ fn fixture(s: &Secure) -> &'static str {
     DB.get_or_init(|| {
         let db = format!("krb_{}", std::process::id());
         let root = format!("{}/user/hive/external/{db}", s.hdfs_url);
-        let orc = std::fs::read(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/data/orc/multi_stripe_zstd.orc"
-        ))
-        .unwrap();
         rt().block_on(async {
             let mut cfg = MetastoreConfig::new(&s.hms_uri).unwrap();
             cfg.sasl_principal = Some(format!("hive/localhost@{}", s.realm));
@@ -91,18 +86,7 @@ fn fixture(s: &Secure) -> &'static str {
                 .unwrap_or_else(|e| panic!("{e}"));
             for table in TABLES {
                 let part = format!("{root}/{table}/dt=2026-11-01");
-                let dir = Location::parse(&part).unwrap();
-                hdfs.mkdirs(&dir, 0o755)
-                    .await
-                    .unwrap_or_else(|e| panic!("{e}"));
-                for i in 0..FILES {
-                    let mut w = hdfs
-                        .create(&dir.child(&format!("part-{i:05}.orc")), 0o644)
-                        .await
-                        .unwrap_or_else(|e| panic!("{e}"));
-                    w.write_bytes(orc.clone().into()).await.unwrap();
-                    w.close().await.unwrap();
-                }
+                small_orc_files(&hdfs, &part, FILES).await;
                 ms.create_table(common::external_table(
                     &db,
                     table,
@@ -319,28 +303,6 @@ fn kinit(s: &Secure, cache: &Path, extra: &[&str]) -> String {
 /// The last line the tool wrote to stderr: its error.
 fn last_line(o: &Output) -> String {
     stderr(o).lines().last().unwrap_or_default().to_owned()
-}
-
-/// A copy of the cluster's client configuration with `extra` properties added to `file`
-/// (core-site.xml, hive-site.xml, ...).
-fn conf_with(s: &Secure, file: &str, extra: &[(&str, &str)]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for entry in std::fs::read_dir(&s.conf_dir).unwrap() {
-        let entry = entry.unwrap();
-        std::fs::copy(entry.path(), dir.path().join(entry.file_name())).unwrap();
-    }
-    let path = dir.path().join(file);
-    let props: String = extra
-        .iter()
-        .map(|(k, v)| format!("  <property><name>{k}</name><value>{v}</value></property>\n"))
-        .collect();
-    let text = std::fs::read_to_string(&path).unwrap();
-    std::fs::write(
-        &path,
-        text.replace("</configuration>", &format!("{props}</configuration>")),
-    )
-    .unwrap();
-    dir
 }
 
 /// The cluster's krb5.conf with `lines` added to [libdefaults], in `dir`.

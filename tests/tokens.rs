@@ -6,14 +6,16 @@
 //!
 //! Environment: as tests/kerberos.rs (SECURE_HMS_URI, SECURE_CONF_DIR, SECURE_KRB5_CONFIG,
 //! SECURE_PRINCIPAL, SECURE_KEYTAB, SECURE_HDFS_URL), plus SECURE_CLUSTER_DIR, the cluster's
-//! state directory, for `scripts/cluster fetchdt` (the HDFS token).
+//! state directory, for `scripts/cluster fetchdt` (the HDFS token) and `scripts/cluster hms
+//! restart` (the metastore's protection).
 
 pub mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
+use std::sync::{OnceLock, PoisonError, RwLock, RwLockReadGuard};
+use std::time::{Duration, Instant};
 
 use common::{describe, json, rt, stderr};
 use hive_orc_compactor::hdfs::{Hdfs, Location};
@@ -22,11 +24,25 @@ use hive_orc_compactor::metastore::token::{
 };
 use hive_orc_compactor::metastore::{FieldSchema, Metastore, MetastoreConfig, StorageDescriptor};
 
-use common::secure::{secure, Secure};
+use common::secure::{conf_with, restart_metastore, secure, small_orc_files, Secure};
+
+/// The metastore's protection belongs to the whole secured cluster: the test that restarts it
+/// with another holds this for writing, every other test here for reading, so none sees the
+/// metastore go away or loses its token (the metastore keeps tokens in memory only).
+static METASTORE: RwLock<()> = RwLock::new(());
+
+fn shared_metastore() -> RwLockReadGuard<'static, ()> {
+    METASTORE.read().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// The binary as a task runs it: the cluster's configuration, an empty ticket cache of its own,
 /// no keytab, and the job's credentials file in HADOOP_TOKEN_FILE_LOCATION.
 fn run_as_task(s: &Secure, token_file: &Path, args: &[&str]) -> Output {
+    run_as_task_with(s, token_file, args, &[])
+}
+
+/// [`run_as_task`] with `env` added (e.g. HIVE_CONF_DIR for another configuration).
+fn run_as_task_with(s: &Secure, token_file: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let dir = tempfile::tempdir().unwrap();
     let empty_cache = format!("FILE:{}", dir.path().join("no-ticket").display());
     Command::new(env!("CARGO_BIN_EXE_hive-orc-compactor"))
@@ -40,6 +56,7 @@ fn run_as_task(s: &Secure, token_file: &Path, args: &[&str]) -> Output {
         .env("KRB5_CONFIG", &s.krb5_config)
         .env("KRB5CCNAME", &empty_cache)
         .env("HADOOP_TOKEN_FILE_LOCATION", token_file)
+        .envs(env.iter().copied())
         .output()
         .unwrap()
 }
@@ -97,36 +114,25 @@ fn sd(location: &str) -> StorageDescriptor {
     common::objects::orc_storage(location, vec![col("a", "bigint"), col("s", "string")])
 }
 
-/// A database with one external ORC table `events`, partitioned by dt, one partition of FILES
-/// small ORC files, made with the client's Kerberos login; its name.
+/// The fixture's partitions: the first for the token tests, the others for the metastore under
+/// privacy and under integrity.
+const PARTITIONS: [&str; 3] = ["2026-11-01", "2026-11-02", "2026-11-03"];
+
+/// A database with one external ORC table `events`, partitioned by dt, each of [`PARTITIONS`]
+/// of FILES small ORC files, made with the client's Kerberos login; its name.
 fn fixture(s: &Secure) -> &'static str {
     static DB: OnceLock<String> = OnceLock::new();
     DB.get_or_init(|| {
         let db = format!("tok_{}", std::process::id());
         let root = format!("{}/user/hive/external/{db}", s.hdfs_url);
-        let orc = std::fs::read(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/data/orc/multi_stripe_zstd.orc"
-        ))
-        .unwrap();
         rt().block_on(async {
             let ms = kerberos_metastore(s).await;
             let hdfs = Hdfs::new();
             ms.create_database(common::database(&db, &root, "tester", None))
                 .await
                 .unwrap_or_else(|e| panic!("{e}"));
-            let part = format!("{root}/events/dt=2026-11-01");
-            let dir = Location::parse(&part).unwrap();
-            hdfs.mkdirs(&dir, 0o755)
-                .await
-                .unwrap_or_else(|e| panic!("{e}"));
-            for i in 0..FILES {
-                let mut w = hdfs
-                    .create(&dir.child(&format!("part-{i:05}.orc")), 0o644)
-                    .await
-                    .unwrap_or_else(|e| panic!("{e}"));
-                w.write_bytes(orc.clone().into()).await.unwrap();
-                w.close().await.unwrap();
+            for dt in PARTITIONS {
+                small_orc_files(&hdfs, &format!("{root}/events/dt={dt}"), FILES).await;
             }
             ms.create_table(common::external_table(
                 &db,
@@ -138,13 +144,15 @@ fn fixture(s: &Secure) -> &'static str {
             ))
             .await
             .unwrap_or_else(|e| panic!("{e}"));
-            ms.add_partitions(vec![common::new_partition(
-                &db,
-                "events",
-                &["2026-11-01"],
-                sd(&part),
-                BTreeMap::new(),
-            )])
+            ms.add_partitions(
+                PARTITIONS
+                    .iter()
+                    .map(|&dt| {
+                        let part = format!("{root}/events/dt={dt}");
+                        common::new_partition(&db, "events", &[dt], sd(&part), BTreeMap::new())
+                    })
+                    .collect(),
+            )
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         });
@@ -155,6 +163,7 @@ fn fixture(s: &Secure) -> &'static str {
 #[test]
 fn a_task_with_only_a_token_file_inspects_and_compacts_until_the_token_is_cancelled() {
     let Some(s) = secure() else { return };
+    let _shared = shared_metastore();
     let table = format!("{}.events", fixture(s));
     let part = "dt=2026-11-01";
     let dir = tempfile::tempdir().unwrap();
@@ -209,9 +218,115 @@ fn a_task_with_only_a_token_file_inspects_and_compacts_until_the_token_is_cancel
     assert!(line.contains(&file.display().to_string()), "{line}");
 }
 
+/// Puts the metastore back to offering every protection when dropped, however the test ends:
+/// the other tests share it.
+struct DefaultProtectionAfter<'a>(&'a Secure);
+
+impl Drop for DefaultProtectionAfter<'_> {
+    fn drop(&mut self) {
+        match restart_metastore(self.0, None) {
+            Ok(took) => eprintln!("metastore back to all three protections in {took:?}"),
+            // Not a panic: this may run while one unwinds.
+            Err(e) => eprintln!("could not restore the metastore's protections: {e}"),
+        }
+    }
+}
+
+/// The metastore restarted to offer `privacy` only, then `integrity` only: a task with only a
+/// token file (SASL DIGEST-MD5, 3DES for privacy) inspects and compacts a partition, the
+/// Kerberos client (GSSAPI) works too, and a client that accepts only `authentication` is
+/// refused in one line that names both sides' protections and the setting to change.
+#[test]
+fn a_privacy_or_integrity_only_metastore_serves_token_and_kerberos_logins() {
+    let Some(s) = secure() else { return };
+    let _alone = METASTORE.write().unwrap_or_else(PoisonError::into_inner);
+    let table = format!("{}.events", fixture(s));
+    let dir = tempfile::tempdir().unwrap();
+    let hdfs = hdfs_token(s, dir.path());
+    let t0 = Instant::now();
+    let mut restarts = Duration::ZERO;
+    let _restore = DefaultProtectionAfter(s);
+    let debug = ("RUST_LOG", "hive_orc_compactor::metastore::session=debug");
+    for (protection, dt, cipher) in [
+        ("privacy", PARTITIONS[1], "3des"),
+        ("integrity", PARTITIONS[2], "none"),
+    ] {
+        restarts += restart_metastore(s, Some(protection)).unwrap_or_else(|e| panic!("{e}"));
+        // Kerberos: the library's own login (the strongest offered: the only one).
+        let ms = rt().block_on(kerberos_metastore(s));
+        let token = rt()
+            .block_on(ms.delegation_token("tester", &s.principal))
+            .unwrap_or_else(|e| panic!("{protection}: {e}"));
+        let file = dir.path().join(format!("tokens-{protection}"));
+        write_credentials(&file, &[hdfs.clone(), token.clone()]).unwrap();
+
+        let part = format!("dt={dt}");
+        let inspect = ["inspect", "--table", &table, "--partition", &part, "--json"];
+        let o = run_as_task_with(s, &file, &inspect, &[debug]);
+        assert_eq!(o.status.code(), Some(0), "{protection}: {}", describe(&o));
+        assert_eq!(
+            json(&o)["partition_details"]["files"]["count"],
+            FILES as u64
+        );
+        let negotiated = format!("qop=\"{protection}\" cipher=\"{cipher}\"");
+        assert!(
+            stderr(&o).contains(&negotiated),
+            "{negotiated}: {}",
+            describe(&o)
+        );
+        let compact = ["compact", "--table", &table, "--partition", &part, "--json"];
+        let o = run_as_task(s, &file, &compact);
+        assert_eq!(o.status.code(), Some(0), "{protection}: {}", describe(&o));
+        let report = json(&o);
+        assert_eq!(report["status"], "compacted", "{protection}: {report}");
+        assert_eq!(report["files_after"], 1, "{protection}: {report}");
+
+        // The client accepting only authentication: the token login, then Kerberos.
+        let conf = conf_with(
+            s,
+            "hive-site.xml",
+            &[("hadoop.rpc.protection", "authentication")],
+        );
+        let conf = conf.path().to_str().unwrap();
+        let o = run_as_task_with(s, &file, &inspect, &[("HIVE_CONF_DIR", conf)]);
+        assert_eq!(o.status.code(), Some(1), "{protection}: {}", describe(&o));
+        let line = error_line(&o);
+        for says in [
+            "delegation token authentication to metastore",
+            &format!(
+                "offers SASL protection {protection}, this client accepts only authentication"
+            ),
+            "set hadoop.rpc.protection",
+        ] {
+            assert!(line.contains(says), "{says}: {line}");
+        }
+        let mut cfg = MetastoreConfig::new(&s.hms_uri).unwrap();
+        cfg.sasl_principal = Some(format!("hive/localhost@{}", s.realm));
+        cfg.sasl_protection = Some("authentication".into());
+        match rt().block_on(Metastore::connect(cfg)) {
+            Err(e) => {
+                let e = e.to_string();
+                assert!(e.starts_with("Kerberos authentication to metastore"), "{e}");
+                assert!(
+                    e.contains(&format!("offers SASL protection {protection}")),
+                    "{e}"
+                );
+            }
+            Ok(_) => panic!("{protection}: an authentication-only client logged in"),
+        }
+        rt().block_on(ms.cancel_delegation_token(&token))
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    eprintln!(
+        "two protections in {:?}, of which the two metastore restarts {restarts:?}",
+        t0.elapsed()
+    );
+}
+
 #[test]
 fn a_corrupt_credentials_file_is_one_line_naming_it() {
     let Some(s) = secure() else { return };
+    let _shared = shared_metastore();
     let table = format!("{}.events", fixture(s));
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("container_tokens");
@@ -230,6 +345,7 @@ fn a_token_from_one_metastore_connection_is_refused_once_cancelled() {
     // The library alone: a second token, cancelled, then a DIGEST-MD5 login with it fails with
     // the error callers branch on; a live one succeeds.
     let Some(s) = secure() else { return };
+    let _shared = shared_metastore();
     rt().block_on(async {
         let ms = kerberos_metastore(s).await;
         let live = ms.delegation_token("tester", &s.principal).await.unwrap();
@@ -318,6 +434,7 @@ fn on_yarn_as_client(s: &Secure, table: &str, mapred: &Path, extra: &[&str]) -> 
 #[test]
 fn on_yarn_ships_a_metastore_token_to_the_job_and_cancels_it() {
     let Some(s) = secure() else { return };
+    let _shared = shared_metastore();
     let table = format!("{}.events", fixture(s));
     let dir = tempfile::tempdir().unwrap();
     let (mapred, capture) = refusing_mapred(dir.path());
@@ -376,6 +493,7 @@ fn on_yarn_ships_a_metastore_token_to_the_job_and_cancels_it() {
 #[test]
 fn on_yarn_with_yarn_keytab_ships_the_keytab_not_a_token() {
     let Some(s) = secure() else { return };
+    let _shared = shared_metastore();
     let table = format!("{}.events", fixture(s));
     let dir = tempfile::tempdir().unwrap();
     let (mapred, capture) = refusing_mapred(dir.path());
@@ -423,6 +541,7 @@ async fn renew_interval(ms: &Metastore, t: &DelegationToken) -> u64 {
 #[test]
 fn a_job_token_the_client_renews_outlives_the_renew_interval() {
     let Some(s) = secure() else { return };
+    let _shared = shared_metastore();
     rt().block_on(async {
         let ms = kerberos_metastore(s).await;
         let kept = ms.delegation_token("tester", &s.principal).await.unwrap();
@@ -471,6 +590,7 @@ fn a_job_token_the_client_renews_outlives_the_renew_interval() {
 #[test]
 fn a_task_starts_no_partition_when_its_tokens_end_within_the_margin() {
     let Some(s) = secure() else { return };
+    let _shared = shared_metastore();
     let db = fixture(s);
     let dir = tempfile::tempdir().unwrap();
     let ms = rt().block_on(kerberos_metastore(s));
@@ -537,6 +657,7 @@ fn a_task_starts_no_partition_when_its_tokens_end_within_the_margin() {
 #[test]
 fn on_yarn_refuses_a_job_its_tokens_cannot_carry() {
     let Some(s) = secure() else { return };
+    let _shared = shared_metastore();
     let table = format!("{}.events", fixture(s));
     let dir = tempfile::tempdir().unwrap();
     let (mapred, capture) = refusing_mapred(dir.path());

@@ -72,9 +72,15 @@ pub enum MetastoreError {
         message: String,
     },
 
-    /// SASL/GSSAPI could not authenticate; `message` says why and how to fix it.
-    #[error("Kerberos authentication to metastore {uris} failed: {message}")]
-    Kerberos { uris: String, message: String },
+    /// SASL could not authenticate (GSSAPI, or DIGEST-MD5 with a token); `message` says why and
+    /// how to fix it.
+    #[error("{login} authentication to metastore {uris} failed: {message}")]
+    Authentication {
+        /// "Kerberos" or "delegation token".
+        login: &'static str,
+        uris: String,
+        message: String,
+    },
 
     /// The metastore refused the delegation token: cancelled, expired, or unknown to it.
     #[error("metastore {uris} refused the delegation token {token} from {origin}: {message}; the token is invalid or expired (cancelled, past its renewal or max date, or lost in a metastore restart): get a new one (resubmit the job) or log in with Kerberos")]

@@ -84,7 +84,8 @@ pub(crate) enum Qop {
 }
 
 impl Qop {
-    fn bit(self) -> u8 {
+    /// Its bit in a GSSAPI offer (and in the mask [`choose_qop`] takes).
+    pub(crate) fn bit(self) -> u8 {
         match self {
             Qop::Auth => 1,
             Qop::Integrity => 2,
@@ -139,7 +140,8 @@ impl Qop {
 
 /// Picks the security layer from the server's offer (a bit mask): the first of `wanted` (the
 /// client's `hadoop.rpc.protection`, in its order) that the server offers, as Java's GSSAPI
-/// client does; without a wish, the strongest offered.
+/// and DIGEST-MD5 clients do; without a wish, the strongest offered. The one rule of both
+/// mechanisms.
 pub(crate) fn choose_qop(offer: u8, wanted: Option<&[Qop]>) -> Result<Qop, Failure> {
     let strongest_first = [Qop::Privacy, Qop::Integrity, Qop::Auth];
     let candidates = wanted.unwrap_or(&strongest_first);
@@ -323,10 +325,15 @@ impl Mechanism for Gssapi {
     }
 }
 
+/// A security layer failing on a frame: the connection is of no further use.
 fn failure_to_io(f: Failure) -> io::Error {
     match f {
         Failure::Io(e) => e,
-        other => io::Error::other(format!("{other:?}")),
+        Failure::Gss(e) => invalid(e.to_string()),
+        Failure::Protocol(msg) | Failure::Refused(msg) => invalid(msg),
+        Failure::NoCommonQop { offered, wanted } => invalid(format!(
+            "SASL protection: offered {offered}, wanted {wanted}"
+        )),
     }
 }
 

@@ -164,6 +164,14 @@ impl From<String> for OpenError {
 
 type Halves = (Box<dyn Read + Send>, Box<dyn Write + Send>);
 
+/// The metastore and this client share no SASL protection (GSSAPI and DIGEST-MD5 alike).
+fn no_common_qop(uri: &MetastoreUri, offered: &str, wanted: &str) -> String {
+    format!(
+        "{uri} offers SASL protection {offered}, this client accepts only {wanted}: set \
+         hadoop.rpc.protection (hive-site.xml or core-site.xml) to one the metastore offers"
+    )
+}
+
 /// Authenticates with SASL/GSSAPI on `stream` and returns its framed halves.
 fn sasl_open(
     stream: &TcpStream,
@@ -190,11 +198,9 @@ fn sasl_open(
              this realm",
             one_line(&msg)
         )),
-        SaslFailure::NoCommonQop { offered, wanted } => OpenError::Auth(format!(
-            "{uri} offers SASL protection {offered}, this client accepts only {wanted}: set \
-             hadoop.rpc.protection (hive-site.xml or core-site.xml) to one the metastore \
-             offers"
-        )),
+        SaslFailure::NoCommonQop { offered, wanted } => {
+            OpenError::Auth(no_common_qop(uri, &offered, &wanted))
+        }
         SaslFailure::Protocol(msg) => OpenError::Network(format!(
             "{uri} does not speak SASL ({msg}); is hive.metastore.sasl.enabled true on the \
              server? Without Kerberos, drop --metastore-sasl / hive.metastore.sasl.enabled"
@@ -237,11 +243,9 @@ fn digest_open(
         // DIGEST-MD5 fails on the server when the token is unknown to its store (cancelled,
         // expired and removed) or its password does not match.
         SaslFailure::Refused(msg) => OpenError::TokenRejected(one_line(&msg)),
-        SaslFailure::NoCommonQop { offered, wanted } => OpenError::Auth(format!(
-            "{uri} offers SASL protection {offered} for delegation tokens, this client \
-             accepts only {wanted}: allow authentication in the metastore's \
-             hadoop.rpc.protection, or log in with Kerberos"
-        )),
+        SaslFailure::NoCommonQop { offered, wanted } => {
+            OpenError::Auth(no_common_qop(uri, &offered, &wanted))
+        }
         SaslFailure::Gss(e) => OpenError::Auth(format!("{e:?}")),
         SaslFailure::Protocol(msg) => OpenError::Network(format!(
             "{uri} does not complete SASL DIGEST-MD5 ({msg}); is hive.metastore.sasl.enabled \
@@ -256,6 +260,7 @@ fn digest_open(
         SaslFailure::Io(e) => OpenError::Network(format!("{uri}: {}", timed_out(e))),
     })?;
     tracing::debug!(%uri, token = %login.token.describe(), from = %login.source,
+        qop = mech.qop().name(), cipher = mech.cipher().unwrap_or("none"),
         "metastore SASL/DIGEST-MD5 authenticated with a delegation token");
     let reader = Socket(stream.try_clone().map_err(setup)?);
     let writer = Socket(stream.try_clone().map_err(setup)?);
@@ -410,9 +415,14 @@ impl Session {
                 message,
             });
         }
-        // A Kerberos failure says more than another URI's silence.
+        // An authentication failure says more than another URI's silence.
         if let Some(message) = auth_error {
-            return Err(MetastoreError::Kerberos {
+            return Err(MetastoreError::Authentication {
+                login: if self.cfg.delegation_token.is_some() {
+                    "delegation token"
+                } else {
+                    "Kerberos"
+                },
                 uris: self.cfg.uri_list(),
                 message,
             });

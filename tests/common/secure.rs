@@ -3,8 +3,11 @@
 //! tests that need it return at once, saying so (SKIP_SECURE=1).
 
 use std::path::PathBuf;
+use std::process::Command;
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
+use hive_orc_compactor::hdfs::{Hdfs, Location};
 use hive_orc_compactor::kerberos;
 
 pub struct Secure {
@@ -53,4 +56,73 @@ pub fn secure() -> Option<&'static Secure> {
         Some(s)
     })
     .as_ref()
+}
+
+/// A copy of the cluster's client configuration with `extra` properties added to `file`
+/// (core-site.xml, hive-site.xml, ...).
+pub fn conf_with(s: &Secure, file: &str, extra: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(&s.conf_dir).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), dir.path().join(entry.file_name())).unwrap();
+    }
+    let path = dir.path().join(file);
+    let props: String = extra
+        .iter()
+        .map(|(k, v)| format!("  <property><name>{k}</name><value>{v}</value></property>\n"))
+        .collect();
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        text.replace("</configuration>", &format!("{props}</configuration>")),
+    )
+    .unwrap();
+    dir
+}
+
+/// `scripts/cluster hms restart` of the secured cluster, its metastore then offering
+/// `protection` (its hadoop.rpc.protection; `None`: all three, the cluster's default). How long
+/// it took, or what the script said.
+pub fn restart_metastore(s: &Secure, protection: Option<&str>) -> Result<Duration, String> {
+    let dir = s
+        .cluster_dir
+        .as_deref()
+        .ok_or("SECURE_CLUSTER_DIR is not set")?;
+    let mut cmd = Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/cluster"));
+    cmd.args(["hms", "restart"]).env("CLUSTER_DIR", dir);
+    match protection {
+        Some(p) => cmd.env("CLUSTER_HMS_RPC_PROTECTION", p),
+        None => cmd.env_remove("CLUSTER_HMS_RPC_PROTECTION"),
+    };
+    let t0 = Instant::now();
+    let o = cmd.output().map_err(|e| e.to_string())?;
+    let said = String::from_utf8_lossy(&o.stderr).into_owned();
+    eprint!("{said}");
+    if o.status.success() {
+        Ok(t0.elapsed())
+    } else {
+        Err(said)
+    }
+}
+
+/// A new partition directory `dir` holding `files` copies of a small ORC file
+/// (`part-00000.orc`, ...), written over Kerberos HDFS.
+pub async fn small_orc_files(hdfs: &Hdfs, dir: &str, files: usize) {
+    let orc = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/orc/multi_stripe_zstd.orc"
+    ))
+    .unwrap();
+    let dir = Location::parse(dir).unwrap();
+    hdfs.mkdirs(&dir, 0o755)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    for i in 0..files {
+        let mut w = hdfs
+            .create(&dir.child(&format!("part-{i:05}.orc")), 0o644)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        w.write_bytes(orc.clone().into()).await.unwrap();
+        w.close().await.unwrap();
+    }
 }
