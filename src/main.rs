@@ -534,8 +534,9 @@ struct Scope {
 #[derive(Args)]
 struct YarnArgs {
     /// Compact the selected partitions in a map-only YARN job (Hadoop Streaming, as DistCp
-    /// runs): this host plans, uploads itself and the work list to HDFS, submits the job with
-    /// the Hadoop client's `mapred`, follows it and prints the usual reports and summary
+    /// runs): this host plans, writes the work list to HDFS (and itself, unless the cache in
+    /// --yarn-dir has this build), submits the job with the Hadoop client's `mapred`, follows
+    /// it and prints the usual reports and summary
     #[arg(long)]
     on_yarn: bool,
     /// With --on-yarn: map tasks, each compacting an equal share of the partitions, --parallel
