@@ -152,10 +152,9 @@ pub async fn look_up(
     binary: &LocalBinary,
     yarn_dir: &Location,
 ) -> anyhow::Result<Action> {
-    let cached = binary.cached(yarn_dir);
-    Ok(match hdfs.status(&cached).await? {
-        Some(e) if e.length == binary.length => Action::Reuse,
-        _ => Action::Upload,
+    Ok(match whole(hdfs, &binary.cached(yarn_dir), binary).await? {
+        Some(_) => Action::Reuse,
+        None => Action::Upload,
     })
 }
 
@@ -170,15 +169,21 @@ pub async fn ship(
     let cache = dir(yarn_dir);
     let cached = binary.cached(yarn_dir);
     hdfs.mkdirs(&cache, 0o700).await?;
-    match hdfs.status(&cached).await? {
-        Some(e) if e.length == binary.length => {
-            mark_used(hdfs, &cache, binary).await;
-            tracing::info!(
-                "the tasks run {cached}: in the cache already (cached {}), not uploaded again",
-                when(e.modification_time)
-            );
-            return Ok(Action::Reuse);
-        }
+    if let Some(e) = whole(hdfs, &cached, binary).await? {
+        mark_used(hdfs, &cache, binary).await;
+        tracing::info!(
+            "the tasks run {cached}: in the cache already (cached {}), not uploaded again",
+            when(e.modification_time)
+        );
+        return Ok(Action::Reuse);
+    }
+    let temporary = cache.child(&format!("{}.{run_id}{UPLOADING}", binary.sha256));
+    let started = std::time::Instant::now();
+    upload(hdfs, binary, &temporary).await?;
+    // Looked at again only now, after the upload: another run may have cached it meanwhile,
+    // and its job may already run it.
+    let placed = match hdfs.status(&cached).await? {
+        Some(e) if e.length == binary.length => Err(None),
         Some(e) => {
             tracing::warn!(
                 "{cached} holds {} bytes, not the {} of this build: replacing it",
@@ -186,25 +191,20 @@ pub async fn ship(
                 binary.length
             );
             hdfs.delete(&cached, false).await?;
+            hdfs.rename(&temporary, &cached).await.map_err(Some)
         }
-        None => {}
-    }
-    let temporary = cache.child(&format!("{}.{run_id}{UPLOADING}", binary.sha256));
-    let started = std::time::Instant::now();
-    upload(hdfs, binary, &temporary).await?;
-    if let Err(e) = hdfs.rename(&temporary, &cached).await {
+        None => hdfs.rename(&temporary, &cached).await.map_err(Some),
+    };
+    if let Err(e) = placed {
         let _ = hdfs.delete(&temporary, false).await;
-        // Another run put it in place meanwhile: theirs is the same content.
-        return match hdfs.status(&cached).await? {
-            Some(c) if c.length == binary.length => {
-                mark_used(hdfs, &cache, binary).await;
-                tracing::info!("the tasks run {cached}: another run cached it meanwhile");
-                Ok(Action::Reuse)
-            }
-            _ => Err(anyhow::anyhow!(
-                "cannot put this build in the cache as {cached}: {e}"
-            )),
-        };
+        // The rename lost to another run's: theirs is the same content.
+        if whole(hdfs, &cached, binary).await?.is_none() {
+            let why = e.map_or_else(String::new, |e| format!(": {e}"));
+            anyhow::bail!("cannot put this build in the cache as {cached}{why}");
+        }
+        mark_used(hdfs, &cache, binary).await;
+        tracing::info!("the tasks run {cached}: another run cached it meanwhile");
+        return Ok(Action::Reuse);
     }
     tracing::info!(
         "the tasks run {cached}: uploaded {} in {:.1} s",
@@ -212,6 +212,18 @@ pub async fn ship(
         started.elapsed().as_secs_f64()
     );
     Ok(Action::Upload)
+}
+
+/// The cached file's status if it holds the binary whole (as far as its length tells).
+async fn whole(
+    hdfs: &Hdfs,
+    cached: &Location,
+    binary: &LocalBinary,
+) -> anyhow::Result<Option<Entry>> {
+    Ok(hdfs
+        .status(cached)
+        .await?
+        .filter(|e| e.length == binary.length))
 }
 
 /// Copies the binary's open file from its start to the new file `to`, which a failure removes.
