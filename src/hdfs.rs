@@ -627,6 +627,22 @@ impl Hdfs {
         }
     }
 
+    /// Sets the modification time (milliseconds since the epoch) of an existing path, leaving
+    /// its access time as it is.
+    pub async fn set_modification_time(
+        &self,
+        target: &Location,
+        mtime: u64,
+    ) -> Result<(), FsError> {
+        let client = self.client(target)?;
+        // u64::MAX reaches the NameNode as -1, "leave it": a real access time is refused where
+        // access times are off (dfs.namenode.accesstime.precision=0).
+        client
+            .set_times(&target.path, mtime, u64::MAX)
+            .await
+            .map_err(Self::io("setting the modification time of", target))
+    }
+
     /// Changes the owner, the group, or both (`None` leaves it as it is).
     pub async fn set_owner(
         &self,

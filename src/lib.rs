@@ -1,6 +1,7 @@
 //! hive-orc-compactor: the engine. It knows nothing of command-line flags; `main.rs` is a thin
 //! layer over it.
 
+pub mod binary_cache;
 pub mod census;
 pub mod config;
 pub mod eligibility;

@@ -335,7 +335,9 @@ settled, with --adopt-late-files (renamed into the partition's current location;
 totalSize and numRows then recomputed from the files' ORC tails; rawDataSize and \
 COLUMN_STATS_ACCURATE dropped) or --discard-late-files (removed). Also removes staging \
 directories and never-swapped run directories older than --staging-older-than, and rebuilds the \
-journal of a run killed between its swap and its journal. Each partition is locked (as compact \
+journal of a run killed between its swap and its journal. Binaries that `compact --on-yarn` \
+cached in <--yarn-dir>/binaries go once no run used them for --binaries-older-than (30 days), \
+with uploads a run abandoned as long ago. Each partition is locked (as compact \
 locks it while staging: readers go on), read again and planned again before anything is \
 removed. Never touches a partition's current files, however its location is spelled. Journals \
 are marked cleaned: a second cleanup removes nothing more.
@@ -361,6 +363,14 @@ Examples:
         /// than any run)
         #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "6h")]
         staging_older_than: Duration,
+        /// Remove binaries `compact --on-yarn` cached under --yarn-dir that no run used for this
+        /// long (longer than any job runs) [default: 30d; config: binaries_older_than]
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        binaries_older_than: Option<Duration>,
+        /// The --yarn-dir of `compact --on-yarn`, whose binaries/ cache is swept
+        /// [default: hdfs:///user/<user>/.hive-orc-compactor/yarn; config: yarn_dir]
+        #[arg(long, value_name = "URI")]
+        yarn_dir: Option<String>,
         /// Move to /user/<user>/.Trash/Current instead of deleting (encryption zones' own
         /// trash directories are not detected yet)
         #[arg(long)]
@@ -524,8 +534,9 @@ struct Scope {
 #[derive(Args)]
 struct YarnArgs {
     /// Compact the selected partitions in a map-only YARN job (Hadoop Streaming, as DistCp
-    /// runs): this host plans, uploads itself and the work list to HDFS, submits the job with
-    /// the Hadoop client's `mapred`, follows it and prints the usual reports and summary
+    /// runs): this host plans, writes the work list to HDFS (and itself, unless the cache in
+    /// --yarn-dir has this build), submits the job with the Hadoop client's `mapred`, follows
+    /// it and prints the usual reports and summary
     #[arg(long)]
     on_yarn: bool,
     /// With --on-yarn: map tasks, each compacting an equal share of the partitions, --parallel
@@ -545,12 +556,15 @@ struct YarnArgs {
         hide_env = true
     )]
     hadoop_cmd: Option<PathBuf>,
-    /// With --on-yarn: a release build already on HDFS for the tasks to run
-    /// (hdfs://.../hive-orc-compactor); default: this binary, uploaded for the job
+    /// With --on-yarn: a build already on HDFS for the tasks to run, as it is
+    /// (hdfs://.../hive-orc-compactor); default: this binary, from the cache in
+    /// <--yarn-dir>/binaries, uploaded there only when the cache lacks it
     #[arg(long, value_name = "URI", requires = "on_yarn")]
     yarn_binary: Option<String>,
-    /// With --on-yarn: where the job's files go while it runs (removed at its end)
-    /// [default: hdfs:///user/<user>/.hive-orc-compactor/yarn]
+    /// With --on-yarn: where the job's files go while it runs (<dir>/<run-id>, removed at its
+    /// end), and the cache of this binary (<dir>/binaries, by content hash; see cleanup
+    /// --binaries-older-than) [default: hdfs:///user/<user>/.hive-orc-compactor/yarn; config:
+    /// yarn_dir]
     #[arg(long, value_name = "URI", requires = "on_yarn")]
     yarn_dir: Option<String>,
     /// With --on-yarn: each task's container memory (default 384MiB plus 512MiB per --parallel
@@ -990,8 +1004,9 @@ async fn run_on_yarn(
     batch_options: &BatchOptions,
     yarn: &YarnOptions,
 ) -> anyhow::Result<ExitCode> {
-    let job = on_yarn::plan(&plan, yarn);
+    let mut job = on_yarn::plan(&plan, yarn);
     if batch_options.compact.dry_run {
+        job.look_in_cache(&options.hdfs(), yarn).await?;
         render::yarn_plan(&mut stdout(), &job, options.format)?;
         let observer = render::Batch::new(options.format, plan.decided.len());
         for r in &plan.decided {

@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory};
+use hive_orc_compactor::binary_cache::LocalBinary;
 use hive_orc_compactor::config;
 use hive_orc_compactor::fleet::{Partitions, Selection, Tables};
 use hive_orc_compactor::hdfs::{self, Hdfs};
@@ -23,7 +24,7 @@ use hive_orc_compactor::operations::compact::{
     DEFAULT_STRIPE_SIZE, WRITE_IN_PROGRESS_AGE,
 };
 use hive_orc_compactor::operations::iceberg;
-use hive_orc_compactor::operations::on_yarn::{self, TokenFor, YarnOptions};
+use hive_orc_compactor::operations::on_yarn::{self, TaskBinary, TokenFor, YarnOptions};
 use hive_orc_compactor::operations::token_lifetime;
 use hive_orc_compactor::orc::{Compression, RowOrder, DEFAULT_TARGET_SIZE};
 use hive_orc_compactor::resolve::TableName;
@@ -164,6 +165,8 @@ impl Options {
                 scope,
                 older_than,
                 staging_older_than,
+                binaries_older_than,
+                yarn_dir: cleanup_yarn_dir,
                 trash,
                 adopt_late_files,
                 discard_late_files,
@@ -175,6 +178,18 @@ impl Options {
                 options: CleanupOptions {
                     older_than: *older_than,
                     staging_older_than: *staging_older_than,
+                    binaries: yarn_dir(
+                        cleanup_yarn_dir.as_deref(),
+                        &settings,
+                        &hdfs::hadoop_user(cli.global.hadoop_user.as_deref()),
+                    )
+                    .map(|d| hive_orc_compactor::binary_cache::dir(&d))?,
+                    binaries_older_than: match binaries_older_than {
+                        Some(d) => *d,
+                        None => settings
+                            .binaries_older_than()?
+                            .unwrap_or(DEFAULT_BINARIES_OLDER_THAN),
+                    },
                     trash: *trash,
                     adopt_late_files: *adopt_late_files,
                     discard_late_files: *discard_late_files,
@@ -589,6 +604,12 @@ fn read_work_list(path: &std::path::Path) -> anyhow::Result<(Vec<TableName>, Par
 
 /// Container memory of a task: the streaming JVM's share plus our bound per partition at once
 /// (the re-encoder's peak stays under 512 MiB at 64 MiB stripes, see BENCHMARKS.md).
+/// Longer than any job runs (a secure one ends within its tokens' 7-day maximum lifetime), and
+/// than the gap between uses of one build by weekly or monthly runs; a build replaced by an
+/// upgrade is gone a month later. A binary kept too long costs a few hundred MB; one removed too
+/// early costs the next run one upload.
+const DEFAULT_BINARIES_OLDER_THAN: Duration = Duration::from_secs(30 * 86400);
+
 fn default_task_memory_mb(parallel: usize) -> u64 {
     384 + 512 * parallel as u64
 }
@@ -744,18 +765,11 @@ fn yarn_options(
             .hadoop_cmd
             .clone()
             .unwrap_or_else(hive_orc_compactor::yarn::default_mapred),
-        binary: yarn
-            .yarn_binary
-            .as_deref()
-            .map(|u| location("--yarn-binary", u))
-            .transpose()?,
-        work_dir: match &yarn.yarn_dir {
-            Some(d) => location("--yarn-dir", d)?,
-            None => location(
-                "--yarn-dir",
-                &format!("hdfs:///user/{user}/.hive-orc-compactor/yarn"),
-            )?,
+        binary: match yarn.yarn_binary.as_deref() {
+            Some(u) => TaskBinary::Given(location("--yarn-binary", u)?),
+            None => TaskBinary::ThisProgram(LocalBinary::this_program()?),
         },
+        work_dir: yarn_dir(yarn.yarn_dir.as_deref(), settings, &user)?,
         task_args: args,
         task_memory_mb: yarn
             .task_memory
@@ -766,6 +780,20 @@ fn yarn_options(
         token_margin: yarn.yarn_token_margin,
         cancel: c.cancel.clone(),
     })
+}
+
+/// Where `--on-yarn` keeps its work directories and its cache of binaries: `--yarn-dir`, else
+/// the config file's `yarn_dir`, else under the user's home. `cleanup` sweeps the same cache.
+fn yarn_dir(flag: Option<&str>, settings: &Settings, user: &str) -> anyhow::Result<hdfs::Location> {
+    let (uri, from) = match (flag, &settings.yarn_dir) {
+        (Some(d), _) => (d.to_string(), "--yarn-dir"),
+        (None, Some(d)) => (d.clone(), "yarn_dir in the config file"),
+        (None, None) => (
+            format!("hdfs:///user/{user}/.hive-orc-compactor/yarn"),
+            "--yarn-dir",
+        ),
+    };
+    hdfs::Location::parse(&uri).map_err(|e| anyhow::anyhow!("{from}: {e}"))
 }
 
 fn metastore_config(global: &Global, settings: &Settings) -> anyhow::Result<config::Resolved> {

@@ -14,6 +14,8 @@
 //! stripes = "auto"
 //! min_stripe_size = "8MiB"
 //! stripe_size = "64MiB"
+//! yarn_dir = "hdfs:///user/etl/.hive-orc-compactor/yarn"   # compact --on-yarn and cleanup
+//! binaries_older_than = "30d"                               # cleanup
 //!
 //! # A table's layout: every run rewrites its partitions so (see `compact --sort-by`)
 //! [table."sales.events"]
@@ -47,6 +49,10 @@ pub struct Settings {
     stripe_size: Option<String>,
     sort_memory: Option<String>,
     spill_dir: Option<std::path::PathBuf>,
+    /// `--yarn-dir` of `compact --on-yarn` and `cleanup`.
+    pub yarn_dir: Option<String>,
+    /// `cleanup --binaries-older-than`.
+    binaries_older_than: Option<String>,
     /// Per table (`db.table`): the layout its partitions are rewritten in.
     #[serde(default)]
     pub table: BTreeMap<String, TableSettings>,
@@ -109,12 +115,11 @@ impl Settings {
     }
 
     pub fn min_age(&self) -> anyhow::Result<Option<Duration>> {
-        self.min_age
-            .as_deref()
-            .map(|v| {
-                crate::parse_duration(v).map_err(|e| anyhow!("min_age in the config file: {e}"))
-            })
-            .transpose()
+        duration("min_age", &self.min_age)
+    }
+
+    pub fn binaries_older_than(&self) -> anyhow::Result<Option<Duration>> {
+        duration("binaries_older_than", &self.binaries_older_than)
     }
 }
 
@@ -128,6 +133,13 @@ fn parsed<T: std::str::FromStr<Err = String>>(
             v.parse()
                 .map_err(|e| anyhow!("{key} in the config file: {e}"))
         })
+        .transpose()
+}
+
+fn duration(key: &str, value: &Option<String>) -> anyhow::Result<Option<Duration>> {
+    value
+        .as_deref()
+        .map(|v| crate::parse_duration(v).map_err(|e| anyhow!("{key} in the config file: {e}")))
         .transpose()
 }
 
@@ -193,6 +205,22 @@ mod tests {
         assert_eq!(s.stripes().unwrap(), Some(Stripes::Rewrite));
         assert_eq!(s.min_stripe_size().unwrap(), Some(4 << 20));
         assert_eq!(s.stripe_size().unwrap(), Some(32 << 20));
+        std::fs::write(
+            &p,
+            "yarn_dir = \"hdfs://nn/y\"\nbinaries_older_than = \"7d\"\n",
+        )
+        .unwrap();
+        let s = Settings::load(Some(&p)).unwrap();
+        assert_eq!(s.yarn_dir.as_deref(), Some("hdfs://nn/y"));
+        assert_eq!(
+            s.binaries_older_than().unwrap(),
+            Some(Duration::from_secs(7 * 86400))
+        );
+        std::fs::write(&p, "binaries_older_than = \"a month\"\n").unwrap();
+        assert!(Settings::load(Some(&p))
+            .unwrap()
+            .binaries_older_than()
+            .is_err());
         std::fs::write(&p, "stripes = \"some\"\n").unwrap();
         assert!(Settings::load(Some(&p)).unwrap().stripes().is_err());
         std::fs::write(&p, "verify = \"some\"\n").unwrap();

@@ -102,16 +102,52 @@ fn reports(o: &Output) -> (BTreeMap<String, Value>, Value) {
     (by_key, last)
 }
 
+/// A `--yarn-dir` of the test's own: an empty binary cache.
 fn yarn_dir(db: &OwnDatabase) -> String {
     format!("{}/tmp/yarn-{}", env("HDFS_URL"), db.fixtures.database)
 }
 
+/// The `--yarn-dir` of the jobs that need no empty cache: the first uploads the binary, the
+/// others reuse it, as runs on a cluster do. (Jobs run one at a time, so each finds its own
+/// work directory gone at its end.)
+fn shared_yarn_dir() -> String {
+    format!("{}/tmp/yarn-shared-{}", env("HDFS_URL"), std::process::id())
+}
+
+/// The run's work directory is gone: `--yarn-dir` holds only the binary cache.
 fn assert_work_dir_removed(dir: &str) {
     let (files, dirs) = list(dir);
     assert!(
-        files.is_empty() && dirs.is_empty(),
-        "the job's work directory {dir} is not empty: {files:?} {dirs:?}"
+        files.is_empty() && dirs.iter().all(|d| d == "binaries"),
+        "the job's work directory in {dir} is not removed: {files:?} {dirs:?}"
     );
+}
+
+/// The SHA-256 of the binary the tests run, as `sha256sum` prints it.
+fn binary_sha256() -> String {
+    let exe = binary();
+    let o = Command::new("sha256sum").arg(exe).output().unwrap();
+    assert!(o.status.success(), "sha256sum {exe}");
+    String::from_utf8_lossy(&o.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+/// (length, modification time, permission) of an HDFS path.
+fn stat(path: &str) -> (u64, u64, u16) {
+    let e = rt()
+        .block_on(common::hdfs::hdfs().status(&common::hdfs::loc(path)))
+        .unwrap()
+        .unwrap_or_else(|| panic!("{path} does not exist"));
+    (e.length, e.modification_time, e.permission)
+}
+
+fn set_mtime(path: &str, days_ago: u64) {
+    let t = chrono::Utc::now().timestamp_millis() as u64 - days_ago * 86_400_000;
+    rt().block_on(common::hdfs::hdfs().set_modification_time(&common::hdfs::loc(path), t))
+        .unwrap_or_else(|e| panic!("{e}"));
 }
 
 #[test]
@@ -124,7 +160,7 @@ fn forty_partitions_of_three_tables_over_four_tasks() {
     let parts = parts(&db, &ALL);
     assert_eq!(parts.len(), 40);
     let before: Vec<Vec<Vec<String>>> = parts.iter().map(rows).collect();
-    let dir = yarn_dir(&db);
+    let dir = shared_yarn_dir();
     let o = on_yarn(&[
         "compact",
         "--database",
@@ -222,6 +258,14 @@ fn a_dry_run_submits_nothing_and_prints_the_job() {
         .map(|a| a.as_str().unwrap())
         .collect();
     assert_eq!(command[..2], ["/bin/false", "streaming"]);
+    // Not cached under this fresh directory: the run would upload it.
+    let binary = &plan["binary"];
+    assert_eq!(
+        binary["path"].as_str().unwrap(),
+        format!("{dir}/binaries/{}", binary_sha256()),
+        "{plan}"
+    );
+    assert_eq!(binary["action"], "upload", "{plan}");
     for want in [
         "mapreduce.map.speculative=false",
         "stream.map.input.ignoreKey=true",
@@ -253,7 +297,7 @@ fn a_task_killed_mid_partition_is_retried_and_nothing_is_lost_or_doubled() {
     let db = database("yarn_kill");
     let parts = parts(&db, &["yarn_c"]);
     let before: Vec<Vec<Vec<String>>> = parts.iter().map(rows).collect();
-    let dir = yarn_dir(&db);
+    let dir = shared_yarn_dir();
     let table = db.fixtures.qualified("yarn_c");
     // Each partition pauses before its swap, so a kill lands inside one. Without the lock the
     // retry need not wait for the dead attempt's lock to expire (that case is `busy`, below).
@@ -361,7 +405,7 @@ fn busy_and_refused_partitions_are_reported_and_the_others_go_on() {
         .collect();
     lines.push(acid_key.clone());
     std::fs::write(&list_file, lines.join("\n")).unwrap();
-    let dir = yarn_dir(&db);
+    let dir = shared_yarn_dir();
     let o = on_yarn(&[
         "compact",
         "--partitions-from",
@@ -424,4 +468,182 @@ fn an_empty_work_list_is_nothing_to_do() {
     ]);
     assert_eq!(code(&o), 0, "{}", describe(&o));
     assert!(stdout(&o).trim().is_empty(), "{}", stdout(&o));
+}
+
+/// Two runs of one build upload it once: the second reuses the cached file as it is (YARN
+/// refuses a shipped file whose modification time changed since its job was submitted, so
+/// the use is recorded beside it). A truncated copy is replaced. `cleanup` removes a binary no
+/// run used for --binaries-older-than, keeps fresh ones, and a dry run removes nothing.
+#[test]
+fn the_binary_is_uploaded_once_reused_and_swept_by_cleanup() {
+    if skipped() {
+        return;
+    }
+    let _turn = one_job_at_a_time();
+    let db = database("yarn_cache");
+    let parts = parts(&db, &["yarn_c"]);
+    let table = db.fixtures.qualified("yarn_c");
+    let dir = yarn_dir(&db);
+    let cache = format!("{dir}/binaries");
+    let sha = binary_sha256();
+    let cached = format!("{cache}/{sha}");
+    let used = format!("{cached}.used");
+    let exe_length = std::fs::metadata(binary()).unwrap().len();
+    let compact = |part: &Part, extra: &[&str]| {
+        let mut args = vec![
+            "compact",
+            "--table",
+            &table,
+            "--partition",
+            &part.spec,
+            "--on-yarn",
+            "--yarn-dir",
+            &dir,
+            "--json",
+        ];
+        args.extend(extra);
+        let o = on_yarn(&args);
+        let (by_key, last) = reports(&o);
+        let status = by_key[&format!("{table}/{}", part.spec)]["status"].clone();
+        (o, status, last["yarn"]["binary"].clone())
+    };
+
+    // The first run uploads it, readable by the user alone.
+    let (o, status, binary) = compact(&parts[0], &[]);
+    assert_eq!(
+        (code(&o), status.as_str()),
+        (0, Some("compacted")),
+        "{}",
+        describe(&o)
+    );
+    assert_eq!(binary["path"].as_str(), Some(cached.as_str()), "{binary}");
+    assert_eq!(binary["sha256"].as_str(), Some(sha.as_str()));
+    assert_eq!(binary["action"], "upload", "{binary}");
+    let (length, uploaded_at, permission) = stat(&cached);
+    assert_eq!((length, permission), (exe_length, 0o700));
+    assert_eq!(stat(&cache).2, 0o700, "the cache directory");
+    assert_eq!(list(&cache).0, [sha.as_str()], "no temporary upload left");
+    assert_work_dir_removed(&dir);
+
+    // A dry run sees it cached.
+    let o = on_yarn(&[
+        "compact",
+        "--table",
+        &table,
+        "--partition",
+        &parts[1].spec,
+        "--on-yarn",
+        "--yarn-dir",
+        &dir,
+        "--hadoop-cmd",
+        "/bin/false",
+        "--dry-run",
+        "--json",
+    ]);
+    assert_eq!(
+        json(&o)["yarn_plan"]["binary"]["action"],
+        "reuse",
+        "{}",
+        describe(&o)
+    );
+
+    // The second reuses that very file: not written, not touched; its use is on the marker.
+    let second_starts = chrono::Utc::now().timestamp_millis() as u64;
+    let (o, status, binary) = compact(&parts[1], &["-v"]);
+    assert_eq!(
+        (code(&o), status.as_str()),
+        (0, Some("compacted")),
+        "{}",
+        describe(&o)
+    );
+    assert_eq!(binary["path"].as_str(), Some(cached.as_str()), "{binary}");
+    assert_eq!(binary["action"], "reuse", "{binary}");
+    assert_eq!(
+        stat(&cached),
+        (exe_length, uploaded_at, 0o700),
+        "the same file"
+    );
+    let (_, last_use, _) = stat(&used);
+    assert!(
+        last_use + 1000 >= second_starts,
+        "the use is recorded: {last_use}"
+    );
+    assert!(
+        stderr(&o).contains("in the cache already"),
+        "{}",
+        stderr(&o)
+    );
+
+    // A truncated copy is replaced. (A mapred that fails: the upload comes before it, and the
+    // partition stays as it was.)
+    assert!(rt()
+        .block_on(common::hdfs::hdfs().delete(&common::hdfs::loc(&cached), false))
+        .unwrap());
+    common::hdfs::write_file(&cached, b"half a binary".to_vec());
+    let before = parts[2].state(true);
+    let (o, status, binary) = compact(&parts[2], &["--hadoop-cmd", "/bin/false"]);
+    assert_eq!(
+        (code(&o), status.as_str()),
+        (1, Some("failed")),
+        "{}",
+        describe(&o)
+    );
+    assert_untouched(
+        &parts[2],
+        &before,
+        &parts[2].state(true),
+        "a job that did not start",
+    );
+    assert_eq!(binary["action"], "upload", "{binary}");
+    assert_eq!(stat(&cached).0, exe_length, "replaced whole");
+    assert!(stderr(&o).contains("replacing it"), "{}", stderr(&o));
+
+    // cleanup: the binary and its marker unused for 40 days go; a build cached today and an
+    // upload in progress stay, an upload abandoned 40 days ago goes.
+    set_mtime(&cached, 40);
+    set_mtime(&used, 40);
+    let fresh = format!("{cache}/{}", "0".repeat(64));
+    common::hdfs::write_file(&fresh, b"another build".to_vec());
+    let uploading = format!(
+        "{cache}/{}.20261205T000000Z-00000000.uploading",
+        "0".repeat(64)
+    );
+    common::hdfs::write_file(&uploading, b"an upload going on".to_vec());
+    let abandoned = format!("{cache}/{sha}.20261001T000000Z-00000000.uploading");
+    common::hdfs::write_file(&abandoned, b"a crashed upload".to_vec());
+    set_mtime(&abandoned, 40);
+    let cleanup = |extra: &[&str]| {
+        let mut args = vec!["cleanup", "--table", &table, "--yarn-dir", &dir, "--json"];
+        args.extend(extra);
+        let o = run(&args);
+        assert_eq!(code(&o), 0, "{}", describe(&o));
+        json(&o)["binaries"].clone()
+    };
+    let names = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f.as_str().unwrap().to_string())
+            .collect()
+    };
+    let everything = [&cached, &used, &fresh, &uploading, &abandoned];
+    // A retention longer than their disuse keeps them.
+    let b = cleanup(&["--binaries-older-than", "45d", "--dry-run"]);
+    assert_eq!(names(&b["removed"]), Vec::<String>::new(), "{b}");
+    let stale = [abandoned.clone(), cached.clone(), used.clone()];
+    let b = cleanup(&["--dry-run"]);
+    assert_eq!(names(&b["removed"]), stale, "{b}");
+    assert_eq!(names(&b["kept"]), [fresh.as_str()], "{b}");
+    for f in everything {
+        assert!(common::hdfs::exists(f), "a dry run removed {f}");
+    }
+    let b = cleanup(&[]);
+    assert_eq!(names(&b["removed"]), stale, "{b}");
+    assert_eq!(b["error"], Value::Null);
+    for f in [&cached, &used, &abandoned] {
+        assert!(!common::hdfs::exists(f), "{f} is not removed");
+    }
+    for f in [&fresh, &uploading] {
+        assert!(common::hdfs::exists(f), "{f} is removed");
+    }
 }

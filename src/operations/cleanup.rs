@@ -28,6 +28,9 @@
 //!   removals it reads the partition's location once more and stops if it moved. Directories
 //!   are compared as the NameNode sees them, not as spelled (`Hdfs::within`). Journals are
 //!   updated only if unchanged since read (`journal::replace_if_unchanged`).
+//! - Binaries `compact --on-yarn` cached (`binary_cache`) go once neither the binary nor its
+//!   `.used` marker was touched for `--binaries-older-than`, and uploads started as long ago;
+//!   the cache is listed again right before removing, so a binary a run just reused stays.
 //! - Never a file of a partition's current directory. Journals are marked cleaned, so a second
 //!   cleanup removes nothing more (it still lists late and unknown files).
 //!
@@ -44,6 +47,7 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use crate::binary_cache;
 use crate::exit::ExitCode;
 use crate::fleet::{self, Partitions, Selection, Tables};
 use crate::hdfs::{Hdfs, Location, Probe};
@@ -66,6 +70,10 @@ pub struct CleanupOptions {
     pub older_than: Duration,
     /// Staging and unreferenced run directories younger than this may belong to a live run.
     pub staging_older_than: Duration,
+    /// The cache of binaries `compact --on-yarn` ships (`binary_cache`).
+    pub binaries: Location,
+    /// Cached binaries no run used for this long go.
+    pub binaries_older_than: Duration,
     pub trash: bool,
     pub adopt_late_files: bool,
     /// Remove late files instead of listing them (never together with `adopt_late_files`).
@@ -252,13 +260,36 @@ pub struct CleanupReport {
     pub tables_checked: Vec<String>,
     pub partitions_checked: usize,
     pub files_removed: usize,
-    /// Partitions whose cleanup failed (in part).
+    /// Partitions whose cleanup failed (in part), and the binary cache's sweep if it failed.
     pub errors: usize,
+    pub binaries: BinariesCleanup,
+}
+
+/// The sweep of `compact --on-yarn`'s binary cache.
+#[derive(Debug, Default, Serialize)]
+pub struct BinariesCleanup {
+    /// The cache directory.
+    pub dir: String,
+    /// Binaries no run used for the retention, each with its `.used` marker, and uploads
+    /// abandoned as long ago: removed (in a dry run, to be removed).
+    pub removed: Vec<String>,
+    /// Binaries some run used within the retention.
+    pub kept: Vec<String>,
+    /// Where removed files went with `--trash`.
+    pub trashed_to: Vec<String>,
+    /// Why (part of) the sweep failed.
+    pub error: Option<String>,
 }
 
 impl CleanupReport {
     pub fn exit_code(&self) -> ExitCode {
-        ExitCode::worst(self.partitions.iter().map(|p| p.outcome.exit_code()))
+        let sweep = self.binaries.error.as_ref().map(|_| ExitCode::Failed);
+        ExitCode::worst(
+            self.partitions
+                .iter()
+                .map(|p| p.outcome.exit_code())
+                .chain(sweep),
+        )
     }
 
     fn count_errors(&mut self) {
@@ -266,7 +297,8 @@ impl CleanupReport {
             .partitions
             .iter()
             .filter(|p| p.outcome.status == Status::Failed)
-            .count();
+            .count()
+            + usize::from(self.binaries.error.is_some());
     }
 }
 
@@ -301,6 +333,7 @@ pub async fn plan(
         partitions_checked: 0,
         files_removed: 0,
         errors: 0,
+        binaries: BinariesCleanup::default(),
     };
     for table in fleet::select(metastore, &selection).await? {
         // Refused tables were never compacted; unpartitioned ones are not compacted yet.
@@ -356,8 +389,60 @@ pub async fn plan(
             }
         }
     }
+    report.binaries = sweep_binaries(hdfs, options).await;
     report.count_errors();
     Ok(report)
+}
+
+/// Lists the binary cache and decides what goes; reads only.
+async fn sweep_binaries(hdfs: &Hdfs, options: &CleanupOptions) -> BinariesCleanup {
+    let dir = &options.binaries;
+    let mut out = BinariesCleanup {
+        dir: dir.to_string(),
+        ..BinariesCleanup::default()
+    };
+    let files = match hdfs.list(dir).await {
+        Ok(listing) => listing.map(|l| l.files).unwrap_or_default(),
+        Err(e) => {
+            out.error = Some(format!("{e}; the cached binaries stay (check --yarn-dir)"));
+            return out;
+        }
+    };
+    let now = now_millis() as u64;
+    let sweep = binary_cache::sweep(&files, now, options.binaries_older_than);
+    out.removed = sweep
+        .remove
+        .iter()
+        .map(|n| dir.child(n).to_string())
+        .collect();
+    out.kept = sweep
+        .keep
+        .iter()
+        .map(|n| dir.child(n).to_string())
+        .collect();
+    out
+}
+
+/// Removes what a fresh look at the binary cache finds unused for the retention: a run may
+/// have reused a binary since the plan was made.
+async fn execute_binaries(hdfs: &Hdfs, options: &CleanupOptions) -> BinariesCleanup {
+    let mut out = sweep_binaries(hdfs, options).await;
+    let mut removed = vec![];
+    for target in std::mem::take(&mut out.removed) {
+        let done = match Location::parse(&target) {
+            Ok(t) => remove(hdfs, &t, options.trash, &mut out.trashed_to).await,
+            Err(e) => Err(e.into()),
+        };
+        match done {
+            Ok(()) => removed.push(target),
+            Err(e) => {
+                out.error = Some(format!("{e:#}; run cleanup again"));
+                break;
+            }
+        }
+    }
+    out.removed = removed;
+    out
 }
 
 async fn plan_partition(
@@ -777,6 +862,7 @@ pub async fn execute(
         }
         p.settle(false);
     }
+    report.binaries = execute_binaries(hdfs, options).await;
     report.count_errors();
     report.files_removed = report
         .partitions

@@ -22,6 +22,8 @@
 //!    removed with the work directory.
 //! 7. No task starts a partition it might not finish before the job's tokens end for good
 //!    (their maximum lifetime): those are reported failed, untouched ([`token_lifetime`]).
+//! 8. Unless `--yarn-binary` names a build, the tasks run this program from the cache of
+//!    [`binary_cache`] beside the work directories: uploaded only when the cache lacks it.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -29,6 +31,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use serde::Serialize;
 
+use crate::binary_cache::{self, LocalBinary};
 use crate::fleet::Candidate;
 use crate::hdfs::{Hdfs, Location};
 use crate::metastore::token::write_credentials;
@@ -41,7 +44,6 @@ use crate::yarn::{self, Event, StreamingJob};
 
 /// Where the job's files live while it runs, under the work directory.
 const WORK_LIST: &str = "partitions.txt";
-const BINARY: &str = "hive-orc-compactor";
 const OUTPUT: &str = "out";
 /// Each task runs the binary under this name in its working directory.
 const LINK: &str = "hoc";
@@ -63,9 +65,10 @@ pub struct YarnOptions {
     pub queue: Option<String>,
     /// The edge node's `mapred` command.
     pub mapred: PathBuf,
-    /// The build the tasks run, already on HDFS; `None`: this binary, uploaded for the job.
-    pub binary: Option<Location>,
-    /// The run's files go to `<work_dir>/<run-id>`.
+    /// The build the tasks run.
+    pub binary: TaskBinary,
+    /// The run's files go to `<work_dir>/<run-id>`, the cached binaries to
+    /// `<work_dir>/binaries`.
     pub work_dir: Location,
     /// The task's command line after the binary: `compact --partitions-from - ...` with the
     /// run's settings (the CLI knows the flags; the engine does not).
@@ -85,6 +88,26 @@ pub struct YarnOptions {
     pub cancel: tokio_util::sync::CancellationToken,
 }
 
+/// The build the tasks run.
+#[derive(Debug, Clone)]
+pub enum TaskBinary {
+    /// `--yarn-binary`: a build on HDFS, used as it is.
+    Given(Location),
+    /// This program, through the cache under the work directory.
+    ThisProgram(LocalBinary),
+}
+
+/// The binary a job ships: printed in the plan and the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct ShippedBinary {
+    /// The file on HDFS the tasks run.
+    pub path: String,
+    /// Its content hash (none for `--yarn-binary`).
+    pub sha256: Option<String>,
+    /// In the plan, what the run will do; in the report, what it did.
+    pub action: binary_cache::Action,
+}
+
 /// Whom a metastore delegation token is for.
 #[derive(Debug, Clone)]
 pub struct TokenFor {
@@ -101,6 +124,7 @@ pub struct YarnPlan {
     pub tasks: usize,
     pub partitions_per_task: usize,
     pub work_dir: String,
+    pub binary: ShippedBinary,
     /// The work list in file order, `db.table/partition` per line.
     pub work_list: Vec<String>,
     /// The `mapred` command line that submits it.
@@ -117,6 +141,8 @@ pub struct YarnReport {
     pub application: Option<String>,
     pub job: Option<String>,
     pub tasks: usize,
+    /// The binary the tasks ran; none when the run did not get as far as shipping it.
+    pub binary: Option<ShippedBinary>,
     pub succeeded: bool,
     /// Attempts that failed or were killed (each retried while attempts remained).
     pub failed_attempts: Vec<String>,
@@ -132,7 +158,10 @@ pub fn plan(batch: &BatchPlan, options: &YarnOptions) -> YarnPlan {
     let keys: Vec<String> = batch.runs.iter().map(Candidate::key).collect();
     let (work_list, partitions_per_task, tasks) = deal(keys, options.tasks.max(1));
     let dir = options.work_dir.child(&options.run_id);
-    let binary = options.binary.clone().unwrap_or_else(|| dir.child(BINARY));
+    let (binary, shipped) = match &options.binary {
+        TaskBinary::Given(l) => (l.clone(), None),
+        TaskBinary::ThisProgram(b) => (b.cached(&options.work_dir), Some(b)),
+    };
     let tables = {
         let mut t: Vec<&str> = batch.runs.iter().map(|c| c.table.name.as_str()).collect();
         t.sort_unstable();
@@ -178,10 +207,34 @@ pub fn plan(batch: &BatchPlan, options: &YarnOptions) -> YarnPlan {
         tasks,
         partitions_per_task,
         work_dir: dir.to_string(),
+        binary: ShippedBinary {
+            path: binary.to_string(),
+            sha256: shipped.map(|b| b.sha256.clone()),
+            // Until the cache is looked at: see [`YarnPlan::look_in_cache`].
+            action: match shipped {
+                None => binary_cache::Action::Given,
+                Some(_) => binary_cache::Action::Upload,
+            },
+        },
         work_list,
         command,
         job,
         dir,
+    }
+}
+
+impl YarnPlan {
+    /// Whether the run would upload this program or reuse the cached copy (a dry run's
+    /// answer); reads only.
+    pub async fn look_in_cache(
+        &mut self,
+        hdfs: &Hdfs,
+        options: &YarnOptions,
+    ) -> anyhow::Result<()> {
+        if let TaskBinary::ThisProgram(b) = &options.binary {
+            self.binary.action = binary_cache::look_up(hdfs, b, &options.work_dir).await?;
+        }
+        Ok(())
     }
 }
 
@@ -235,7 +288,7 @@ fn quote(arg: &str) -> String {
     }
 }
 
-/// Reports the decided partitions, then writes the work list (and this binary) to HDFS,
+/// Reports the decided partitions, then ships the binary, writes the work list to HDFS,
 /// submits the job, follows it, reads the tasks' reports and removes the work directory.
 pub async fn execute(
     metastore: &Metastore,
@@ -329,6 +382,16 @@ async fn submit(
     progress: &(dyn Fn(u8) + Sync),
     report: &mut YarnReport,
 ) -> anyhow::Result<Vec<CompactReport>> {
+    let action = match &options.binary {
+        TaskBinary::Given(_) => binary_cache::Action::Given,
+        TaskBinary::ThisProgram(b) => {
+            binary_cache::ship(hdfs, b, &options.work_dir, &options.run_id).await?
+        }
+    };
+    report.binary = Some(ShippedBinary {
+        action,
+        ..job.binary.clone()
+    });
     let token = match (&options.metastore_token, &job.job.credentials) {
         (Some(t), Some(file)) => Some(ship_token(metastore, t, file).await?),
         _ => None,
@@ -389,11 +452,6 @@ async fn run_job(
     let mut list = job.work_list.join("\n");
     list.push('\n');
     write(hdfs, &job.dir.child(WORK_LIST), Bytes::from(list), 0o600).await?;
-    if options.binary.is_none() {
-        let me = std::env::current_exe()
-            .map_err(|e| anyhow::anyhow!("cannot find this program's own file to ship it: {e}"))?;
-        upload(hdfs, &me, &job.dir.child(BINARY), 0o700).await?;
-    }
     if let Some(keytab) = &options.keytab {
         upload(hdfs, keytab, &job.dir.child(KEYTAB_LINK), 0o600).await?;
     }

@@ -63,13 +63,23 @@ pub fn cleanup(out: &mut dyn Write, r: &CleanupReport, format: Format) -> anyhow
             writeln!(out, "  error   {reason}")?;
         }
     }
+    let b = &r.binaries;
+    for f in &b.removed {
+        writeln!(out, "cached binary: {will} {f}")?;
+    }
+    if let Some(e) = &b.error {
+        writeln!(out, "cached binaries: error {e}")?;
+    }
     writeln!(
         out,
-        "cleanup{}: {} partitions checked, {} with something to clean, {} errors",
+        "cleanup{}: {} partitions checked, {} with something to clean, {} errors; cached \
+         binaries kept: {} in {}",
         if r.dry_run { " (dry run)" } else { "" },
         r.partitions_checked,
         r.partitions.len(),
-        r.errors
+        r.errors,
+        b.kept.len(),
+        b.dir,
     )?;
     Ok(())
 }
@@ -78,6 +88,7 @@ pub fn cleanup(out: &mut dyn Write, r: &CleanupReport, format: Format) -> anyhow
 mod tests {
     use super::*;
     use crate::render::testing::{assert_keys, object, printed};
+    use hive_orc_compactor::operations::cleanup::BinariesCleanup;
 
     fn report() -> CleanupReport {
         CleanupReport {
@@ -87,6 +98,12 @@ mod tests {
             partitions_checked: 4,
             files_removed: 0,
             errors: 0,
+            binaries: BinariesCleanup {
+                dir: "hdfs://nn/y/binaries".into(),
+                removed: vec!["hdfs://nn/y/binaries/ab".into()],
+                kept: vec!["hdfs://nn/y/binaries/cd".into()],
+                ..BinariesCleanup::default()
+            },
         }
     }
 
@@ -95,7 +112,9 @@ mod tests {
         let (out, _) = printed(|o, _| cleanup(o, &report(), Format::Text));
         assert_eq!(
             out,
-            "cleanup (dry run): 4 partitions checked, 0 with something to clean, 0 errors\n"
+            "cached binary: would remove hdfs://nn/y/binaries/ab\n\
+             cleanup (dry run): 4 partitions checked, 0 with something to clean, 0 errors; \
+             cached binaries kept: 1 in hdfs://nn/y/binaries\n"
         );
     }
 
@@ -111,8 +130,13 @@ mod tests {
                 "partitions_checked",
                 "files_removed",
                 "errors",
+                "binaries",
             ],
         );
         assert_eq!(v["partitions_checked"], 4);
+        assert_keys(
+            &v["binaries"],
+            &["dir", "removed", "kept", "trashed_to", "error"],
+        );
     }
 }

@@ -3,6 +3,7 @@
 
 use std::io::Write;
 
+use hive_orc_compactor::binary_cache::Action;
 use hive_orc_compactor::operations::batch::{self, BatchSummary};
 use hive_orc_compactor::operations::compact::{CompactReport, OutputWriter, Progress, VerifyLevel};
 use hive_orc_compactor::operations::on_yarn::{YarnPlan, YarnReport};
@@ -285,6 +286,12 @@ pub fn yarn_plan(out: &mut dyn Write, p: &YarnPlan, format: Format) -> anyhow::R
         "  work dir  {} (removed when the run ends)",
         p.work_dir
     )?;
+    let binary = match p.binary.action {
+        Action::Given => "given with --yarn-binary",
+        Action::Upload => "not in the cache: would be uploaded",
+        Action::Reuse => "in the cache: would be reused",
+    };
+    writeln!(out, "  binary    {} ({binary})", p.binary.path)?;
     writeln!(out, "  command   {}", p.command.join(" "))?;
     for (i, key) in p.work_list.iter().enumerate() {
         writeln!(
@@ -318,6 +325,14 @@ pub fn batch_summary(
             y.seconds,
             plural(y.tasks, "task"),
         )?;
+        if let Some(b) = &y.binary {
+            let how = match b.action {
+                Action::Given => "given with --yarn-binary",
+                Action::Upload => "uploaded to the cache",
+                Action::Reuse => "reused from the cache",
+            };
+            writeln!(out, "  binary: {} ({how})", b.path)?;
+        }
         for a in &y.failed_attempts {
             writeln!(out, "  failed attempt: {a}")?;
         }

@@ -15,6 +15,11 @@ pub fn run_against(hms_uri: &str, args: &[&str]) -> Output {
         .expect("the binary runs")
 }
 
+/// The binary under test.
+pub fn binary() -> &'static str {
+    env!("CARGO_BIN_EXE_hive-orc-compactor")
+}
+
 pub fn run(args: &[&str]) -> Output {
     run_against(&env("HMS_URI"), args)
 }
@@ -27,7 +32,7 @@ pub fn run(args: &[&str]) -> Output {
 /// they test is the same path whichever way outputs are made; tests/rewrite.rs passes
 /// `--stripes auto` or `rewrite`.
 pub fn command(hms_uri: &str) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_hive-orc-compactor"));
+    let mut c = Command::new(binary());
     c.env_remove("HIVE_CONF_DIR")
         .env("HMS_URI", hms_uri)
         .env("HOC_STRIPES", "copy");
