@@ -7,7 +7,6 @@
 
 pub mod common;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::OnceLock;
@@ -15,9 +14,9 @@ use std::time::{Duration, Instant};
 
 use common::{describe, json, rt, stderr};
 use hive_orc_compactor::hdfs::{Hdfs, Location};
-use hive_orc_compactor::metastore::{FieldSchema, Metastore, MetastoreConfig, StorageDescriptor};
+use hive_orc_compactor::metastore::{Metastore, MetastoreConfig};
 
-use common::secure::{secure, Secure};
+use common::secure::{orc_table, secure, Secure};
 
 /// Runs the binary with only the secured cluster's configuration: HIVE_CONF_DIR and
 /// HADOOP_CONF_DIR name its files (SASL and the server principal come from hive-site.xml), and
@@ -54,14 +53,6 @@ fn with_keytab<'a>(s: &'a Secure, args: &[&'a str]) -> Vec<&'a str> {
     all
 }
 
-fn col(name: &str, ty: &str) -> FieldSchema {
-    common::objects::column(name, ty)
-}
-
-fn sd(location: &str) -> StorageDescriptor {
-    common::objects::orc_storage(location, vec![col("a", "bigint"), col("s", "string")])
-}
-
 const FILES: usize = 4;
 /// `events` is compacted, `to_iceberg` migrated and reverted, by tests that run at once.
 const TABLES: [&str; 2] = ["events", "to_iceberg"];
@@ -74,54 +65,17 @@ fn fixture(s: &Secure) -> &'static str {
     DB.get_or_init(|| {
         let db = format!("krb_{}", std::process::id());
         let root = format!("{}/user/hive/external/{db}", s.hdfs_url);
-        let orc = std::fs::read(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/data/orc/multi_stripe_zstd.orc"
-        ))
-        .unwrap();
         rt().block_on(async {
             let mut cfg = MetastoreConfig::new(&s.hms_uri).unwrap();
             cfg.sasl_principal = Some(format!("hive/localhost@{}", s.realm));
             let ms = Metastore::connect(cfg)
                 .await
                 .unwrap_or_else(|e| panic!("{e}"));
-            let hdfs = Hdfs::new();
             ms.create_database(common::database(&db, &root, "tester", None))
                 .await
                 .unwrap_or_else(|e| panic!("{e}"));
             for table in TABLES {
-                let part = format!("{root}/{table}/dt=2026-11-01");
-                let dir = Location::parse(&part).unwrap();
-                hdfs.mkdirs(&dir, 0o755)
-                    .await
-                    .unwrap_or_else(|e| panic!("{e}"));
-                for i in 0..FILES {
-                    let mut w = hdfs
-                        .create(&dir.child(&format!("part-{i:05}.orc")), 0o644)
-                        .await
-                        .unwrap_or_else(|e| panic!("{e}"));
-                    w.write_bytes(orc.clone().into()).await.unwrap();
-                    w.close().await.unwrap();
-                }
-                ms.create_table(common::external_table(
-                    &db,
-                    table,
-                    "tester",
-                    sd(&format!("{root}/{table}")),
-                    vec![col("dt", "string")],
-                    BTreeMap::from([("EXTERNAL".into(), "TRUE".into())]),
-                ))
-                .await
-                .unwrap_or_else(|e| panic!("{e}"));
-                ms.add_partitions(vec![common::new_partition(
-                    &db,
-                    table,
-                    &["2026-11-01"],
-                    sd(&part),
-                    BTreeMap::new(),
-                )])
-                .await
-                .unwrap_or_else(|e| panic!("{e}"));
+                orc_table(&ms, (&db, table), &root, "tester", &["2026-11-01"], FILES).await;
             }
         });
         db

@@ -13,7 +13,6 @@
 
 pub mod common;
 
-use std::collections::BTreeMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -22,14 +21,12 @@ use std::time::{Duration, Instant};
 
 use common::metastore::location_of;
 use common::orc_tools::java_rows;
-use common::{describe, rt, stderr, stdout};
+use common::secure::orc_table;
+use common::{describe, reports, rt, stderr};
 use hive_orc_compactor::hdfs::{Hdfs, Location};
 use hive_orc_compactor::kerberos;
 use hive_orc_compactor::metastore::token::{self, read_credentials, DelegationToken};
-use hive_orc_compactor::metastore::{
-    FieldSchema, Metastore, MetastoreConfig, MetastoreError, StorageDescriptor,
-};
-use serde_json::Value;
+use hive_orc_compactor::metastore::{Metastore, MetastoreConfig, MetastoreError};
 
 struct SecureYarn {
     hms_uri: String,
@@ -109,63 +106,18 @@ async fn metastore(c: &SecureYarn) -> Metastore {
 const FILES: usize = 3;
 const DAYS: [&str; 2] = ["2026-11-01", "2026-11-02"];
 
-fn col(name: &str, ty: &str) -> FieldSchema {
-    common::objects::column(name, ty)
-}
-
-fn sd(location: &str) -> StorageDescriptor {
-    common::objects::orc_storage(location, vec![col("a", "bigint"), col("s", "string")])
-}
-
 /// A database of the YARN user's own under its HDFS home, one external ORC table `events`
 /// partitioned by dt (DAYS), each partition FILES small ORC files, all made as that user; its
 /// name.
 fn fixture(c: &SecureYarn, name: &str) -> String {
     let db = format!("{name}_{}", std::process::id());
     let root = format!("{}/user/{}/{db}", c.hdfs_url, c.user);
-    let orc = std::fs::read(common::repo().join("tests/data/orc/multi_stripe_zstd.orc")).unwrap();
     rt().block_on(async {
         let ms = metastore(c).await;
-        let hdfs = Hdfs::new();
         ms.create_database(common::database(&db, &root, &c.user, None))
             .await
             .unwrap_or_else(|e| panic!("{e}"));
-        ms.create_table(common::external_table(
-            &db,
-            "events",
-            &c.user,
-            sd(&format!("{root}/events")),
-            vec![col("dt", "string")],
-            BTreeMap::from([("EXTERNAL".into(), "TRUE".into())]),
-        ))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-        let mut parts = Vec::new();
-        for day in DAYS {
-            let part = format!("{root}/events/dt={day}");
-            let dir = Location::parse(&part).unwrap();
-            hdfs.mkdirs(&dir, 0o755)
-                .await
-                .unwrap_or_else(|e| panic!("{e}"));
-            for i in 0..FILES {
-                let mut w = hdfs
-                    .create(&dir.child(&format!("part-{i:05}.orc")), 0o644)
-                    .await
-                    .unwrap_or_else(|e| panic!("{e}"));
-                w.write_bytes(orc.clone().into()).await.unwrap();
-                w.close().await.unwrap();
-            }
-            parts.push(common::new_partition(
-                &db,
-                "events",
-                &[day],
-                sd(&part),
-                BTreeMap::new(),
-            ));
-        }
-        ms.add_partitions(parts)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+        orc_table(&ms, (&db, "events"), &root, &c.user, &DAYS, FILES).await;
     });
     db
 }
@@ -291,20 +243,6 @@ fn timed(mut cmd: Command) -> Output {
     o
 }
 
-/// Per-partition reports (by partition) and the last line (summary and yarn) of a `--json` run.
-fn reports(o: &Output) -> (BTreeMap<String, Value>, Value) {
-    let mut lines: Vec<Value> = stdout(o)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect();
-    let last = lines.pop().unwrap_or_else(|| panic!("{}", describe(o)));
-    let by_part = lines
-        .into_iter()
-        .map(|r| (r["partition"].as_str().unwrap().to_owned(), r))
-        .collect();
-    (by_part, last)
-}
-
 /// A login with the token after the job is refused: the client cancelled it.
 fn assert_cancelled(c: &SecureYarn, token: DelegationToken) {
     rt().block_on(async {
@@ -370,7 +308,7 @@ fn a_secure_job_runs_as_the_user_on_tokens_only_and_compacts_its_partitions() {
     let application = last["yarn"]["application"].as_str().unwrap().to_owned();
 
     for ((day, old), rows_old) in DAYS.iter().zip(&before).zip(&rows_before) {
-        let r = &by_part[&format!("dt={day}")];
+        let r = &by_part[&format!("{db}.events/dt={day}")];
         assert_eq!(r["status"], "compacted", "{r}");
         assert_eq!(r["files_after"], 1, "{r}");
         let now = state(c, &db, day);
@@ -439,9 +377,12 @@ fn a_job_whose_metastore_token_is_cancelled_leaves_its_partitions_untouched() {
                 .any(|l| l.starts_with("error:") && l.contains("refused the delegation token"))
         })
         .count();
-    assert!(refused >= 2, "no task attempt of {application} was refused the token");
+    assert!(
+        refused >= 2,
+        "no task attempt of {application} was refused the token"
+    );
     for (day, old) in DAYS.iter().zip(&before) {
-        let r = &by_part[&format!("dt={day}")];
+        let r = &by_part[&format!("{db}.events/dt={day}")];
         assert_eq!(r["status"], "failed", "{r}");
         assert_eq!(&state(c, &db, day), old, "dt={day} is untouched");
     }

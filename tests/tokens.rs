@@ -10,7 +10,6 @@
 
 pub mod common;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
@@ -20,9 +19,9 @@ use hive_orc_compactor::hdfs::{Hdfs, Location};
 use hive_orc_compactor::metastore::token::{
     self, read_credentials, write_credentials, DelegationToken, HIVE_DELEGATION_KIND,
 };
-use hive_orc_compactor::metastore::{FieldSchema, Metastore, MetastoreConfig, StorageDescriptor};
+use hive_orc_compactor::metastore::{Metastore, MetastoreConfig};
 
-use common::secure::{secure, Secure};
+use common::secure::{orc_table, secure, Secure};
 
 /// The binary as a task runs it: the cluster's configuration, an empty ticket cache of its own,
 /// no keytab, and the job's credentials file in HADOOP_TOKEN_FILE_LOCATION.
@@ -89,14 +88,6 @@ fn error_line(o: &Output) -> String {
 
 const FILES: usize = 3;
 
-fn col(name: &str, ty: &str) -> FieldSchema {
-    common::objects::column(name, ty)
-}
-
-fn sd(location: &str) -> StorageDescriptor {
-    common::objects::orc_storage(location, vec![col("a", "bigint"), col("s", "string")])
-}
-
 /// A database with one external ORC table `events`, partitioned by dt, one partition of FILES
 /// small ORC files, made with the client's Kerberos login; its name.
 fn fixture(s: &Secure) -> &'static str {
@@ -104,49 +95,20 @@ fn fixture(s: &Secure) -> &'static str {
     DB.get_or_init(|| {
         let db = format!("tok_{}", std::process::id());
         let root = format!("{}/user/hive/external/{db}", s.hdfs_url);
-        let orc = std::fs::read(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/data/orc/multi_stripe_zstd.orc"
-        ))
-        .unwrap();
         rt().block_on(async {
             let ms = kerberos_metastore(s).await;
-            let hdfs = Hdfs::new();
             ms.create_database(common::database(&db, &root, "tester", None))
                 .await
                 .unwrap_or_else(|e| panic!("{e}"));
-            let part = format!("{root}/events/dt=2026-11-01");
-            let dir = Location::parse(&part).unwrap();
-            hdfs.mkdirs(&dir, 0o755)
-                .await
-                .unwrap_or_else(|e| panic!("{e}"));
-            for i in 0..FILES {
-                let mut w = hdfs
-                    .create(&dir.child(&format!("part-{i:05}.orc")), 0o644)
-                    .await
-                    .unwrap_or_else(|e| panic!("{e}"));
-                w.write_bytes(orc.clone().into()).await.unwrap();
-                w.close().await.unwrap();
-            }
-            ms.create_table(common::external_table(
-                &db,
-                "events",
+            orc_table(
+                &ms,
+                (&db, "events"),
+                &root,
                 "tester",
-                sd(&format!("{root}/events")),
-                vec![col("dt", "string")],
-                BTreeMap::from([("EXTERNAL".into(), "TRUE".into())]),
-            ))
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-            ms.add_partitions(vec![common::new_partition(
-                &db,
-                "events",
                 &["2026-11-01"],
-                sd(&part),
-                BTreeMap::new(),
-            )])
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+                FILES,
+            )
+            .await;
         });
         db
     })
