@@ -209,13 +209,14 @@ impl Wrapper {
 }
 
 /// `compact --on-yarn` of the table, as the YARN user with its ticket cache (no keytab), the
-/// job submitted through `mapred`.
-fn on_yarn(c: &SecureYarn, db: &str, mapred: &Path) -> Command {
+/// job submitted through `mapred`, then `extra`.
+fn on_yarn(c: &SecureYarn, db: &str, mapred: &Path, extra: &[&str]) -> Command {
     let mut cmd = Command::new(common::repo().join("scripts/cluster"));
     cmd.arg("as-user")
         .arg(env!("CARGO_BIN_EXE_hive-orc-compactor"))
         .args(["compact", "--table", &format!("{db}.events"), "--all"])
-        .args(["--min-age", "0s", "--json", "--principal", &c.principal])
+        .args(["--min-age", "0s", "--json"])
+        .args(extra)
         .args(["--on-yarn", "--tasks", "2", "--hadoop-cmd"])
         .arg(mapred)
         .env("CLUSTER_DIR", &c.cluster_dir)
@@ -300,7 +301,8 @@ fn a_secure_job_runs_as_the_user_on_tokens_only_and_compacts_its_partitions() {
     let before: Vec<PartState> = DAYS.iter().map(|d| state(c, &db, d)).collect();
     let rows_before: Vec<Vec<String>> = before.iter().map(rows).collect();
     let wrapper = Wrapper::new(c);
-    let o = timed(on_yarn(c, &db, &wrapper.mapred()));
+    // Who the job is for comes from the ticket cache: no --principal, no keytab.
+    let o = timed(on_yarn(c, &db, &wrapper.mapred(), &[]));
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
     let (by_part, last) = reports(&o);
     assert_eq!(last["summary"]["compacted"], 2, "{last}");
@@ -338,7 +340,7 @@ fn a_job_whose_metastore_token_is_cancelled_leaves_its_partitions_untouched() {
     let before: Vec<PartState> = DAYS.iter().map(|d| state(c, &db, d)).collect();
     let wrapper = Wrapper::new(c);
     std::fs::write(wrapper.dir.path().join("hold"), b"").unwrap();
-    let mut cmd = on_yarn(c, &db, &wrapper.mapred());
+    let mut cmd = on_yarn(c, &db, &wrapper.mapred(), &["--principal", &c.principal]);
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     let t0 = Instant::now();
     let child = cmd.spawn().expect("scripts/cluster as-user runs");
@@ -384,6 +386,40 @@ fn a_job_whose_metastore_token_is_cancelled_leaves_its_partitions_untouched() {
     for (day, old) in DAYS.iter().zip(&before) {
         let r = &by_part[&format!("{db}.events/dt={day}")];
         assert_eq!(r["status"], "failed", "{r}");
+        assert_eq!(&state(c, &db, day), old, "dt={day} is untouched");
+    }
+}
+
+#[test]
+fn without_a_ticket_or_a_principal_the_job_is_refused_in_one_line() {
+    let Some(c) = cluster() else { return };
+    let db = fixture(c, "sy_no_ticket");
+    let before: Vec<PartState> = DAYS.iter().map(|d| state(c, &db, d)).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_hive-orc-compactor"))
+        .args(["compact", "--table", &format!("{db}.events"), "--all"])
+        .args(["--min-age", "0s", "--on-yarn", "--hadoop-cmd", "false"])
+        .env_remove("HMS_URI")
+        .env_remove("HOC_PRINCIPAL")
+        .env_remove("HOC_KEYTAB")
+        .env("HIVE_CONF_DIR", &c.conf_dir)
+        .env("HADOOP_CONF_DIR", &c.conf_dir)
+        .env("KRB5_CONFIG", &c.krb5_config)
+        .env(
+            "KRB5CCNAME",
+            format!("FILE:{}", dir.path().join("no-ticket").display()),
+        )
+        .output()
+        .unwrap();
+    assert_ne!(o.status.code(), Some(0), "{}", describe(&o));
+    let err = stderr(&o);
+    let last = err.trim_end().lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("error:") && last.contains("kinit"),
+        "{}",
+        describe(&o)
+    );
+    for (day, old) in DAYS.iter().zip(&before) {
         assert_eq!(&state(c, &db, day), old, "dt={day} is untouched");
     }
 }
