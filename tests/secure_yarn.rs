@@ -220,16 +220,21 @@ fn on_yarn(c: &SecureYarn, db: &str, mapred: &Path, extra: &[&str]) -> Command {
         .args(["--on-yarn", "--tasks", "2", "--hadoop-cmd"])
         .arg(mapred)
         .env("CLUSTER_DIR", &c.cluster_dir)
-        .env_remove("HMS_URI")
+        .env("HADOOP_HOME", &c.hadoop_home)
+        // A directory the user may enter.
+        .current_dir("/");
+    only_the_cluster(c, &mut cmd);
+    cmd
+}
+
+/// The tool's configuration is the secure cluster's alone.
+fn only_the_cluster(c: &SecureYarn, cmd: &mut Command) {
+    cmd.env_remove("HMS_URI")
         .env_remove("HOC_PRINCIPAL")
         .env_remove("HOC_KEYTAB")
         .env("HIVE_CONF_DIR", &c.conf_dir)
         .env("HADOOP_CONF_DIR", &c.conf_dir)
-        .env("KRB5_CONFIG", &c.krb5_config)
-        .env("HADOOP_HOME", &c.hadoop_home)
-        // A directory the user may enter.
-        .current_dir("/");
-    cmd
+        .env("KRB5_CONFIG", &c.krb5_config);
 }
 
 fn timed(mut cmd: Command) -> Output {
@@ -396,21 +401,15 @@ fn without_a_ticket_or_a_principal_the_job_is_refused_in_one_line() {
     let db = fixture(c, "sy_no_ticket");
     let before: Vec<PartState> = DAYS.iter().map(|d| state(c, &db, d)).collect();
     let dir = tempfile::tempdir().unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_hive-orc-compactor"))
-        .args(["compact", "--table", &format!("{db}.events"), "--all"])
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hive-orc-compactor"));
+    cmd.args(["compact", "--table", &format!("{db}.events"), "--all"])
         .args(["--min-age", "0s", "--on-yarn", "--hadoop-cmd", "false"])
-        .env_remove("HMS_URI")
-        .env_remove("HOC_PRINCIPAL")
-        .env_remove("HOC_KEYTAB")
-        .env("HIVE_CONF_DIR", &c.conf_dir)
-        .env("HADOOP_CONF_DIR", &c.conf_dir)
-        .env("KRB5_CONFIG", &c.krb5_config)
         .env(
             "KRB5CCNAME",
             format!("FILE:{}", dir.path().join("no-ticket").display()),
-        )
-        .output()
-        .unwrap();
+        );
+    only_the_cluster(c, &mut cmd);
+    let o = cmd.output().unwrap();
     assert_ne!(o.status.code(), Some(0), "{}", describe(&o));
     let err = stderr(&o);
     let last = err.trim_end().lines().last().unwrap_or_default();
