@@ -9,7 +9,8 @@
 //! Environment (scripts/test): as tests/tokens.rs (SECURE_HMS_URI, SECURE_CONF_DIR,
 //! SECURE_KRB5_CONFIG, SECURE_HDFS_URL, SECURE_CLUSTER_DIR), plus SECURE_YARN=1,
 //! SECURE_HADOOP_HOME (the cluster's `mapred`), SECURE_YARN_USER and its
-//! SECURE_YARN_USER_PRINCIPAL and SECURE_YARN_USER_KEYTAB.
+//! SECURE_YARN_USER_PRINCIPAL and SECURE_YARN_USER_KEYTAB; SECURE_TOKEN_MAX_LIFETIME (seconds),
+//! when set, the delegation tokens' maximum lifetime the cluster was started with.
 
 pub mod common;
 
@@ -334,7 +335,13 @@ fn a_secure_job_runs_as_the_user_on_tokens_only_and_compacts_its_partitions() {
 
     // The job carried a metastore token of the user, and the client cancelled it.
     let token = wrapper.token();
-    assert_eq!(token.identifier().unwrap().owner, c.user);
+    let id = token.identifier().unwrap();
+    assert_eq!(id.owner, c.user);
+    // The metastore's maximum lifetime is the cluster's (CLUSTER_TOKEN_MAX_LIFETIME).
+    if let Ok(max) = std::env::var("SECURE_TOKEN_MAX_LIFETIME") {
+        let max: i64 = max.parse().unwrap();
+        assert_eq!(id.max_date - id.issue_date, max * 1000, "{id:?}");
+    }
     assert_cancelled(c, token);
 }
 
