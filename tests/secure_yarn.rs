@@ -77,8 +77,11 @@ fn cluster() -> Option<&'static SecureYarn> {
             keytab: Some(PathBuf::from(&keytab)),
         })
         .unwrap();
-        // scripts/orc-tools (Java) logs in from a ticket cache: one of this process's own.
-        let cache = std::env::temp_dir().join(format!("secure-yarn-{}.krb5cc", std::process::id()));
+        // scripts/orc-tools (Java) logs in from a ticket cache: one of this process's own, in
+        // the cluster's state dir (the next start clears it).
+        let cache = Path::new(&c.cluster_dir)
+            .join("yarn-user")
+            .join(format!("test-{}.krb5cc", std::process::id()));
         let o = Command::new("kinit")
             .args(["-k", "-t", &keytab, "-c"])
             .arg(&cache)
