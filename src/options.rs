@@ -638,14 +638,17 @@ fn yarn_options(
         None => None,
         Some(_) if keytab.is_some() => None,
         Some(_) => {
-            let Some(principal) = &global.principal else {
-                anyhow::bail!(
-                    "--on-yarn with a Kerberos metastore needs --principal (user@REALM, with \
-                     --keytab or a ticket cache): the job's tasks log in with a metastore \
-                     delegation token got for that principal"
-                );
+            // The tasks' token is for whom this host is: --principal, else the ticket cache's.
+            let principal = match &global.principal {
+                Some(p) => p.clone(),
+                None => hive_orc_compactor::kerberos::cache_principal().map_err(|e| {
+                    anyhow::anyhow!(
+                        "--on-yarn with a Kerberos metastore gets the job's tasks a metastore \
+                         delegation token for this host's principal, and there is none: {e}"
+                    )
+                })?,
             };
-            let owner = principal.split(['/', '@']).next().unwrap_or(principal);
+            let owner = principal.split(['/', '@']).next().unwrap_or(&principal);
             Some(TokenFor {
                 owner: owner.to_string(),
                 renewer: principal.clone(),

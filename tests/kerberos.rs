@@ -7,7 +7,6 @@
 
 pub mod common;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::OnceLock;
@@ -15,9 +14,9 @@ use std::time::{Duration, Instant};
 
 use common::{describe, json, rt, stderr};
 use hive_orc_compactor::hdfs::{Hdfs, Location};
-use hive_orc_compactor::metastore::{FieldSchema, Metastore, MetastoreConfig, StorageDescriptor};
+use hive_orc_compactor::metastore::{Metastore, MetastoreConfig};
 
-use common::secure::{conf_with, secure, small_orc_files, Secure};
+use common::secure::{conf_with, orc_table, secure, Secure};
 
 /// Runs the binary with only the secured cluster's configuration: HIVE_CONF_DIR and
 /// HADOOP_CONF_DIR name its files (SASL and the server principal come from hive-site.xml), and
@@ -54,14 +53,6 @@ fn with_keytab<'a>(s: &'a Secure, args: &[&'a str]) -> Vec<&'a str> {
     all
 }
 
-fn col(name: &str, ty: &str) -> FieldSchema {
-    common::objects::column(name, ty)
-}
-
-fn sd(location: &str) -> StorageDescriptor {
-    common::objects::orc_storage(location, vec![col("a", "bigint"), col("s", "string")])
-}
-
 const FILES: usize = 4;
 /// `events` is compacted, `to_iceberg` migrated and reverted, by tests that run at once.
 const TABLES: [&str; 2] = ["events", "to_iceberg"];
@@ -80,32 +71,11 @@ fn fixture(s: &Secure) -> &'static str {
             let ms = Metastore::connect(cfg)
                 .await
                 .unwrap_or_else(|e| panic!("{e}"));
-            let hdfs = Hdfs::new();
             ms.create_database(common::database(&db, &root, "tester", None))
                 .await
                 .unwrap_or_else(|e| panic!("{e}"));
             for table in TABLES {
-                let part = format!("{root}/{table}/dt=2026-11-01");
-                small_orc_files(&hdfs, &part, FILES).await;
-                ms.create_table(common::external_table(
-                    &db,
-                    table,
-                    "tester",
-                    sd(&format!("{root}/{table}")),
-                    vec![col("dt", "string")],
-                    BTreeMap::from([("EXTERNAL".into(), "TRUE".into())]),
-                ))
-                .await
-                .unwrap_or_else(|e| panic!("{e}"));
-                ms.add_partitions(vec![common::new_partition(
-                    &db,
-                    table,
-                    &["2026-11-01"],
-                    sd(&part),
-                    BTreeMap::new(),
-                )])
-                .await
-                .unwrap_or_else(|e| panic!("{e}"));
+                orc_table(&ms, (&db, table), &root, "tester", &["2026-11-01"], FILES).await;
             }
         });
         db

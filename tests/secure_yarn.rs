@@ -9,11 +9,11 @@
 //! Environment (scripts/test): as tests/tokens.rs (SECURE_HMS_URI, SECURE_CONF_DIR,
 //! SECURE_KRB5_CONFIG, SECURE_HDFS_URL, SECURE_CLUSTER_DIR), plus SECURE_YARN=1,
 //! SECURE_HADOOP_HOME (the cluster's `mapred`), SECURE_YARN_USER and its
-//! SECURE_YARN_USER_PRINCIPAL and SECURE_YARN_USER_KEYTAB.
+//! SECURE_YARN_USER_PRINCIPAL and SECURE_YARN_USER_KEYTAB; SECURE_TOKEN_MAX_LIFETIME (seconds),
+//! when set, the delegation tokens' maximum lifetime the cluster was started with.
 
 pub mod common;
 
-use std::collections::BTreeMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -22,14 +22,12 @@ use std::time::{Duration, Instant};
 
 use common::metastore::location_of;
 use common::orc_tools::java_rows;
-use common::{describe, rt, stderr, stdout};
+use common::secure::orc_table;
+use common::{describe, reports, rt, stderr};
 use hive_orc_compactor::hdfs::{Hdfs, Location};
 use hive_orc_compactor::kerberos;
 use hive_orc_compactor::metastore::token::{self, read_credentials, DelegationToken};
-use hive_orc_compactor::metastore::{
-    FieldSchema, Metastore, MetastoreConfig, MetastoreError, StorageDescriptor,
-};
-use serde_json::Value;
+use hive_orc_compactor::metastore::{Metastore, MetastoreConfig, MetastoreError};
 
 struct SecureYarn {
     hms_uri: String,
@@ -79,8 +77,11 @@ fn cluster() -> Option<&'static SecureYarn> {
             keytab: Some(PathBuf::from(&keytab)),
         })
         .unwrap();
-        // scripts/orc-tools (Java) logs in from a ticket cache: one of this process's own.
-        let cache = std::env::temp_dir().join(format!("secure-yarn-{}.krb5cc", std::process::id()));
+        // scripts/orc-tools (Java) logs in from a ticket cache: one of this process's own, in
+        // the cluster's state dir (the next start clears it).
+        let cache = Path::new(&c.cluster_dir)
+            .join("yarn-user")
+            .join(format!("test-{}.krb5cc", std::process::id()));
         let o = Command::new("kinit")
             .args(["-k", "-t", &keytab, "-c"])
             .arg(&cache)
@@ -109,63 +110,18 @@ async fn metastore(c: &SecureYarn) -> Metastore {
 const FILES: usize = 3;
 const DAYS: [&str; 2] = ["2026-11-01", "2026-11-02"];
 
-fn col(name: &str, ty: &str) -> FieldSchema {
-    common::objects::column(name, ty)
-}
-
-fn sd(location: &str) -> StorageDescriptor {
-    common::objects::orc_storage(location, vec![col("a", "bigint"), col("s", "string")])
-}
-
 /// A database of the YARN user's own under its HDFS home, one external ORC table `events`
 /// partitioned by dt (DAYS), each partition FILES small ORC files, all made as that user; its
 /// name.
 fn fixture(c: &SecureYarn, name: &str) -> String {
     let db = format!("{name}_{}", std::process::id());
     let root = format!("{}/user/{}/{db}", c.hdfs_url, c.user);
-    let orc = std::fs::read(common::repo().join("tests/data/orc/multi_stripe_zstd.orc")).unwrap();
     rt().block_on(async {
         let ms = metastore(c).await;
-        let hdfs = Hdfs::new();
         ms.create_database(common::database(&db, &root, &c.user, None))
             .await
             .unwrap_or_else(|e| panic!("{e}"));
-        ms.create_table(common::external_table(
-            &db,
-            "events",
-            &c.user,
-            sd(&format!("{root}/events")),
-            vec![col("dt", "string")],
-            BTreeMap::from([("EXTERNAL".into(), "TRUE".into())]),
-        ))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-        let mut parts = Vec::new();
-        for day in DAYS {
-            let part = format!("{root}/events/dt={day}");
-            let dir = Location::parse(&part).unwrap();
-            hdfs.mkdirs(&dir, 0o755)
-                .await
-                .unwrap_or_else(|e| panic!("{e}"));
-            for i in 0..FILES {
-                let mut w = hdfs
-                    .create(&dir.child(&format!("part-{i:05}.orc")), 0o644)
-                    .await
-                    .unwrap_or_else(|e| panic!("{e}"));
-                w.write_bytes(orc.clone().into()).await.unwrap();
-                w.close().await.unwrap();
-            }
-            parts.push(common::new_partition(
-                &db,
-                "events",
-                &[day],
-                sd(&part),
-                BTreeMap::new(),
-            ));
-        }
-        ms.add_partitions(parts)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+        orc_table(&ms, (&db, "events"), &root, &c.user, &DAYS, FILES).await;
     });
     db
 }
@@ -257,26 +213,32 @@ impl Wrapper {
 }
 
 /// `compact --on-yarn` of the table, as the YARN user with its ticket cache (no keytab), the
-/// job submitted through `mapred`.
-fn on_yarn(c: &SecureYarn, db: &str, mapred: &Path) -> Command {
+/// job submitted through `mapred`, then `extra`.
+fn on_yarn(c: &SecureYarn, db: &str, mapred: &Path, extra: &[&str]) -> Command {
     let mut cmd = Command::new(common::repo().join("scripts/cluster"));
     cmd.arg("as-user")
         .arg(env!("CARGO_BIN_EXE_hive-orc-compactor"))
         .args(["compact", "--table", &format!("{db}.events"), "--all"])
-        .args(["--min-age", "0s", "--json", "--principal", &c.principal])
+        .args(["--min-age", "0s", "--json"])
+        .args(extra)
         .args(["--on-yarn", "--tasks", "2", "--hadoop-cmd"])
         .arg(mapred)
         .env("CLUSTER_DIR", &c.cluster_dir)
-        .env_remove("HMS_URI")
+        .env("HADOOP_HOME", &c.hadoop_home)
+        // A directory the user may enter.
+        .current_dir("/");
+    only_the_cluster(c, &mut cmd);
+    cmd
+}
+
+/// The tool's configuration is the secure cluster's alone.
+fn only_the_cluster(c: &SecureYarn, cmd: &mut Command) {
+    cmd.env_remove("HMS_URI")
         .env_remove("HOC_PRINCIPAL")
         .env_remove("HOC_KEYTAB")
         .env("HIVE_CONF_DIR", &c.conf_dir)
         .env("HADOOP_CONF_DIR", &c.conf_dir)
-        .env("KRB5_CONFIG", &c.krb5_config)
-        .env("HADOOP_HOME", &c.hadoop_home)
-        // A directory the user may enter.
-        .current_dir("/");
-    cmd
+        .env("KRB5_CONFIG", &c.krb5_config);
 }
 
 fn timed(mut cmd: Command) -> Output {
@@ -289,20 +251,6 @@ fn timed(mut cmd: Command) -> Output {
         stderr(&o)
     );
     o
-}
-
-/// Per-partition reports (by partition) and the last line (summary and yarn) of a `--json` run.
-fn reports(o: &Output) -> (BTreeMap<String, Value>, Value) {
-    let mut lines: Vec<Value> = stdout(o)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect();
-    let last = lines.pop().unwrap_or_else(|| panic!("{}", describe(o)));
-    let by_part = lines
-        .into_iter()
-        .map(|r| (r["partition"].as_str().unwrap().to_owned(), r))
-        .collect();
-    (by_part, last)
 }
 
 /// A login with the token after the job is refused: the client cancelled it.
@@ -362,7 +310,8 @@ fn a_secure_job_runs_as_the_user_on_tokens_only_and_compacts_its_partitions() {
     let before: Vec<PartState> = DAYS.iter().map(|d| state(c, &db, d)).collect();
     let rows_before: Vec<Vec<String>> = before.iter().map(rows).collect();
     let wrapper = Wrapper::new(c);
-    let o = timed(on_yarn(c, &db, &wrapper.mapred()));
+    // Who the job is for comes from the ticket cache: no --principal, no keytab.
+    let o = timed(on_yarn(c, &db, &wrapper.mapred(), &[]));
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
     let (by_part, last) = reports(&o);
     assert_eq!(last["summary"]["compacted"], 2, "{last}");
@@ -370,7 +319,7 @@ fn a_secure_job_runs_as_the_user_on_tokens_only_and_compacts_its_partitions() {
     let application = last["yarn"]["application"].as_str().unwrap().to_owned();
 
     for ((day, old), rows_old) in DAYS.iter().zip(&before).zip(&rows_before) {
-        let r = &by_part[&format!("dt={day}")];
+        let r = &by_part[&format!("{db}.events/dt={day}")];
         assert_eq!(r["status"], "compacted", "{r}");
         assert_eq!(r["files_after"], 1, "{r}");
         let now = state(c, &db, day);
@@ -389,7 +338,13 @@ fn a_secure_job_runs_as_the_user_on_tokens_only_and_compacts_its_partitions() {
 
     // The job carried a metastore token of the user, and the client cancelled it.
     let token = wrapper.token();
-    assert_eq!(token.identifier().unwrap().owner, c.user);
+    let id = token.identifier().unwrap();
+    assert_eq!(id.owner, c.user);
+    // The metastore's maximum lifetime is the cluster's (CLUSTER_TOKEN_MAX_LIFETIME).
+    if let Ok(max) = std::env::var("SECURE_TOKEN_MAX_LIFETIME") {
+        let max: i64 = max.parse().unwrap();
+        assert_eq!(id.max_date - id.issue_date, max * 1000, "{id:?}");
+    }
     assert_cancelled(c, token);
 }
 
@@ -400,7 +355,7 @@ fn a_job_whose_metastore_token_is_cancelled_leaves_its_partitions_untouched() {
     let before: Vec<PartState> = DAYS.iter().map(|d| state(c, &db, d)).collect();
     let wrapper = Wrapper::new(c);
     std::fs::write(wrapper.dir.path().join("hold"), b"").unwrap();
-    let mut cmd = on_yarn(c, &db, &wrapper.mapred());
+    let mut cmd = on_yarn(c, &db, &wrapper.mapred(), &["--principal", &c.principal]);
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     let t0 = Instant::now();
     let child = cmd.spawn().expect("scripts/cluster as-user runs");
@@ -444,7 +399,7 @@ fn a_job_whose_metastore_token_is_cancelled_leaves_its_partitions_untouched() {
         "no task attempt of {application} was refused the token"
     );
     for (day, old) in DAYS.iter().zip(&before) {
-        let r = &by_part[&format!("dt={day}")];
+        let r = &by_part[&format!("{db}.events/dt={day}")];
         assert_eq!(r["status"], "failed", "{r}");
         assert_eq!(&state(c, &db, day), old, "dt={day} is untouched");
     }
@@ -460,10 +415,8 @@ fn held_job(
 ) -> (Output, DelegationToken) {
     let wrapper = Wrapper::new(c);
     std::fs::write(wrapper.dir.path().join("hold"), b"").unwrap();
-    let mut cmd = on_yarn(c, db, &wrapper.mapred());
-    cmd.args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    let mut cmd = on_yarn(c, db, &wrapper.mapred(), extra);
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     let t0 = Instant::now();
     let child = cmd.spawn().expect("scripts/cluster as-user runs");
     while !wrapper.shipped().exists() {
@@ -550,7 +503,7 @@ fn tasks_start_nothing_once_the_tokens_end_within_the_margin() {
     assert_eq!(last["summary"]["failed"], 2, "{last}");
     assert_eq!(last["yarn"]["succeeded"], true, "the tasks ran: {last}");
     for (day, old) in DAYS.iter().zip(&before) {
-        let r = &by_part[&format!("dt={day}")];
+        let r = &by_part[&format!("{db}.events/dt={day}")];
         assert_eq!(r["status"], "failed", "{r}");
         let reason = r["reason"].as_str().unwrap();
         assert!(reason.contains("maximum lifetime"), "{reason}");
@@ -558,4 +511,32 @@ fn tasks_start_nothing_once_the_tokens_end_within_the_margin() {
         assert_eq!(&state(c, &db, day), old, "dt={day} is untouched");
     }
     assert_cancelled(c, token);
+}
+
+#[test]
+fn without_a_ticket_or_a_principal_the_job_is_refused_in_one_line() {
+    let Some(c) = cluster() else { return };
+    let db = fixture(c, "sy_no_ticket");
+    let before: Vec<PartState> = DAYS.iter().map(|d| state(c, &db, d)).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hive-orc-compactor"));
+    cmd.args(["compact", "--table", &format!("{db}.events"), "--all"])
+        .args(["--min-age", "0s", "--on-yarn", "--hadoop-cmd", "false"])
+        .env(
+            "KRB5CCNAME",
+            format!("FILE:{}", dir.path().join("no-ticket").display()),
+        );
+    only_the_cluster(c, &mut cmd);
+    let o = cmd.output().unwrap();
+    assert_ne!(o.status.code(), Some(0), "{}", describe(&o));
+    let err = stderr(&o);
+    let last = err.trim_end().lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("error:") && last.contains("kinit"),
+        "{}",
+        describe(&o)
+    );
+    for (day, old) in DAYS.iter().zip(&before) {
+        assert_eq!(&state(c, &db, day), old, "dt={day} is untouched");
+    }
 }

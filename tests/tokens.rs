@@ -11,7 +11,6 @@
 
 pub mod common;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{OnceLock, PoisonError, RwLock, RwLockReadGuard};
@@ -22,9 +21,9 @@ use hive_orc_compactor::hdfs::{Hdfs, Location};
 use hive_orc_compactor::metastore::token::{
     self, read_credentials, write_credentials, DelegationToken, HIVE_DELEGATION_KIND,
 };
-use hive_orc_compactor::metastore::{FieldSchema, Metastore, MetastoreConfig, StorageDescriptor};
+use hive_orc_compactor::metastore::{Metastore, MetastoreConfig};
 
-use common::secure::{conf_with, restart_metastore, secure, small_orc_files, Secure};
+use common::secure::{conf_with, orc_table, restart_metastore, secure, Secure};
 
 /// The metastore's protection belongs to the whole secured cluster: the test that restarts it
 /// with another holds this for writing, every other test here for reading, so none sees the
@@ -106,14 +105,6 @@ fn error_line(o: &Output) -> String {
 
 const FILES: usize = 3;
 
-fn col(name: &str, ty: &str) -> FieldSchema {
-    common::objects::column(name, ty)
-}
-
-fn sd(location: &str) -> StorageDescriptor {
-    common::objects::orc_storage(location, vec![col("a", "bigint"), col("s", "string")])
-}
-
 /// The fixture's partitions: the first for the token tests, the others for the metastore under
 /// privacy and under integrity.
 const PARTITIONS: [&str; 3] = ["2026-11-01", "2026-11-02", "2026-11-03"];
@@ -127,34 +118,10 @@ fn fixture(s: &Secure) -> &'static str {
         let root = format!("{}/user/hive/external/{db}", s.hdfs_url);
         rt().block_on(async {
             let ms = kerberos_metastore(s).await;
-            let hdfs = Hdfs::new();
             ms.create_database(common::database(&db, &root, "tester", None))
                 .await
                 .unwrap_or_else(|e| panic!("{e}"));
-            for dt in PARTITIONS {
-                small_orc_files(&hdfs, &format!("{root}/events/dt={dt}"), FILES).await;
-            }
-            ms.create_table(common::external_table(
-                &db,
-                "events",
-                "tester",
-                sd(&format!("{root}/events")),
-                vec![col("dt", "string")],
-                BTreeMap::from([("EXTERNAL".into(), "TRUE".into())]),
-            ))
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-            ms.add_partitions(
-                PARTITIONS
-                    .iter()
-                    .map(|&dt| {
-                        let part = format!("{root}/events/dt={dt}");
-                        common::new_partition(&db, "events", &[dt], sd(&part), BTreeMap::new())
-                    })
-                    .collect(),
-            )
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+            orc_table(&ms, (&db, "events"), &root, "tester", &PARTITIONS, FILES).await;
         });
         db
     })

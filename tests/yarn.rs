@@ -7,7 +7,6 @@
 
 pub mod common;
 
-use std::collections::BTreeMap;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -79,27 +78,6 @@ fn on_yarn(args: &[&str]) -> Output {
         stderr(&o)
     );
     o
-}
-
-/// The per-partition reports (by `table/partition`) and the summary line of a `--json` run.
-fn reports(o: &Output) -> (BTreeMap<String, Value>, Value) {
-    let mut lines: Vec<Value> = stdout(o)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect();
-    let last = lines.pop().expect("a summary line");
-    let by_key = lines
-        .into_iter()
-        .map(|r| {
-            let key = format!(
-                "{}/{}",
-                r["table"].as_str().unwrap(),
-                r["partition"].as_str().unwrap()
-            );
-            (key, r)
-        })
-        .collect();
-    (by_key, last)
 }
 
 /// A `--yarn-dir` of the test's own: an empty binary cache.

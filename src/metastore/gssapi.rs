@@ -128,6 +128,9 @@ struct Lib {
     unwrap:
         unsafe extern "C" fn(*mut Om, Handle, *mut Buffer, *mut Buffer, *mut c_int, *mut Om) -> Om,
     release_buffer: unsafe extern "C" fn(*mut Om, *mut Buffer) -> Om,
+    inquire_cred:
+        unsafe extern "C" fn(*mut Om, Handle, *mut Handle, *mut Om, *mut c_int, *mut c_void) -> Om,
+    display_name: unsafe extern "C" fn(*mut Om, Handle, *mut Buffer, *mut c_void) -> Om,
     display_status:
         unsafe extern "C" fn(*mut Om, Om, c_int, *const Oid, *mut Om, *mut Buffer) -> Om,
 }
@@ -171,6 +174,8 @@ unsafe fn load() -> Result<Lib, String> {
         wrap: sym!("gss_wrap"),
         unwrap: sym!("gss_unwrap"),
         release_buffer: sym!("gss_release_buffer"),
+        inquire_cred: sym!("gss_inquire_cred"),
+        display_name: sym!("gss_display_name"),
         display_status: sym!("gss_display_status"),
         _lib: lib,
     })
@@ -280,6 +285,46 @@ fn import(lib: &Lib, name: &str) -> Result<Handle, GssError> {
     let major = unsafe { (lib.import_name)(&mut minor, &mut buf, &nt, &mut handle) };
     check(lib, "gss_import_name", major, minor)?;
     Ok(handle)
+}
+
+/// The default principal of the ticket cache (`KRB5CCNAME`), `user@REALM`: who the process is
+/// when no principal is named.
+pub(crate) fn cache_principal() -> Result<String, GssError> {
+    let lib = lib()?;
+    let (mut minor, mut ignored) = (0, 0);
+    let mut cred: Handle = ptr::null_mut();
+    let major = unsafe {
+        (lib.acquire_cred)(
+            &mut minor,
+            ptr::null_mut(),
+            0,
+            ptr::null_mut(),
+            GSS_C_INITIATE,
+            &mut cred,
+            ptr::null_mut(),
+            ptr::null_mut(),
+        )
+    };
+    check(lib, "gss_acquire_cred", major, minor)?;
+    let mut name: Handle = ptr::null_mut();
+    let major = unsafe {
+        (lib.inquire_cred)(
+            &mut minor,
+            cred,
+            &mut name,
+            ptr::null_mut(),
+            ptr::null_mut(),
+            ptr::null_mut(),
+        )
+    };
+    unsafe { (lib.release_cred)(&mut ignored, &mut cred) };
+    check(lib, "gss_inquire_cred", major, minor)?;
+    let mut buf = Buffer::empty();
+    let major = unsafe { (lib.display_name)(&mut minor, name, &mut buf, ptr::null_mut()) };
+    let text = take(lib, &mut buf).unwrap_or_default();
+    unsafe { (lib.release_name)(&mut ignored, &mut name) };
+    check(lib, "gss_display_name", major, minor)?;
+    Ok(String::from_utf8_lossy(&text).into_owned())
 }
 
 /// The client side of one Kerberos security context.

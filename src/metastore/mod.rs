@@ -17,6 +17,7 @@ mod digest;
 mod error;
 mod gen;
 mod gssapi;
+pub(crate) use gssapi::cache_principal;
 mod sasl;
 mod session;
 pub mod token;

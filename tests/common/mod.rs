@@ -31,7 +31,9 @@ pub use fixtures::{
     Fixtures, OwnDatabase,
 };
 pub use objects::{database, external_table, new_partition};
-pub use tool::{binary, code, command, describe, json, run, run_against, run_many, stderr, stdout};
+pub use tool::{
+    binary, code, command, describe, json, reports, run, run_against, run_many, stderr, stdout,
+};
 
 /// The tool's hidden work directory inside a partition's home.
 pub const WORK_DIR: &str = ".hive-orc-compactor";

@@ -2,6 +2,7 @@
 //! --secure`), as its SECURE_* variables name it. Without SECURE_HMS_URI there is none and the
 //! tests that need it return at once, saying so (SKIP_SECURE=1).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
@@ -9,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use hive_orc_compactor::hdfs::{Hdfs, Location};
 use hive_orc_compactor::kerberos;
+use hive_orc_compactor::metastore::Metastore;
 
 pub struct Secure {
     pub hms_uri: String,
@@ -125,4 +127,52 @@ pub async fn small_orc_files(hdfs: &Hdfs, dir: &str, files: usize) {
         w.write_bytes(orc.clone().into()).await.unwrap();
         w.close().await.unwrap();
     }
+}
+
+/// An external ORC table `db.table` at `root/table` (columns a bigint, s string), partitioned
+/// by dt, with one partition per day of `files` copies of a small ORC file, made through `ms`
+/// and this process's HDFS login (the secured clusters' tests' fixture).
+pub async fn orc_table(
+    ms: &Metastore,
+    (db, table): (&str, &str),
+    root: &str,
+    owner: &str,
+    days: &[&str],
+    files: usize,
+) {
+    let sd = |location: &str| {
+        super::objects::orc_storage(
+            location,
+            vec![
+                super::objects::column("a", "bigint"),
+                super::objects::column("s", "string"),
+            ],
+        )
+    };
+    let hdfs = Hdfs::new();
+    ms.create_table(super::external_table(
+        db,
+        table,
+        owner,
+        sd(&format!("{root}/{table}")),
+        vec![super::objects::column("dt", "string")],
+        BTreeMap::from([("EXTERNAL".into(), "TRUE".into())]),
+    ))
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut parts = Vec::new();
+    for day in days {
+        let part = format!("{root}/{table}/dt={day}");
+        small_orc_files(&hdfs, &part, files).await;
+        parts.push(super::new_partition(
+            db,
+            table,
+            &[day],
+            sd(&part),
+            BTreeMap::new(),
+        ));
+    }
+    ms.add_partitions(parts)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
 }

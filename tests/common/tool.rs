@@ -1,5 +1,6 @@
 //! Running the real binary and reading what it printed.
 
+use std::collections::BTreeMap;
 use std::process::{Command, Output};
 
 use serde_json::Value;
@@ -98,4 +99,25 @@ pub fn json(o: &Output) -> Value {
             stderr(o)
         )
     })
+}
+
+/// The per-partition reports (by `table/partition`) and the summary line of a `--json` run.
+pub fn reports(o: &Output) -> (BTreeMap<String, Value>, Value) {
+    let mut lines: Vec<Value> = stdout(o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    let last = lines.pop().expect("a summary line");
+    let by_key = lines
+        .into_iter()
+        .map(|r| {
+            let key = format!(
+                "{}/{}",
+                r["table"].as_str().unwrap(),
+                r["partition"].as_str().unwrap()
+            );
+            (key, r)
+        })
+        .collect();
+    (by_key, last)
 }

@@ -166,6 +166,11 @@ public final class ClusterYarn {
     conf.setInt(YarnConfiguration.RM_SCHEDULER_MAXIMUM_ALLOCATION_VCORES, nmVcores);
     // Room for several jobs' AMs at once (the default allows 10% of the cluster for AMs).
     conf.setFloat("yarn.scheduler.capacity.maximum-am-resource-percent", 0.5f);
+    // Each job ships the tool's binary (~600 MB in a debug build), which the NodeManager keeps
+    // in its local cache (10 GB by default, swept every 10 minutes): a test run of a few dozen
+    // jobs would fill a small disk. Kept to 1 GB, swept every minute.
+    conf.setLong("yarn.nodemanager.localizer.cache.target-size-mb", 1024);
+    conf.setLong("yarn.nodemanager.localizer.cache.cleanup.interval-ms", 60_000);
     // A nearly full disk must not make the only node unhealthy.
     conf.setFloat(
         YarnConfiguration.NM_MAX_PER_DISK_UTILIZATION_PERCENTAGE, 100.0f);
