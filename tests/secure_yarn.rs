@@ -22,11 +22,11 @@ use std::time::{Duration, Instant};
 
 use common::metastore::location_of;
 use common::orc_tools::java_rows;
-use common::secure::orc_table;
+use common::secure::{orc_table, token_login};
 use common::{describe, reports, rt, stderr};
 use hive_orc_compactor::hdfs::{Hdfs, Location};
 use hive_orc_compactor::kerberos;
-use hive_orc_compactor::metastore::token::{self, read_credentials, DelegationToken};
+use hive_orc_compactor::metastore::token::{read_credentials, DelegationToken};
 use hive_orc_compactor::metastore::{Metastore, MetastoreConfig, MetastoreError};
 
 struct SecureYarn {
@@ -256,13 +256,7 @@ fn timed(mut cmd: Command) -> Output {
 /// A login with the token after the job is refused: the client cancelled it.
 fn assert_cancelled(c: &SecureYarn, token: DelegationToken) {
     rt().block_on(async {
-        let mut cfg = MetastoreConfig::new(&c.hms_uri).unwrap();
-        cfg.sasl_principal = Some(String::new());
-        cfg.delegation_token = Some(token::TokenLogin {
-            token,
-            source: "the job's credentials".into(),
-        });
-        match Metastore::connect(cfg).await {
+        match Metastore::connect(token_login(&c.hms_uri, &token)).await {
             Err(MetastoreError::TokenRejected { .. }) => {}
             Err(e) => panic!("{e}"),
             Ok(_) => panic!("the job's metastore token is still valid after the job"),
@@ -353,31 +347,12 @@ fn a_job_whose_metastore_token_is_cancelled_leaves_its_partitions_untouched() {
     let Some(c) = cluster() else { return };
     let db = fixture(c, "sy_cancelled");
     let before: Vec<PartState> = DAYS.iter().map(|d| state(c, &db, d)).collect();
-    let wrapper = Wrapper::new(c);
-    std::fs::write(wrapper.dir.path().join("hold"), b"").unwrap();
-    let mut cmd = on_yarn(c, &db, &wrapper.mapred(), &["--principal", &c.principal]);
-    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let t0 = Instant::now();
-    let child = cmd.spawn().expect("scripts/cluster as-user runs");
     // The job client holds the token: cancel it before the job is submitted.
-    while !wrapper.shipped().exists() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(120),
-            "the tool never reached the job client"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    let token = wrapper.token();
-    rt().block_on(async { metastore(c).await.cancel_delegation_token(&token).await })
-        .unwrap_or_else(|e| panic!("{e}"));
-    std::fs::write(wrapper.dir.path().join("go"), b"").unwrap();
-    let o = child.wait_with_output().unwrap();
-    eprintln!(
-        "compact --on-yarn with a cancelled token: exit {:?} in {:.1}s\n{}",
-        o.status.code(),
-        t0.elapsed().as_secs_f64(),
-        stderr(&o)
-    );
+    let (o, _) = held_job(c, &db, &["--principal", &c.principal], |token| {
+        rt().block_on(async { metastore(c).await.cancel_delegation_token(token).await })
+            .unwrap_or_else(|e| panic!("{e}"));
+        true
+    });
     assert_ne!(o.status.code(), Some(0), "{}", describe(&o));
     // The job failed by itself: nothing is left to kill.
     assert!(!stderr(&o).contains("killing YARN job"), "{}", describe(&o));

@@ -19,11 +19,11 @@ use std::time::{Duration, Instant};
 use common::{describe, json, rt, stderr};
 use hive_orc_compactor::hdfs::{Hdfs, Location};
 use hive_orc_compactor::metastore::token::{
-    self, read_credentials, write_credentials, DelegationToken, HIVE_DELEGATION_KIND,
+    read_credentials, write_credentials, DelegationToken, HIVE_DELEGATION_KIND,
 };
 use hive_orc_compactor::metastore::{Metastore, MetastoreConfig};
 
-use common::secure::{conf_with, orc_table, restart_metastore, secure, Secure};
+use common::secure::{conf_with, orc_table, restart_metastore, secure, token_login, Secure};
 
 /// The metastore's protection belongs to the whole secured cluster: the test that restarts it
 /// with another holds this for writing, every other test here for reading, so none sees the
@@ -318,15 +318,7 @@ fn a_token_from_one_metastore_connection_is_refused_once_cancelled() {
         let live = ms.delegation_token("tester", &s.principal).await.unwrap();
         let dead = ms.delegation_token("tester", &s.principal).await.unwrap();
         ms.cancel_delegation_token(&dead).await.unwrap();
-        let with = |t: &DelegationToken| {
-            let mut cfg = MetastoreConfig::new(&s.hms_uri).unwrap();
-            cfg.sasl_principal = Some(String::new());
-            cfg.delegation_token = Some(token::TokenLogin {
-                token: t.clone(),
-                source: "the test".into(),
-            });
-            cfg
-        };
+        let with = |t: &DelegationToken| token_login(&s.hms_uri, t);
         let over_token = Metastore::connect(with(&live))
             .await
             .unwrap_or_else(|e| panic!("{e}"));
@@ -441,13 +433,7 @@ fn on_yarn_ships_a_metastore_token_to_the_job_and_cancels_it() {
         .unwrap();
     assert!(!Path::new(local).exists(), "{local} left behind");
     rt().block_on(async {
-        let mut cfg = MetastoreConfig::new(&s.hms_uri).unwrap();
-        cfg.sasl_principal = Some(String::new());
-        cfg.delegation_token = Some(token::TokenLogin {
-            token,
-            source: "the shipped file".into(),
-        });
-        match Metastore::connect(cfg).await {
+        match Metastore::connect(token_login(&s.hms_uri, &token)).await {
             Err(hive_orc_compactor::metastore::MetastoreError::TokenRejected { .. }) => {}
             Err(e) => panic!("{e}"),
             Ok(_) => panic!("the job's token is still valid after the job"),
@@ -530,15 +516,7 @@ fn a_job_token_the_client_renews_outlives_the_renew_interval() {
             })
         };
         tokio::time::sleep(std::time::Duration::from_secs(interval + 10)).await;
-        let with = |t: &DelegationToken| {
-            let mut cfg = MetastoreConfig::new(&s.hms_uri).unwrap();
-            cfg.sasl_principal = Some(String::new());
-            cfg.delegation_token = Some(token::TokenLogin {
-                token: t.clone(),
-                source: "the test".into(),
-            });
-            cfg
-        };
+        let with = |t: &DelegationToken| token_login(&s.hms_uri, t);
         let logged_in = Metastore::connect(with(&kept)).await;
         renewing.abort();
         logged_in.unwrap_or_else(|e| panic!("the renewed token was refused: {e}"));

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use hive_orc_compactor::hdfs::{Hdfs, Location};
 use hive_orc_compactor::kerberos;
-use hive_orc_compactor::metastore::Metastore;
+use hive_orc_compactor::metastore::token::{DelegationToken, TokenLogin};
+use hive_orc_compactor::metastore::{Metastore, MetastoreConfig};
 
 pub struct Secure {
     pub hms_uri: String,
@@ -175,4 +176,16 @@ pub async fn orc_table(
     ms.add_partitions(parts)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// The configuration of a login to the metastore at `hms_uri` with `token` alone, over SASL
+/// DIGEST-MD5, as a YARN task logs in.
+pub fn token_login(hms_uri: &str, token: &DelegationToken) -> MetastoreConfig {
+    let mut cfg = MetastoreConfig::new(hms_uri).unwrap();
+    cfg.sasl_principal = Some(String::new());
+    cfg.delegation_token = Some(TokenLogin {
+        token: token.clone(),
+        source: "the test".into(),
+    });
+    cfg
 }
