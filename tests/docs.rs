@@ -190,6 +190,10 @@ fn tested_blocks(text: &str) -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "cluster-tests"),
+    ignore = "runs the guides' commands against the local cluster: scripts/test"
+)]
 fn the_guides_command_lines_run() {
     let hms_uri = env("HMS_URI");
     let hdfs_url = env("HDFS_URL");
