@@ -34,17 +34,6 @@ pub fn login() -> Login {
     LOGIN.get().cloned().unwrap_or_default()
 }
 
-/// The principal the ticket cache holds tickets for (`kinit`'s), or one line saying why there
-/// is none and what to do.
-pub fn cache_principal() -> Result<String, String> {
-    crate::metastore::cache_principal().map_err(|e| {
-        format!(
-            "no Kerberos ticket to act as ({e}): run `kinit user@REALM`, or pass --principal \
-             with --keytab"
-        )
-    })
-}
-
 /// The metastore's principal for one URI: `_HOST` replaced by the URI's host, lowercased, as
 /// Hadoop's `SecurityUtil.getServerPrincipal` does.
 pub fn server_principal(pattern: &str, host: &str) -> String {

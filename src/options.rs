@@ -641,7 +641,7 @@ fn yarn_options(
             // The tasks' token is for whom this host is: --principal, else the ticket cache's.
             let principal = match &global.principal {
                 Some(p) => p.clone(),
-                None => hive_orc_compactor::kerberos::cache_principal().map_err(|e| {
+                None => hive_orc_compactor::metastore::cache_principal().map_err(|e| {
                     anyhow::anyhow!(
                         "--on-yarn with a Kerberos metastore gets the job's tasks a metastore \
                          delegation token for this host's principal, and there is none: {e}"

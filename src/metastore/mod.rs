@@ -17,7 +17,6 @@ mod digest;
 mod error;
 mod gen;
 mod gssapi;
-pub(crate) use gssapi::cache_principal;
 mod sasl;
 mod session;
 pub mod token;
@@ -51,6 +50,17 @@ const DEFAULT_CATALOG: &str = "hive";
 
 /// Sent as `processorIdentifier` so the metastore's logs can tell our calls apart.
 const PROCESSOR: &str = "hive-orc-compactor";
+
+/// The principal the ticket cache holds tickets for (`kinit`'s), or one line saying why there
+/// is none and what to do. Here because the GSSAPI library behind it is the metastore login's.
+pub fn cache_principal() -> std::result::Result<String, String> {
+    gssapi::cache_principal().map_err(|e| {
+        format!(
+            "no Kerberos ticket to act as ({e}): run `kinit user@REALM`, or pass --principal \
+             with --keytab"
+        )
+    })
+}
 
 /// A connection to the metastore (with failover). Cheap to clone; clones share the
 /// connection, and their calls queue behind each other.
