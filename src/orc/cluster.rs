@@ -32,6 +32,7 @@ use orc_rust::proto::ColumnStatistics;
 use super::copy::ReadAhead;
 use super::decode::Decoder;
 use super::digest::{Digester, RowsDigest};
+use super::encoding::timestamp::{is_utc, Zone};
 use super::error::OrcError;
 use super::io::{RangeRead, Sink};
 use super::order::{KeyMaker, RangeMeter, RowOrder, Sampler};
@@ -39,7 +40,6 @@ use super::reencode::{as_decoded, as_written, next_input, open_inputs, Reencoded
 use super::sort::{Sorted, Sorter};
 use super::stats::{contradictions, without_timestamp_bounds, StatisticsFold};
 use super::tail::OrcTail;
-use super::timestamp::{is_utc, Zone};
 use super::write::{OrcWriter, WriterOptions};
 
 /// How a clustering re-encode runs.

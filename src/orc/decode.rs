@@ -52,13 +52,15 @@ use orc_rust::reader::AsyncChunkReader;
 use orc_rust::{ArrowReaderBuilder, ArrowStreamReader};
 use prost::Message;
 
-use super::compress::{compress, decompress, Compression};
+use super::encoding::byte_rle::decode_booleans;
+use super::encoding::compress::{compress, decompress, Compression};
+use super::encoding::int_rle::{decode_signed, decode_unsigned};
+use super::encoding::rle_v2::encode as rle_v2_encode;
+use super::encoding::timestamp::{self, is_utc, Zone};
 use super::error::OrcError;
 use super::io::{read_checked, RangeRead};
 use super::marks::{NULL_UNION_ROW, TIMESTAMP_NANOS};
 use super::tail::OrcTail;
-use super::timestamp::{self, is_utc, Zone};
-use super::write::rle_v2_encode;
 
 /// What orc-rust reads of a file's end before it knows the tail's size.
 const FIRST_TAIL_READ: u64 = 16 * 1024;
@@ -213,7 +215,7 @@ impl<R: RangeRead + Send> Chunks<R> {
                     let bytes = self.bytes(range).await?;
                     let what = "a union's PRESENT stream";
                     let plain = decompress(compression, block_size, &bytes, what)?;
-                    presence.insert(column, Some(super::rle::decode_booleans(&plain)?));
+                    presence.insert(column, Some(decode_booleans(&plain)?));
                 }
                 Kind::Data if timestamps.contains(&column) => {
                     stored.entry(column).or_default()[0] = Some(range);
@@ -235,7 +237,7 @@ impl<R: RangeRead + Send> Chunks<R> {
             let bytes = self.bytes(nanos.clone()).await?;
             let what = "a timestamp's nanoseconds";
             let plain = decompress(compression, block_size, &bytes, what)?;
-            let stored_nanos = super::rle::decode_unsigned(&plain, v2)?;
+            let stored_nanos = decode_unsigned(&plain, v2)?;
             if stored_nanos
                 .iter()
                 .all(|&n| timestamp::stored_nanos(n).is_some())
@@ -257,7 +259,7 @@ impl<R: RangeRead + Send> Chunks<R> {
             let bytes = self.bytes(seconds).await?;
             let what = "a timestamp's seconds";
             let plain = decompress(compression, block_size, &bytes, what)?;
-            let stored_seconds = super::rle::decode_signed(&plain, v2)?;
+            let stored_seconds = decode_signed(&plain, v2)?;
             if stored_seconds.len() != stored_nanos.len() {
                 return Err(OrcError::Corrupt(format!(
                     "column {column}, a timestamp, stores {} seconds and {} nanoseconds in \

@@ -28,9 +28,9 @@ use arrow::datatypes::{
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::Xxh3;
 
+use super::encoding::timestamp::Zone;
 use super::error::{OrcError, VerifyFailure};
 use super::marks::TIMESTAMP_NANOS;
-use super::timestamp::Zone;
 
 /// The digest of one top-level column of one file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use orc_rust::proto::{self, r#type::Kind};
 use prost::Message;
 
-use super::compress::Compression;
+use super::encoding::compress::Compression;
 use super::marks::LAYOUT;
 use super::tail::OrcTail;
 

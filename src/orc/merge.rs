@@ -8,8 +8,8 @@ use orc_rust::proto;
 use prost::Message;
 use tokio::sync::mpsc;
 
-use super::compress::{compress, Compression};
 use super::copy::{copy_pieces, Piece, ReadAhead};
+use super::encoding::compress::{compress, Compression};
 use super::error::OrcError;
 use super::io::{Prefetched, RangeRead, Sink};
 use super::key::{merge_key, user_metadata};
@@ -371,7 +371,7 @@ mod tests {
         let ps = proto::PostScript::decode(&file[file.len() - 1 - ps_len..file.len() - 1]).unwrap();
         let end = file.len() - 1 - ps_len - ps.footer_length.unwrap() as usize;
         let start = end - ps.metadata_length.unwrap_or(0) as usize;
-        let plain = crate::orc::compress::decompress(
+        let plain = crate::orc::encoding::compress::decompress(
             tail.compression,
             tail.compression_block_size,
             &file[start..end],

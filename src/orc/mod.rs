@@ -16,10 +16,10 @@
 //! way; [`digest_file`] decodes the output again, and the [`Digests`] must be equal.
 
 mod cluster;
-mod compress;
 mod copy;
 mod decode;
 mod digest;
+mod encoding;
 mod error;
 mod io;
 mod key;
@@ -29,12 +29,10 @@ mod order;
 mod plan;
 mod ranges;
 mod reencode;
-mod rle;
 mod shape;
 mod sort;
 mod stats;
 mod tail;
-mod timestamp;
 mod verify;
 mod write;
 
@@ -42,11 +40,11 @@ mod write;
 mod testutil;
 
 pub use cluster::{cluster, ClusterOptions, ClusterSummary, Clustered};
-pub use compress::Compression;
 pub(crate) use copy::Task;
 pub use copy::{copy_pieces, Discard, Piece, ReadAhead};
 pub use decode::check_stored;
 pub use digest::{ColumnDigest, Digester, Digests, RowsDigest};
+pub use encoding::compress::Compression;
 pub use error::{OrcError, VerifyFailure};
 pub(crate) use io::{read_checked, SPECULATIVE_TAIL};
 pub use io::{RangeRead, Sink};

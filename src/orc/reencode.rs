@@ -19,11 +19,11 @@ use tokio::sync::mpsc;
 use super::copy::{open_ahead, Opens, ReadAhead, Task};
 use super::decode::Decoder;
 use super::digest::{Digester, Digests};
+use super::encoding::timestamp::Zone;
 use super::error::OrcError;
 use super::io::{Prefetched, RangeRead, Sink};
 use super::stats::{contradictions, without_timestamp_bounds, StatisticsFold};
 use super::tail::{read_statistics_again, OrcTail};
-use super::timestamp::Zone;
 use super::write::{OrcWriter, WriterOptions};
 
 /// Decoded batches queued between the decoding task and the encoding: enough that neither

@@ -8,7 +8,7 @@
 //! bulk of what it replaces and the fewest bytes change encoding; a tie goes to the
 //! combination seen first in the listing, so the same files always make the same output.
 
-use super::compress::Compression;
+use super::encoding::compress::Compression;
 use super::tail::OrcTail;
 
 /// How a re-encoded output is encoded.

@@ -7,7 +7,7 @@ use bytes::{Bytes, BytesMut};
 use orc_rust::proto;
 use prost::Message;
 
-use super::compress::{decompress, Compression};
+use super::encoding::compress::{decompress, Compression};
 use super::error::{corrupt, OrcError};
 use super::io::{read_checked, RangeRead, SPECULATIVE_TAIL};
 use super::ORC_MAGIC;

@@ -3,19 +3,13 @@
 //! bloom filters and user metadata out.
 //!
 //! The ORC v1 specification is the contract. Module map:
-//! - [`out_stream`]: one stream, chunk-compressed with the file's codec, and its positions;
-//! - [`byte_rle`]: byte run-length encoding and booleans on top of it;
-//! - [`rle_v2`]: integer RLE v2 with its four sub-encodings;
 //! - [`statistics`]: column statistics per row group, stripe and file;
 //! - [`bloom`]: BLOOM_FILTER_UTF8 filters per row group;
 //! - [`columns`]: one writer per ORC type (dictionary or direct strings among them);
 //! - [`writer`]: row groups, stripes, the file tail, and the writer id.
 
 mod bloom;
-mod byte_rle;
 mod columns;
-mod out_stream;
-mod rle_v2;
 mod statistics;
 mod writer;
 
@@ -24,13 +18,11 @@ use std::sync::Arc;
 
 use prost::Message;
 
-use super::compress::{compress_at, Compression};
+use super::encoding::compress::{compress_at, Compression};
+use super::encoding::out_stream::OutStream;
 use super::error::OrcError;
 
 pub use writer::{OrcWriter, WriterOptions, WrittenFile};
-
-/// The decoder re-serves a healed stream in this encoding (see `decode::Chunks::read_beside`).
-pub(crate) use rle_v2::encode as rle_v2_encode;
 
 /// What every column writer needs to know about the file, shared read-only.
 #[derive(Clone, Debug)]
@@ -49,9 +41,8 @@ pub(crate) struct Settings {
 }
 
 impl Settings {
-    pub(crate) fn stream(&self) -> out_stream::OutStream {
-        out_stream::OutStream::new(self.compression, self.block_size)
-            .at_level(self.compression_level)
+    pub(crate) fn stream(&self) -> OutStream {
+        OutStream::new(self.compression, self.block_size).at_level(self.compression_level)
     }
 
     /// A filter sized for one row group.

@@ -16,9 +16,9 @@ use orc_rust::proto::{self, r#type::Kind as TypeKind};
 use orc_rust::ArrowReaderBuilder;
 
 use super::super::decode::Decoder;
+use super::super::encoding::timestamp::Zone;
 use super::super::tail::{read_tail, read_tail_with_statistics, OrcTail, TailStatistics};
 use super::super::testutil::{block_on, MemFile, VecSink, ALL_TYPES_LZ4, MULTI_STRIPE_ZSTD};
-use super::super::timestamp::Zone;
 use super::super::Compression;
 use super::{OrcWriter, WriterOptions};
 
@@ -409,9 +409,13 @@ fn a_change_of_zone_starts_a_stripe_and_drops_the_bounds_it_cannot_know() {
         .map(|s| {
             let at = (s.offset + s.index_length + s.data_length) as usize;
             let footer = &file[at..s.end() as usize];
-            let footer =
-                super::super::compress::decompress(Compression::Zstd, 65_536, footer, "footer")
-                    .unwrap();
+            let footer = super::super::encoding::compress::decompress(
+                Compression::Zstd,
+                65_536,
+                footer,
+                "footer",
+            )
+            .unwrap();
             <proto::StripeFooter as prost::Message>::decode(footer.as_slice())
                 .unwrap()
                 .writer_timezone

@@ -22,11 +22,11 @@ use bytes::Bytes;
 use orc_rust::proto;
 use prost::Message;
 
-use super::super::compress::Compression;
+use super::super::encoding::compress::Compression;
+use super::super::encoding::timestamp::{is_utc, Zone};
 use super::super::error::OrcError;
 use super::super::io::Sink;
 use super::super::tail::OrcTail;
-use super::super::timestamp::{is_utc, Zone};
 use super::super::ORC_MAGIC;
 use super::columns::{build, ColumnWriter, StripeParts};
 use super::Settings;

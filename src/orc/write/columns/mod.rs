@@ -33,10 +33,10 @@ use arrow::array::Array;
 use arrow::datatypes::DataType;
 use orc_rust::proto::{self, column_encoding, r#type::Kind as TypeKind, stream::Kind};
 
+use super::super::encoding::byte_rle::BoolRle;
+use super::super::encoding::out_stream::{Encoded, OutStream};
 use super::super::error::OrcError;
 use super::bloom::Bloom;
-use super::byte_rle::BoolRle;
-use super::out_stream::{Encoded, OutStream};
 use super::statistics::{Kind as StatsKind, Stats};
 use super::Settings;
 

@@ -7,10 +7,10 @@ use arrow::array::{Array, ArrayRef, AsArray, UInt32Array};
 use arrow::datatypes::DataType;
 use orc_rust::proto::{self, column_encoding::Kind as Encoding};
 
+use super::super::super::encoding::byte_rle::ByteRle;
+use super::super::super::encoding::rle_v2::IntRleV2;
 use super::super::super::error::OrcError;
 use super::super::super::marks::NULL_UNION_ROW;
-use super::super::byte_rle::ByteRle;
-use super::super::rle_v2::IntRleV2;
 use super::super::statistics::Kind as StatsKind;
 use super::super::Settings;
 use super::{mismatch, ColumnWriter, Common, StripeParts};

@@ -12,11 +12,11 @@ use arrow::datatypes::{
 };
 use orc_rust::proto::{column_encoding::Kind as Encoding, r#type::Kind as TypeKind};
 
+use super::super::super::encoding::byte_rle::{BoolRle, ByteRle};
+use super::super::super::encoding::out_stream::OutStream;
+use super::super::super::encoding::rle_v2::{write_varint, IntRleV2};
+use super::super::super::encoding::timestamp::{encode_nanos, ORC_EPOCH};
 use super::super::super::error::OrcError;
-use super::super::super::timestamp::{encode_nanos, ORC_EPOCH};
-use super::super::byte_rle::{BoolRle, ByteRle};
-use super::super::out_stream::OutStream;
-use super::super::rle_v2::{write_varint, IntRleV2};
 use super::super::statistics::Kind as StatsKind;
 use super::super::Settings;
 use super::{mismatch, Common, Leaf, StripeParts, Values};

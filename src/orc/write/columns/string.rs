@@ -11,9 +11,9 @@ use std::collections::HashMap;
 use arrow::array::{Array, AsArray};
 use orc_rust::proto::{self, column_encoding::Kind as Encoding, stream::Kind};
 
+use super::super::super::encoding::out_stream::OutStream;
+use super::super::super::encoding::rle_v2::IntRleV2;
 use super::super::super::error::OrcError;
-use super::super::out_stream::OutStream;
-use super::super::rle_v2::IntRleV2;
 use super::super::statistics::Kind as StatsKind;
 use super::super::Settings;
 use super::{mismatch, ColumnWriter, Common, Leaf, StripeParts, Values};

@@ -1,9 +1,9 @@
 //! One ORC stream being written: bytes buffered up to the compression block size, then
-//! compressed as one chunk (the 3-byte header format of `compress.rs`), and the stream
+//! compressed as one chunk (the 3-byte header format of [`super::compress`]), and the stream
 //! positions the row index needs.
 
-use super::super::compress::{compress_at, Compression};
 use super::super::error::OrcError;
+use super::compress::{compress_at, Compression};
 
 /// A stream's bytes as they were finished, chunk by chunk (compression chunks, or pieces of
 /// the block size without compression). A stripe of 64 MiB lives in these until it is written;
@@ -140,7 +140,7 @@ impl OutStream {
 
 #[cfg(test)]
 mod tests {
-    use super::super::super::compress::decompress;
+    use super::super::compress::decompress;
     use super::*;
 
     #[test]

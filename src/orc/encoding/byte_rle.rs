@@ -5,6 +5,7 @@
 //! means "-control literal bytes follow".
 
 use super::super::error::OrcError;
+use super::cursor::Cursor;
 use super::out_stream::{Encoded, OutStream};
 
 /// The most values one run can hold: 130 repeats or 128 literals. Values are buffered up to the
@@ -132,10 +133,37 @@ impl BoolRle {
     }
 }
 
+/// Every byte of a byte run-length stream (already decompressed): a control byte 0..=127 is
+/// followed by one byte repeated control + 3 times, a negative one by -control literal bytes.
+pub(crate) fn decode_bytes(bytes: &[u8]) -> Result<Vec<u8>, OrcError> {
+    let mut input = Cursor::new(bytes);
+    let mut out = Vec::new();
+    while !input.done() {
+        let control = input.byte()?;
+        if control < 0x80 {
+            let value = input.byte()?;
+            out.extend(std::iter::repeat_n(value, usize::from(control) + 3));
+        } else {
+            for _ in 0..256 - usize::from(control) {
+                out.push(input.byte()?);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Every bit of a boolean stream (a PRESENT stream, say), most significant first: a whole
+/// number of bytes, so up to seven bits past the last value.
+pub(crate) fn decode_booleans(bytes: &[u8]) -> Result<Vec<bool>, OrcError> {
+    Ok(decode_bytes(bytes)?
+        .into_iter()
+        .flat_map(|b| (0..8).rev().map(move |bit| b >> bit & 1 == 1))
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
-    use super::super::super::compress::Compression;
-    use super::super::super::rle::decode_bytes;
+    use super::super::compress::Compression;
     use super::*;
 
     fn byte_rle() -> ByteRle {
@@ -183,5 +211,19 @@ mod tests {
             "one byte pending in the RLE, one bit in the next"
         );
         assert_eq!(e.finish().unwrap().to_vec(), vec![0xfe, 0x80, 0x80]);
+    }
+
+    #[test]
+    fn bytes_and_booleans_decode_as_the_specification_says() {
+        // 100 zeros are [0x61, 0x00]; [0x44, 0x45] is [0xfe, 0x44, 0x45].
+        assert_eq!(decode_bytes(&[0x61, 0x00]).unwrap(), vec![0; 100]);
+        assert_eq!(decode_bytes(&[0xfe, 0x44, 0x45]).unwrap(), vec![0x44, 0x45]);
+        // [true, false x 7, true] is [0xff, 0x80, 0x80]: two literal bytes.
+        let bits = decode_booleans(&[0xfe, 0x80, 0x80]).unwrap();
+        assert_eq!(bits.len(), 16);
+        assert_eq!(bits.iter().filter(|b| **b).count(), 2);
+        assert!(bits[0] && bits[8]);
+        assert!(decode_bytes(&[0x61]).is_err());
+        assert!(decode_bytes(&[0xfd, 0x01]).is_err());
     }
 }

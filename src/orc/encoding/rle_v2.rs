@@ -15,6 +15,7 @@
 //! another writer: any choice is valid ORC.
 
 use super::super::error::OrcError;
+use super::cursor::{unzigzag, Cursor};
 use super::out_stream::{Encoded, OutStream};
 
 const MAX_RUN: usize = 512;
@@ -356,6 +357,126 @@ fn pack(values: impl Iterator<Item = u64>, width: u32, out: &mut Vec<u8>) {
     if held > 0 {
         out.push((acc << (8 - held)) as u8);
     }
+}
+
+/// The bit width a 5-bit code of a direct, patched or delta run stands for.
+fn width(code: u8) -> u32 {
+    match code {
+        0..=23 => u32::from(code) + 1,
+        24 => 26,
+        25 => 28,
+        26 => 30,
+        27 => 32,
+        28 => 40,
+        29 => 48,
+        30 => 56,
+        _ => 64,
+    }
+}
+
+/// The width patch entries are packed at: the next width a direct run can use.
+fn fixed_width(bits: u32) -> u32 {
+    (0..32).map(width).find(|&w| w >= bits).unwrap_or(64)
+}
+
+pub(super) fn read_run(
+    input: &mut Cursor,
+    signed: bool,
+    out: &mut Vec<u64>,
+) -> Result<(), OrcError> {
+    let header = input.byte()?;
+    match header >> 6 {
+        0 => {
+            let bytes = u32::from((header >> 3) & 7) + 1;
+            let count = usize::from(header & 7) + 3;
+            let value = input.big_endian(bytes)?;
+            let value = if signed { unzigzag(value) } else { value };
+            out.extend(std::iter::repeat_n(value, count));
+        }
+        1 => {
+            let w = width((header >> 1) & 0x1f);
+            let count = (usize::from(header & 1) << 8 | usize::from(input.byte()?)) + 1;
+            let first = out.len();
+            input.packed(count, w, out)?;
+            if signed {
+                out[first..].iter_mut().for_each(|v| *v = unzigzag(*v));
+            }
+        }
+        2 => patched_base(header, input, out)?,
+        _ => {
+            let code = (header >> 1) & 0x1f;
+            let w = if code == 0 { 0 } else { width(code) };
+            let count = (usize::from(header & 1) << 8 | usize::from(input.byte()?)) + 1;
+            let base = if signed {
+                input.signed_varint()? as u64
+            } else {
+                input.varint()?
+            };
+            let step = input.signed_varint()?;
+            out.push(base);
+            if count == 1 {
+                return Ok(());
+            }
+            let mut last = base.wrapping_add_signed(step);
+            out.push(last);
+            if w == 0 {
+                for _ in 2..count {
+                    last = last.wrapping_add_signed(step);
+                    out.push(last);
+                }
+            } else {
+                let mut deltas = Vec::with_capacity(count - 2);
+                input.packed(count - 2, w, &mut deltas)?;
+                for d in deltas {
+                    last = if step < 0 {
+                        last.wrapping_sub(d)
+                    } else {
+                        last.wrapping_add(d)
+                    };
+                    out.push(last);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn patched_base(header: u8, input: &mut Cursor, out: &mut Vec<u64>) -> Result<(), OrcError> {
+    let w = width((header >> 1) & 0x1f);
+    let count = (usize::from(header & 1) << 8 | usize::from(input.byte()?)) + 1;
+    let third = input.byte()?;
+    let base_bytes = u32::from(third >> 5) + 1;
+    let patch_width = width(third & 0x1f);
+    let fourth = input.byte()?;
+    let gap_width = u32::from(fourth >> 5) + 1;
+    let patches = usize::from(fourth & 0x1f);
+    // The base is sign and magnitude: the first bit is the sign.
+    let raw = input.big_endian(base_bytes)?;
+    let sign = 1u64 << (base_bytes * 8 - 1);
+    let base = if raw & sign != 0 {
+        -((raw & !sign) as i64)
+    } else {
+        raw as i64
+    };
+    let first = out.len();
+    input.packed(count, w, out)?;
+    let mut list = Vec::with_capacity(patches);
+    input.packed(patches, fixed_width(gap_width + patch_width), &mut list)?;
+    let corrupt = || OrcError::Corrupt("a patch past its run or its width".into());
+    let mut at = first;
+    for entry in list {
+        at += entry.checked_shr(patch_width).unwrap_or(0) as usize;
+        let patch = entry & u64::MAX.checked_shr(64 - patch_width).unwrap_or(0);
+        let slot = out.get_mut(at).ok_or_else(corrupt)?;
+        *slot |= patch
+            .checked_shl(w)
+            .filter(|_| w < 64)
+            .ok_or_else(corrupt)?;
+    }
+    for v in &mut out[first..] {
+        *v = v.wrapping_add_signed(base);
+    }
+    Ok(())
 }
 
 #[cfg(test)]
