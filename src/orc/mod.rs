@@ -1,4 +1,4 @@
-//! ORC tails and the stripe-level merge, as a pure engine.
+//! ORC tails, the stripe-level merge and the re-encode, as a pure engine.
 //!
 //! This module knows nothing about HDFS or the metastore: it reads bytes through [`RangeRead`]
 //! and writes them through [`Sink`], so the same code runs against HDFS in production and
@@ -14,64 +14,62 @@
 //! The other way to make an output, for tiny stripes: [`reencode`] decodes the inputs' rows
 //! (orc-rust) and writes them with [`OrcWriter`], digesting every column ([`Digester`]) on the
 //! way; [`digest_file`] decodes the output again, and the [`Digests`] must be equal.
+//!
+//! Rooms, each using only those below it (its `mod.rs` says which):
+//! - `sort/`: the clustering re-encode (orders, sort keys, the external sort);
+//! - `reencode/`: decoding, the ORC writer, re-encoded outputs and their read-back;
+//! - `verify/`: stripe-copied outputs against their plans, value hashes of decoded rows;
+//! - `merge/`: the merge key, planning and the stripe-copying writer;
+//! - `statistics/`: column statistics merged, checked and read as ranges;
+//! - `tail/`: reading and checking a file's tail, and what is held of it;
+//! - `io/`: reads, sinks and the bounded copy loop; `encoding/`: each stream encoding;
+//! - at the ground, `error.rs` and `marks.rs` (the field metadata keys decode, write and the
+//!   value hashes share), which every room may use.
+//!
+//! This file only declares the rooms and hands on the names the rest of the crate uses.
 
-mod cluster;
-mod copy;
-mod decode;
-mod digest;
 mod encoding;
 mod error;
 mod io;
-mod key;
 mod marks;
 mod merge;
-mod order;
-mod plan;
-mod ranges;
 mod reencode;
-mod shape;
 mod sort;
-mod stats;
+mod statistics;
 mod tail;
 mod verify;
-mod write;
 
 #[cfg(test)]
 mod testutil;
 
-pub use cluster::{cluster, ClusterOptions, ClusterSummary, Clustered};
-pub(crate) use copy::Task;
-pub use copy::{copy_pieces, Discard, Piece, ReadAhead};
-pub use decode::check_stored;
-pub use digest::{ColumnDigest, Digester, Digests, RowsDigest};
 pub use encoding::compress::Compression;
 pub use error::{OrcError, VerifyFailure};
-pub(crate) use io::{read_checked, SPECULATIVE_TAIL};
-pub use io::{RangeRead, Sink};
-pub use key::{
+pub(crate) use io::copy::Task;
+pub use io::copy::{copy_pieces, Discard, Piece, ReadAhead};
+pub(crate) use io::storage::{read_checked, SPECULATIVE_TAIL};
+pub use io::storage::{RangeRead, Sink};
+pub use merge::key::{
     calendar_free, group_tails, is_layout_item, layout_item, layout_of, merge_key, schema_groups,
     Grouping, MergeGroup, MergeKey, Unmergeable,
 };
-pub use merge::{write_merged, MergedOutput, StripeChecksum};
-pub use order::{RowOrder, SortColumn};
-pub use plan::{
+pub use merge::plan::{
     plan_group, GroupPlan, LeftAlone, OutputPlan, PlanOptions, PlannedStripe, DEFAULT_TARGET_SIZE,
 };
-pub use ranges::stripe_lookup_fraction;
-pub use reencode::{digest_file, reencode, ReencodedOutput};
-pub use shape::OutputShape;
-pub use sort::remove_stale_spills;
-pub use stats::{merge_column_statistics, StatisticsFold};
-pub use tail::{
-    read_statistics_again, read_tail, read_tail_with_statistics, OrcTail, SharedFooters,
-    StripeInfo, TailStatistics,
-};
-pub use verify::{verify_output, verify_tail};
-pub use write::{OrcWriter, WriterOptions, WrittenFile};
+pub use merge::writer::{write_merged, MergedOutput, StripeChecksum};
+pub use reencode::decode::check_stored;
+pub use reencode::output::{digest_file, reencode, ReencodedOutput};
+pub use reencode::shape::OutputShape;
+pub use reencode::write::{OrcWriter, WriterOptions, WrittenFile};
+pub use sort::cluster::{cluster, ClusterOptions, ClusterSummary, Clustered};
+pub use sort::external::remove_stale_spills;
+pub use sort::order::{RowOrder, SortColumn};
+pub use statistics::fold::{merge_column_statistics, StatisticsFold};
+pub use statistics::ranges::stripe_lookup_fraction;
+pub use tail::orc_tail::{OrcTail, SharedFooters, StripeInfo, TailStatistics, ORC_MAGIC};
+pub use tail::read::{read_statistics_again, read_tail, read_tail_with_statistics};
+pub use verify::stripes::{verify_output, verify_tail};
+pub use verify::value_hash::{ColumnDigest, Digester, Digests, RowsDigest};
 
 /// The ORC protobuf messages (PostScript, Footer, Metadata, statistics), re-exported so callers
 /// can inspect an [`OrcTail`] without depending on `orc-rust` themselves.
 pub use orc_rust::proto;
-
-/// Every ORC file starts with these bytes, and a current PostScript ends with them too.
-pub const ORC_MAGIC: &[u8; 3] = b"ORC";

@@ -5,7 +5,7 @@ use std::ops::Range;
 
 use bytes::Bytes;
 
-use super::io::{RangeRead, Sink};
+use super::io::storage::{RangeRead, Sink};
 
 /// Written by Java ORC 1.9.5 (`tests/data/orc/make-fixtures.sh`): one stripe, LZ4, every type.
 pub const ALL_TYPES_LZ4: &[u8] = include_bytes!("../../tests/data/orc/all_types_lz4.orc");

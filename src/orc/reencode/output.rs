@@ -1,0 +1,599 @@
+//! The re-encoding writer: inputs decoded row by row and written as one new file by
+//! [`OrcWriter`], in stripes of the size asked for, with an order-sensitive digest of every
+//! column taken on the way ([`reencode`]); and the read-back that proves the new file holds
+//! those values ([`digest_file`]).
+//!
+//! Memory: the decoders opened ahead hold at most a small first stripe each (`ReadAhead`'s
+//! `bytes_in_flight` shared among its `opens_in_flight`) and the end of their file read when
+//! it was opened (a file of up to 1 MiB whole, see `Prefetched`); the one being read holds one
+//! stripe and one decoded batch, [`DECODED_AHEAD`] more wait for the writer, which holds the
+//! batch it encodes and one output stripe.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use arrow::record_batch::RecordBatch;
+use orc_rust::proto::ColumnStatistics;
+use tokio::sync::mpsc;
+
+use crate::orc::encoding::timestamp::Zone;
+use crate::orc::error::OrcError;
+use crate::orc::io::copy::{open_ahead, Opens, ReadAhead, Task};
+use crate::orc::io::storage::{Prefetched, RangeRead, Sink};
+use crate::orc::reencode::decode::Decoder;
+use crate::orc::reencode::write::{OrcWriter, WriterOptions};
+use crate::orc::statistics::check::{contradictions, without_timestamp_bounds};
+use crate::orc::statistics::fold::StatisticsFold;
+use crate::orc::tail::orc_tail::OrcTail;
+use crate::orc::tail::read::read_statistics_again;
+use crate::orc::verify::value_hash::{Digester, Digests};
+
+/// Decoded batches queued between the decoding task and the encoding: enough that neither
+/// waits on the other's every batch, few enough that memory holds only a handful.
+const DECODED_AHEAD: usize = 4;
+
+/// What a re-encoded file holds, as written.
+#[derive(Clone, Debug)]
+pub struct ReencodedOutput {
+    pub length: u64,
+    pub stripes: usize,
+    /// The inputs' rows and column digests, as decoded: what the file must read back as.
+    pub digests: Digests,
+}
+
+/// Decodes the files of `tails`, in order, and writes their rows to `sink` as one ORC file
+/// shaped by `options` (its bloom filter columns are those of the first input's first stripe).
+/// `open(i)` opens input `i` a few inputs ahead, in a task of its own (see [`ReadAhead`]).
+///
+/// Values orc-rust cannot decode, or the writer cannot write, are [`OrcError::Decode`] or
+/// [`OrcError::Unsupported`]; an input whose decoded rows are not its footer's count is
+/// [`OrcError::Decode`] too. The caller closes the sink (also after an error).
+pub async fn reencode<R, O, F, S>(
+    tails: &[&OrcTail],
+    open: O,
+    sink: &mut S,
+    mut options: WriterOptions,
+    read_ahead: &ReadAhead,
+) -> Result<ReencodedOutput, OrcError>
+where
+    R: RangeRead + Send + 'static,
+    O: Fn(usize) -> F,
+    F: Future<Output = Result<R, OrcError>> + Send + 'static,
+    S: Sink,
+{
+    let (opener, mut opens) = open_inputs(tails, open, read_ahead);
+    // Decoding (and digesting) runs in a task of its own, a few batches ahead of the encoding
+    // here: on a multi-threaded runtime the two take a core each, and neither waits on the
+    // other but for a full or empty queue.
+    let rows: Vec<u64> = tails.iter().map(|t| t.rows).collect();
+    let write = async move {
+        let first = next_input(&mut opens).await?;
+        options.bloom_filter_columns = first.decoder.bloom_columns.clone().unwrap_or_default();
+        let (decoded, mut batches) = mpsc::channel(DECODED_AHEAD);
+        let decoding = Task::spawn(decode_all(first, opens, rows, decoded));
+        let mut writer = OrcWriter::new(sink, options).await?;
+        while let Some((batch, zone)) = batches.recv().await {
+            if let Some(zone) = zone {
+                writer.set_zone(zone).await?;
+            }
+            writer.write_batch(&as_written(batch)?).await?;
+        }
+        // The queue closes when the decoding ends, whether it finished or failed.
+        let decoded = decoding.join().await?;
+        Ok::<_, OrcError>((writer, decoded))
+    };
+    let opener = async {
+        opener.await;
+        Ok::<_, OrcError>(())
+    };
+    let ((), (writer, (digester, recorded))) = tokio::try_join!(opener, write)?;
+    let (written, _) = writer.finish().await?;
+    // Independent of our decoder, `recorded`: what the original writers recorded about these
+    // values. The table's own columns (the root's children): a union's count of non-null rows
+    // checks the null rows the decoder read beside orc-rust.
+    let types = &tails[0].footer.types;
+    let roots = types.first().map_or(&[][..], |root| &root.subtypes[..]);
+    let top_level: Vec<usize> = std::iter::once(0)
+        .chain(roots.iter().map(|&t| t as usize))
+        .collect();
+    let wrong = contradictions(&recorded, &written.statistics, &top_level);
+    if !wrong.is_empty() {
+        return Err(OrcError::Decode(format!(
+            "the decoded values contradict the inputs' recorded statistics: {}",
+            wrong.join("; ")
+        )));
+    }
+    let digests = digester.finish();
+    if written.rows != digests.rows {
+        return Err(OrcError::Decode(format!(
+            "{} rows written, {} decoded",
+            written.rows, digests.rows
+        )));
+    }
+    Ok(ReencodedOutput {
+        length: written.length,
+        stripes: written.stripes,
+        digests,
+    })
+}
+
+/// One input as the re-encode takes it: its decoder, and the file statistics its writer
+/// recorded.
+pub(crate) struct Input<R: RangeRead + Send + 'static> {
+    pub decoder: Decoder<Prefetched<R>>,
+    pub recorded: Vec<ColumnStatistics>,
+}
+
+/// Opens the inputs `tails` a few ahead of the decoding (see [`ReadAhead`]), each with its
+/// decoder and recorded statistics; the future drives the opening and must be polled beside
+/// the queue's reader.
+pub(crate) fn open_inputs<'a, R, O, F>(
+    tails: &'a [&'a OrcTail],
+    open: O,
+    read_ahead: &ReadAhead,
+) -> (impl Future<Output = ()> + 'a, Opens<usize, Input<R>>)
+where
+    R: RangeRead + Send + 'static,
+    O: Fn(usize) -> F + 'a,
+    F: Future<Output = Result<R, OrcError>> + Send + 'static,
+{
+    let ahead = read_ahead.opens_in_flight.max(1);
+    let prefetch = read_ahead.bytes_in_flight / ahead as u64;
+    // A decoder taken out of the queue no longer counts: `ahead` are opened beside it.
+    open_ahead(0..tails.len(), ahead, move |&i| {
+        let file = open(i);
+        let tail = tails[i].clone();
+        // The first input's first stripe is always read: its footer names the bloom filter
+        // columns.
+        let prefetch = if i == 0 { u64::MAX } else { prefetch };
+        async move {
+            // The file's end is read once, for its recorded statistics and for the decoder's
+            // own tail read.
+            let file = Prefetched::open(file.await?).await?;
+            let recorded = read_statistics_again(&file, &tail, false).await?;
+            let decoder = Decoder::open(file, &tail, prefetch).await?;
+            Ok(Input {
+                decoder,
+                recorded: recorded.file,
+            })
+        }
+    })
+}
+
+/// The next input, out of the open-ahead queue.
+pub(crate) async fn next_input<R: RangeRead + Send + 'static>(
+    opens: &mut Opens<usize, Input<R>>,
+) -> Result<Input<R>, OrcError> {
+    let next = opens.next().await;
+    let (_, opened) = next.ok_or_else(|| OrcError::Plan("an output without inputs".into()))??;
+    Ok(opened.into_inner())
+}
+
+/// Decodes every input, `first` and then the rest out of `opens`, in order: each batch is
+/// digested and handed to `decoded`, and each input's decoded rows are checked against its
+/// footer's count (`rows`); returns the digests and the inputs' recorded statistics, folded.
+/// Ends early, with `Ok`, when the encoding side has stopped listening.
+async fn decode_all<R: RangeRead + Send + 'static>(
+    first: Input<R>,
+    mut opens: Opens<usize, Input<R>>,
+    rows: Vec<u64>,
+    decoded: mpsc::Sender<(RecordBatch, Option<Zone>)>,
+) -> Result<(Digester, Vec<ColumnStatistics>), OrcError> {
+    let mut digester = Digester::new(&first.decoder.schema());
+    let mut recorded = StatisticsFold::default();
+    let mut input = first;
+    for (i, expected) in rows.into_iter().enumerate() {
+        if i > 0 {
+            // Test builds pause here (`compact::reading-inputs`) once the first input is
+            // decoded, before the next is taken (inputs opened ahead have read their ends).
+            #[cfg(feature = "failpoints")]
+            if i == 1 {
+                fail::fail_point!("compact::reading-inputs");
+            }
+            input = next_input(&mut opens).await?;
+        }
+        let mut rows = 0;
+        while let Some(batch) = input.decoder.next().await? {
+            let batch = as_decoded(batch)?;
+            let zone = input.decoder.zone().cloned();
+            digester.update(&batch, zone.as_ref())?;
+            rows += batch.num_rows() as u64;
+            if decoded.send((batch, zone)).await.is_err() {
+                return Ok((digester, recorded.finish()));
+            }
+        }
+        // Once decoded: which columns were healed is known only then.
+        recorded.add(&without_timestamp_bounds(
+            &input.recorded,
+            &input.decoder.healed(),
+        ));
+        if rows != expected {
+            return Err(OrcError::Decode(format!(
+                "input {i}: {rows} rows decoded, its footer says {expected}"
+            )));
+        }
+    }
+    Ok((digester, recorded.finish()))
+}
+
+/// Decodes the file `tail` belongs to and returns its rows and column digests.
+///
+/// A file whose stripes are all at most [`ONE_PASS_UP_TO`] bytes is decoded in one pass, a
+/// stripe fetched at a time. A larger stripe (a re-encoded output's are tens of MiB) is read
+/// back one top-level column at a time, a pass per column holding that column of a stripe:
+/// the column's bytes are read once either way, the tail and stripe footers once per column.
+pub async fn digest_file<R>(reader: R, tail: &OrcTail) -> Result<Digests, OrcError>
+where
+    R: RangeRead + Send + 'static,
+{
+    digest_in_passes(reader, tail, ONE_PASS_UP_TO).await
+}
+
+/// Stripes up to this size are read back whole, all columns in one pass.
+const ONE_PASS_UP_TO: u64 = 8 << 20;
+
+async fn digest_in_passes<R>(
+    reader: R,
+    tail: &OrcTail,
+    one_pass_up_to: u64,
+) -> Result<Digests, OrcError>
+where
+    R: RangeRead + Send + 'static,
+{
+    let largest = tail.stripes.iter().map(|s| s.length()).max().unwrap_or(0);
+    let columns = tail
+        .footer
+        .types
+        .first()
+        .map_or(0, |root| root.subtypes.len());
+    if largest <= one_pass_up_to || columns < 2 {
+        return digest(Decoder::open(reader, tail, 0).await?).await;
+    }
+    let reader = Arc::new(reader);
+    let mut all = Digests::default();
+    for column in 0..columns {
+        let found = digest(Decoder::open_column(Arc::clone(&reader), tail, column).await?).await?;
+        if column > 0 && found.rows != all.rows {
+            return Err(OrcError::Decode(format!(
+                "column {column} reads back as {} rows, the first column as {}",
+                found.rows, all.rows
+            )));
+        }
+        all.rows = found.rows;
+        all.columns.extend(found.columns);
+        // Every pass reads every stripe footer: the zones are the same in each.
+        all.zones = found.zones;
+    }
+    Ok(all)
+}
+
+async fn digest<R: RangeRead + Send + 'static>(
+    mut decoder: Decoder<R>,
+) -> Result<Digests, OrcError> {
+    let mut digester = Digester::new(&decoder.schema());
+    while let Some(batch) = decoder.next().await? {
+        digester.update(&batch, decoder.zone())?;
+    }
+    Ok(digester.finish())
+}
+
+/// The batch as the writer gets it. Test builds can have its rows reversed
+/// (`FAILPOINTS=compact::rewrite-reorder=return`): the same values in another order, which
+/// only the order-sensitive digests catch.
+/// A decoded input batch; with the `compact::rewrite-misread` failpoint, every row read as the
+/// batch's first: a decoder bug that reads the inputs wrong the same way on every read, which
+/// the digests cannot see and only the inputs' recorded statistics can.
+pub(crate) fn as_decoded(batch: RecordBatch) -> Result<RecordBatch, OrcError> {
+    #[cfg(feature = "failpoints")]
+    fail::fail_point!("compact::rewrite-misread", |_| {
+        let first = arrow::array::UInt32Array::from(vec![0; batch.num_rows()]);
+        take_rows(&batch, &first)
+    });
+    Ok(batch)
+}
+
+pub(crate) fn as_written(batch: RecordBatch) -> Result<RecordBatch, OrcError> {
+    #[cfg(feature = "failpoints")]
+    fail::fail_point!("compact::rewrite-reorder", |_| reversed(&batch));
+    Ok(batch)
+}
+
+#[cfg(feature = "failpoints")]
+fn reversed(batch: &RecordBatch) -> Result<RecordBatch, OrcError> {
+    let n = batch.num_rows() as u32;
+    take_rows(
+        batch,
+        &arrow::array::UInt32Array::from_iter_values((0..n).rev()),
+    )
+}
+
+#[cfg(feature = "failpoints")]
+fn take_rows(
+    batch: &RecordBatch,
+    indices: &arrow::array::UInt32Array,
+) -> Result<RecordBatch, OrcError> {
+    let columns = batch
+        .columns()
+        .iter()
+        .map(|c| arrow::compute::take(c.as_ref(), indices, None))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| OrcError::Decode(e.to_string()))?;
+    RecordBatch::try_new(batch.schema(), columns).map_err(|e| OrcError::Decode(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::orc::tail::read::read_tail;
+    use crate::orc::testutil::{
+        block_on, MemFile, VecSink, ALL_TYPES_LZ4, CPP_BEFORE_1970_ZSTD, CPP_PRE1970_FRACTION,
+        LA_TIMESTAMPS_ZLIB, MULTI_STRIPE_ZSTD,
+    };
+
+    fn tail(bytes: &'static [u8]) -> OrcTail {
+        block_on(read_tail(&MemFile::new(bytes))).unwrap().unwrap()
+    }
+
+    /// Two copies of `input` re-encoded into one file: it reads back with the same digests,
+    /// and in fewer stripes than the inputs had. Returns what was written, the digests read
+    /// back and the file.
+    fn reencode_twice(input: &'static [u8]) -> (ReencodedOutput, Digests, Vec<u8>) {
+        let t = tail(input);
+        let tails = [&t, &t];
+        let mut sink = VecSink::default();
+        let written = block_on(reencode(
+            &tails,
+            move |_| async move { Ok(MemFile::new(input)) },
+            &mut sink,
+            WriterOptions::from_tail(&t),
+            &ReadAhead::default(),
+        ))
+        .unwrap();
+        assert_eq!(written.length, sink.data.len() as u64);
+        assert_eq!(written.digests.rows, 2 * t.rows);
+        assert_eq!(written.stripes, 1, "one stripe of a few KiB");
+
+        let out = MemFile::new(sink.data.clone());
+        let out_tail = block_on(read_tail(&out)).unwrap().unwrap();
+        assert_eq!(out_tail.rows, 2 * t.rows);
+        let found = block_on(digest_file(out, &out_tail)).unwrap();
+        written.digests.check(&found).unwrap();
+
+        // The digests are those of the inputs' values in order: one input digested twice.
+        let mut once = Digester::new(
+            &block_on(Decoder::open(MemFile::new(input), &t, 0))
+                .unwrap()
+                .schema(),
+        );
+        for _ in 0..2 {
+            let mut d = block_on(Decoder::open(MemFile::new(input), &t, 0)).unwrap();
+            while let Some(b) = block_on(d.next()).unwrap() {
+                once.update(&b, d.zone()).unwrap();
+            }
+        }
+        assert_eq!(once.finish(), written.digests);
+        (written, found, sink.data)
+    }
+
+    #[test]
+    fn every_type_reads_back_with_the_inputs_digests() {
+        reencode_twice(ALL_TYPES_LZ4);
+    }
+
+    #[test]
+    fn many_stripes_become_one() {
+        assert!(tail(MULTI_STRIPE_ZSTD).stripes.len() > 1);
+        reencode_twice(MULTI_STRIPE_ZSTD);
+    }
+
+    /// A reader that remembers the largest read it served of the file's stripes (the bytes
+    /// before `.2`, the content's end).
+    struct Largest(MemFile, Arc<std::sync::atomic::AtomicU64>, u64);
+
+    impl RangeRead for Largest {
+        async fn len(&self) -> std::io::Result<u64> {
+            self.0.len().await
+        }
+
+        async fn read(&self, range: std::ops::Range<u64>) -> std::io::Result<bytes::Bytes> {
+            if range.end <= self.2 {
+                let n = range.end - range.start;
+                self.1.fetch_max(n, std::sync::atomic::Ordering::Relaxed);
+            }
+            self.0.read(range).await
+        }
+    }
+
+    /// A file of several stripes of ~64 KiB, `struct<a:bigint,s:string>` of varied values,
+    /// written by our writer: larger than orc-rust's first tail read, so its stripes are
+    /// fetched as the decoder asks for them.
+    fn stripes_of_64k() -> Vec<u8> {
+        use arrow::array::{Int64Array, StringArray};
+        let t = tail(MULTI_STRIPE_ZSTD);
+        let schema = block_on(Decoder::open(MemFile::new(MULTI_STRIPE_ZSTD), &t, 0))
+            .unwrap()
+            .schema();
+        let mut options = WriterOptions::from_tail(&t);
+        options.stripe_size = 64 << 10;
+        let mut sink = VecSink::default();
+        block_on(async {
+            let mut writer = OrcWriter::new(&mut sink, options).await.unwrap();
+            let mut x: u64 = 1;
+            for _ in 0..10 {
+                let a: Int64Array = (0..10_000)
+                    .map(|_| {
+                        x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                        Some((x >> 1) as i64)
+                    })
+                    .collect();
+                let s: StringArray = a.iter().map(|v| v.map(|v| format!("{v:x}"))).collect();
+                let batch =
+                    RecordBatch::try_new(schema.clone(), vec![Arc::new(a), Arc::new(s)]).unwrap();
+                writer.write_batch(&batch).await.unwrap();
+            }
+            writer.finish().await.unwrap();
+        });
+        sink.data
+    }
+
+    /// Plain timestamps stored in Los Angeles, 0001 to 9999: re-encoded, they keep their stored
+    /// seconds and zone. orc-rust's own read (which turns them into wall clocks with chrono-tz)
+    /// reads the output as it reads the input; and the bounds, unknown here, are left out.
+    #[test]
+    fn timestamps_keep_their_stored_seconds_and_writer_time_zone() {
+        use arrow::array::AsArray;
+        use arrow::datatypes::Decimal128Type;
+        let la = tail(LA_TIMESTAMPS_ZLIB);
+        let (written, found, file) = reencode_twice(LA_TIMESTAMPS_ZLIB);
+        let zone = Some("America/Los_Angeles".to_string());
+        assert_eq!(written.digests.zones, vec![(zone, 2 * la.rows)]);
+        let mut other = found.clone();
+        other.zones[0].0 = Some("UTC".into());
+        assert!(written.digests.check(&other).is_err(), "another zone fails");
+
+        // The values as orc-rust's own read gives them, turned into wall clocks with its zone
+        // database: the same numbers and zone give the same wall clocks.
+        let wall_clocks = |bytes: Vec<u8>| -> Vec<Option<i128>> {
+            let builder = orc_rust::ArrowReaderBuilder::try_new(bytes::Bytes::from(bytes)).unwrap();
+            let wide = arrow::datatypes::Schema::new(vec![
+                arrow::datatypes::Field::new("id", arrow::datatypes::DataType::Int64, true),
+                arrow::datatypes::Field::new(
+                    "ts",
+                    arrow::datatypes::DataType::Decimal128(38, 9),
+                    true,
+                ),
+            ]);
+            let batches = builder.with_schema(Arc::new(wide)).build();
+            batches
+                .flat_map(|b| {
+                    let b = b.unwrap();
+                    let ts = b.column(1).as_primitive::<Decimal128Type>().clone();
+                    ts.iter().collect::<Vec<_>>()
+                })
+                .collect()
+        };
+        let once = wall_clocks(LA_TIMESTAMPS_ZLIB.to_vec());
+        assert_eq!(once.len(), 7);
+        assert_eq!(wall_clocks(file.clone()), [once.clone(), once].concat());
+
+        let (_, statistics) = block_on(crate::orc::tail::read::read_tail_with_statistics(
+            &MemFile::new(file),
+        ))
+        .unwrap()
+        .unwrap();
+        let ts = &statistics.file[2];
+        assert_eq!(ts.number_of_values, Some(12), "{ts:?}");
+        assert!(ts.timestamp_statistics.is_none(), "no bounds: {ts:?}");
+    }
+
+    /// Times before 1970 with fractions, which pyarrow stores with negative nanoseconds, are
+    /// healed as they are decoded: the decoder reads the times pyarrow wrote (as ORC C++ reads
+    /// them back), and the output stores them in the standard layout, which orc-rust's own
+    /// read (the same rule as ORC Java's and ORC C++'s since ORC-763) reads as those times.
+    #[test]
+    fn negative_nanoseconds_before_1970_are_healed() {
+        use arrow::array::AsArray;
+        use arrow::datatypes::Decimal128Type;
+        let expected: Vec<Option<i128>> = [
+            Some(-2_208_988_799_500_000_000),
+            Some(-616_975_199_876_543_211),
+            Some(-172_800_750_000_000),
+            Some(946_684_800_000_000_000),
+            None,
+        ]
+        .repeat(40);
+        let t = tail(CPP_BEFORE_1970_ZSTD);
+        let decimals = |bytes: Vec<u8>, t: &OrcTail| -> Vec<Option<i128>> {
+            let mut d = block_on(Decoder::open(MemFile::new(bytes), t, 0)).unwrap();
+            let mut out = vec![];
+            while let Some(b) = block_on(d.next()).unwrap() {
+                out.extend(b.column(1).as_primitive::<Decimal128Type>().iter());
+            }
+            out
+        };
+        assert_eq!(decimals(CPP_BEFORE_1970_ZSTD.to_vec(), &t), expected);
+        let (written, _, file) = reencode_twice(CPP_BEFORE_1970_ZSTD);
+        assert_eq!(written.digests.rows, 400);
+        let out = block_on(read_tail(&MemFile::new(file.clone())))
+            .unwrap()
+            .unwrap();
+        assert_eq!(decimals(file.clone(), &out), expected.repeat(2));
+        // orc-rust alone, as Timestamp(ns), without our decoder's healing or zone handling.
+        let plain: Vec<Option<i64>> =
+            orc_rust::ArrowReaderBuilder::try_new(bytes::Bytes::from(file))
+                .unwrap()
+                .build()
+                .flat_map(|b| {
+                    let b = b.unwrap();
+                    let ts = b
+                        .column(1)
+                        .as_primitive::<arrow::datatypes::TimestampNanosecondType>();
+                    ts.iter().collect::<Vec<_>>()
+                })
+                .collect();
+        let want: Vec<Option<i64>> = expected.iter().map(|v| v.map(|v| v as i64)).collect();
+        assert_eq!(plain, want.repeat(2));
+    }
+
+    /// pyarrow stores a pre-1970 time with a fraction of a second with negative nanoseconds
+    /// (1969-12-31 23:59:59.5 as second 0 and -0.5 s): a time within the second before 1970,
+    /// which the standard layout cannot hold, is not healed, so the decoder stops with a reason
+    /// that names the column, and the group is copied. Times further back are healed: see
+    /// `timestamp` and the integration test `cpp_timestamps_before_1970_with_fractions_...`.
+    #[test]
+    fn nanoseconds_out_of_range_near_1970_stop_the_decoder() {
+        let t = tail(CPP_PRE1970_FRACTION);
+        let mut d = block_on(Decoder::open(MemFile::new(CPP_PRE1970_FRACTION), &t, 0)).unwrap();
+        let e = block_on(d.next()).unwrap_err();
+        assert!(matches!(e, OrcError::Decode(_)), "{e}");
+        let message = e.to_string();
+        assert!(message.contains("column 1, a timestamp"), "{message}");
+        assert!(message.contains("the second before 1970"), "{message}");
+    }
+
+    /// Read back a column at a time, a file gives the digests of one pass (every type), and
+    /// no read of its stripes is as large as a stripe.
+    #[test]
+    fn column_by_column_digests_equal_one_pass() {
+        let t = tail(ALL_TYPES_LZ4);
+        let whole = block_on(digest_file(MemFile::new(ALL_TYPES_LZ4), &t)).unwrap();
+        assert!(whole.columns.len() > 1);
+        let by_column = block_on(digest_in_passes(MemFile::new(ALL_TYPES_LZ4), &t, 0)).unwrap();
+        assert_eq!(by_column, whole);
+
+        let file = bytes::Bytes::from(stripes_of_64k());
+        let t = block_on(read_tail(&MemFile::new(file.clone())))
+            .unwrap()
+            .unwrap();
+        assert!(t.stripes.len() > 3, "{} stripes", t.stripes.len());
+        let whole = block_on(digest_file(MemFile::new(file.clone()), &t)).unwrap();
+        let largest = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let reader = Largest(MemFile::new(file), Arc::clone(&largest), t.content_end());
+        let by_column = block_on(digest_in_passes(reader, &t, 0)).unwrap();
+        assert_eq!(by_column, whole);
+        assert_eq!(whole.rows, 100_000);
+        let stripe = t.stripes.iter().map(|s| s.length()).min().unwrap();
+        let read = largest.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(read > 0, "the stripes were read");
+        assert!(
+            read < stripe,
+            "read {read} bytes at once, the smallest stripe is {stripe}"
+        );
+    }
+
+    #[test]
+    fn an_input_unlike_its_planned_tail_is_a_change() {
+        let mut t = tail(MULTI_STRIPE_ZSTD);
+        t.rows += 1;
+        let mut sink = VecSink::default();
+        let e = block_on(reencode(
+            &[&t],
+            |_| async { Ok(MemFile::new(MULTI_STRIPE_ZSTD)) },
+            &mut sink,
+            WriterOptions::from_tail(&t),
+            &ReadAhead::default(),
+        ))
+        .unwrap_err();
+        assert!(matches!(e, OrcError::Changed(_)), "{e}");
+    }
+}

@@ -1,0 +1,354 @@
+//! The clustering re-encode: a merge group's rows decoded, put in one order across all of its
+//! outputs ([`RowOrder`]), and written as consecutive outputs, so neither the outputs nor their
+//! row groups overlap on the key and readers skip by min/max.
+//!
+//! [`cluster`] decodes every input once (for a z-order, the key columns once more before, to
+//! sample their values) into the external [`Sorter`]; [`Clustered::write_output`] then writes
+//! the next output of as many rows as asked from the sorted rows; [`Clustered::finish`] checks
+//! what was written against what was read.
+//!
+//! What proves it, with no order of the inputs to compare against:
+//! - the rows decoded and the rows handed to the writers have the same count and the same
+//!   order-insensitive [`RowsDigest`];
+//! - the keys handed to the writers only ever increase (each key ends with the row's place in
+//!   the inputs, so no two are equal): the promised order;
+//! - each output's order-sensitive [`Digests`] of the rows handed to it are returned, so the
+//!   caller's read-back of the file from HDFS proves the file holds those rows in that order;
+//!   with the two checks above, the files hold the inputs' rows, each once, in key order;
+//! - the values written do not contradict the statistics the inputs' writers recorded.
+//!
+//! Rows of several writer time zones (see decode's module docs) cannot share an output stripe,
+//! so a group whose inputs were written in different zones is not clustered
+//! ([`OrcError::Unsupported`]).
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use arrow::array::{AsArray, RecordBatch};
+use arrow::datatypes::SchemaRef;
+use orc_rust::proto::ColumnStatistics;
+
+use crate::orc::encoding::timestamp::{is_utc, Zone};
+use crate::orc::error::OrcError;
+use crate::orc::io::copy::ReadAhead;
+use crate::orc::io::storage::{RangeRead, Sink};
+use crate::orc::reencode::decode::Decoder;
+use crate::orc::reencode::output::{
+    as_decoded, as_written, next_input, open_inputs, ReencodedOutput,
+};
+use crate::orc::reencode::write::{OrcWriter, WriterOptions};
+use crate::orc::sort::external::{Sorted, Sorter};
+use crate::orc::sort::order::{KeyMaker, RangeMeter, RowOrder, Sampler};
+use crate::orc::statistics::check::{contradictions, without_timestamp_bounds};
+use crate::orc::statistics::fold::StatisticsFold;
+use crate::orc::tail::orc_tail::OrcTail;
+use crate::orc::verify::value_hash::{Digester, RowsDigest};
+
+/// How a clustering re-encode runs.
+#[derive(Clone, Debug)]
+pub struct ClusterOptions {
+    pub order: RowOrder,
+    /// Decoded bytes per sorted run; more rows spill to `spill_dir`.
+    pub sort_memory: u64,
+    pub spill_dir: PathBuf,
+}
+
+/// The sorted rows of a group, written out an output at a time.
+pub struct Clustered {
+    order: RowOrder,
+    sorted: Sorted,
+    /// The batch cut at the end of the last output: the next output starts with it.
+    pending: Option<RecordBatch>,
+    schema: SchemaRef,
+    zone: Option<Zone>,
+    bloom_filter_columns: Vec<u32>,
+    decoded: (u64, u128),
+    handed: RowsDigest,
+    last_key: Option<Vec<u8>>,
+    recorded: Vec<ColumnStatistics>,
+    written: StatisticsFold,
+    top_level: Vec<usize>,
+    before: Vec<(String, f64)>,
+    after: Option<RangeMeter>,
+}
+
+/// What a clustering re-encode did, beyond its outputs.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ClusterSummary {
+    pub rows: u64,
+    /// The order-insensitive digest of the rows (see [`RowsDigest`]).
+    pub rows_digest: u128,
+    /// Sorted runs spilled to disk (0: the group was sorted in memory), and their bytes.
+    pub spilled_runs: usize,
+    pub spilled_bytes: u64,
+    /// How clustered the rows were and are on each key column (see [`RangeMeter`]).
+    pub before: Vec<(String, f64)>,
+    pub after: Vec<(String, f64)>,
+}
+
+/// Decodes the files of `tails` and sorts their rows by `options.order`; `open(i)` opens input
+/// `i` (a few ahead, see [`ReadAhead`]). Values that cannot be ordered or decoded are
+/// [`OrcError::Unsupported`] or [`OrcError::Decode`].
+pub async fn cluster<R, O, F>(
+    tails: &[&OrcTail],
+    open: O,
+    options: &ClusterOptions,
+    read_ahead: &ReadAhead,
+) -> Result<Clustered, OrcError>
+where
+    R: RangeRead + Send + 'static,
+    O: Fn(usize) -> F,
+    F: Future<Output = Result<R, OrcError>> + Send + 'static,
+{
+    let first_tail = tails
+        .first()
+        .ok_or_else(|| OrcError::Plan("an output without inputs".into()))?;
+    let samples = match &options.order {
+        RowOrder::Sort(_) => Vec::new(),
+        RowOrder::ZOrder(columns) => {
+            let schema = Decoder::open(open(0).await?, first_tail, 0).await?.schema();
+            let mut samplers = Vec::new();
+            for path in columns {
+                let (mut sampler, top) = Sampler::new(&schema, path)?;
+                for (i, tail) in tails.iter().enumerate() {
+                    let mut decoder = Decoder::open_column(open(i).await?, tail, top).await?;
+                    while let Some(batch) = decoder.next().await? {
+                        sampler.add(&batch)?;
+                    }
+                }
+                samplers.push(sampler);
+            }
+            samplers
+        }
+    };
+
+    let (opener, mut opens) = open_inputs(tails, &open, read_ahead);
+    let rows: Vec<u64> = tails.iter().map(|t| t.rows).collect();
+    let decode = async move {
+        let mut input = next_input(&mut opens).await?;
+        let schema = input.decoder.schema();
+        let bloom_filter_columns = input.decoder.bloom_columns.clone().unwrap_or_default();
+        let keys = KeyMaker::new(&options.order, &schema, samples)?;
+        let mut sorter = Sorter::new(Arc::clone(&schema), options.sort_memory, &options.spill_dir);
+        let mut digest = RowsDigest::new(&schema);
+        let stride = first_tail.footer.row_index_stride.unwrap_or(10_000);
+        let mut before = RangeMeter::new(&options.order, &schema, stride)?;
+        let mut recorded = StatisticsFold::default();
+        let mut zone: Option<Option<Zone>> = None;
+        let mut place = 0u64;
+        for (i, expected) in rows.into_iter().enumerate() {
+            if i > 0 {
+                input = next_input(&mut opens).await?;
+            }
+            let mut decoded = 0;
+            while let Some(batch) = input.decoder.next().await? {
+                let batch = as_decoded(batch)?;
+                let this_zone = input.decoder.zone().cloned();
+                match &zone {
+                    None => zone = Some(this_zone),
+                    // UTC by any name: the stored seconds are the wall clock alike.
+                    Some(Some(z)) if this_zone.as_ref().is_some_and(|t| is_utc(z) && is_utc(t)) => {
+                    }
+                    Some(z) if *z != this_zone => {
+                        return Err(OrcError::Unsupported(format!(
+                            "its inputs hold timestamps of writers in different time zones \
+                             ({} and {}), whose rows cannot share a stripe, so cannot be sorted \
+                             together",
+                            zone_name(z),
+                            zone_name(&this_zone)
+                        )));
+                    }
+                    Some(_) => {}
+                }
+                digest.update(&batch)?;
+                before.add(&batch)?;
+                let n = batch.num_rows() as u64;
+                let batch_keys = keys.keys(&batch, place)?;
+                place += n;
+                decoded += n;
+                sorter.push(batch, batch_keys)?;
+            }
+            before.end_file();
+            recorded.add(&without_timestamp_bounds(
+                &input.recorded,
+                &input.decoder.healed(),
+            ));
+            if decoded != expected {
+                return Err(OrcError::Decode(format!(
+                    "input {i}: {decoded} rows decoded, its footer says {expected}"
+                )));
+            }
+        }
+        Ok::<_, OrcError>((
+            schema,
+            bloom_filter_columns,
+            sorter.finish()?,
+            digest.finish(),
+            recorded.finish(),
+            zone.flatten(),
+            before.fractions(),
+        ))
+    };
+    let opener = async {
+        opener.await;
+        Ok::<_, OrcError>(())
+    };
+    let ((), (schema, bloom_filter_columns, sorted, decoded, recorded, zone, before)) =
+        tokio::try_join!(opener, decode)?;
+    let types = &first_tail.footer.types;
+    let roots = types.first().map_or(&[][..], |root| &root.subtypes[..]);
+    Ok(Clustered {
+        order: options.order.clone(),
+        sorted,
+        pending: None,
+        handed: RowsDigest::new(&schema),
+        schema,
+        zone,
+        bloom_filter_columns,
+        decoded,
+        last_key: None,
+        recorded,
+        written: StatisticsFold::default(),
+        top_level: std::iter::once(0)
+            .chain(roots.iter().map(|&t| t as usize))
+            .collect(),
+        before,
+        after: None,
+    })
+}
+
+impl Clustered {
+    /// Writes the next `rows` sorted rows to `sink` as one ORC file shaped by `options` (its
+    /// bloom filter columns are those of the first input's first stripe). The caller closes the
+    /// sink (also after an error).
+    pub async fn write_output<S: Sink>(
+        &mut self,
+        sink: &mut S,
+        rows: u64,
+        mut options: WriterOptions,
+    ) -> Result<ReencodedOutput, OrcError> {
+        options.bloom_filter_columns = self.bloom_filter_columns.clone();
+        if self.after.is_none() {
+            self.after = Some(RangeMeter::new(
+                &self.order,
+                &self.schema,
+                options.row_index_stride,
+            )?);
+        }
+        let mut writer = OrcWriter::new(sink, options).await?;
+        if let Some(zone) = &self.zone {
+            writer.set_zone(zone.clone()).await?;
+        }
+        let mut digester = Digester::new(&self.schema);
+        let mut left = rows;
+        while left > 0 {
+            let keyed = match self.pending.take() {
+                Some(b) => b,
+                None => self.sorted.next_batch().transpose()?.ok_or_else(|| {
+                    OrcError::Decode(format!("the sorted rows ran out {left} rows early"))
+                })?,
+            };
+            let keyed = if keyed.num_rows() as u64 > left {
+                let cut = left as usize;
+                self.pending = Some(keyed.slice(cut, keyed.num_rows() - cut));
+                keyed.slice(0, cut)
+            } else {
+                keyed
+            };
+            self.check_order(&keyed)?;
+            let batch = keyed.project(&(0..self.schema.fields().len()).collect::<Vec<_>>())?;
+            let batch = RecordBatch::try_new(Arc::clone(&self.schema), batch.columns().to_vec())?;
+            digester.update(&batch, self.zone.as_ref())?;
+            self.handed.update(&batch)?;
+            if let Some(after) = &mut self.after {
+                after.add(&batch)?;
+            }
+            left -= batch.num_rows() as u64;
+            writer.write_batch(&as_written(batch)?).await?;
+        }
+        let (written, _) = writer.finish().await?;
+        if let Some(after) = &mut self.after {
+            after.end_file();
+        }
+        self.written.add(&written.statistics);
+        let digests = digester.finish();
+        if written.rows != digests.rows {
+            return Err(OrcError::Decode(format!(
+                "{} rows written, {} handed to the writer",
+                written.rows, digests.rows
+            )));
+        }
+        Ok(ReencodedOutput {
+            length: written.length,
+            stripes: written.stripes,
+            digests,
+        })
+    }
+
+    /// Every key of `keyed` (its last column) above the one before.
+    fn check_order(&mut self, keyed: &RecordBatch) -> Result<(), OrcError> {
+        let keys = keyed.columns()[keyed.num_columns() - 1].as_binary::<i32>();
+        // Each key against the one before it: the batch's first against the last batch's.
+        let mut last = self.last_key.as_deref();
+        for key in keys.iter().flatten() {
+            if last.is_some_and(|last| last >= key) {
+                return Err(OrcError::Decode(
+                    "the sorted rows came out of order: a sort bug; nothing was published".into(),
+                ));
+            }
+            last = Some(key);
+        }
+        self.last_key = last.map(<[u8]>::to_vec);
+        Ok(())
+    }
+
+    /// Checks that every sorted row was written, and that the rows written are the rows decoded
+    /// and agree with the inputs' recorded statistics.
+    pub fn finish(mut self) -> Result<ClusterSummary, OrcError> {
+        let left = self.pending.take().map_or(0, |b| b.num_rows())
+            + match self.sorted.next_batch().transpose()? {
+                Some(b) => b.num_rows(),
+                None => 0,
+            };
+        if left > 0 {
+            return Err(OrcError::Decode(format!(
+                "sorted rows were left over after the last output ({left} or more)"
+            )));
+        }
+        let handed = self.handed.finish();
+        if handed != self.decoded {
+            return Err(OrcError::Decode(format!(
+                "the rows written ({} rows, digest {:032x}) are not the rows decoded ({} rows, \
+                 digest {:032x})",
+                handed.0, handed.1, self.decoded.0, self.decoded.1
+            )));
+        }
+        let wrong = contradictions(&self.recorded, &self.written.finish(), &self.top_level);
+        if !wrong.is_empty() {
+            return Err(OrcError::Decode(format!(
+                "the decoded values contradict the inputs' recorded statistics: {}",
+                wrong.join("; ")
+            )));
+        }
+        let (spilled_runs, spilled_bytes) = self.sorted.spilled();
+        Ok(ClusterSummary {
+            rows: handed.0,
+            rows_digest: handed.1,
+            spilled_runs,
+            spilled_bytes,
+            before: self.before,
+            after: self.after.map(RangeMeter::fractions).unwrap_or_default(),
+        })
+    }
+}
+
+fn zone_name(zone: &Option<Zone>) -> &str {
+    zone.as_ref().and_then(|z| z.as_deref()).unwrap_or("none")
+}
+
+impl From<arrow::error::ArrowError> for OrcError {
+    fn from(e: arrow::error::ArrowError) -> Self {
+        OrcError::Decode(format!("ordering rows: {e}"))
+    }
+}
