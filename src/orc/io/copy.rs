@@ -244,11 +244,11 @@ where
             .max((opts.bytes_in_flight / chunk) as usize)
             .max(1),
     ));
-    let (chunk_tx, mut chunk_rx) = mpsc::unbounded_channel::<Task<Result<Chunk, OrcError>>>();
+    let (chunk_tx, chunk_rx) = mpsc::unbounded_channel::<Task<Result<Chunk, OrcError>>>();
 
     // Opens, in order, as slots free up; each open is checked for length. A source's slot is
     // held until its last chunk is read.
-    let (opener, mut opens) = open_ahead(runs(pieces), opts.opens_in_flight, |&(source, _)| {
+    let (opener, opens) = open_ahead(runs(pieces), opts.opens_in_flight, |&(source, _)| {
         let opening = open(source);
         let expected = lengths[source];
         async move {
@@ -263,93 +263,110 @@ where
         }
     });
 
-    // Chunk reads, in order, as the byte budget allows; each read is a task of its own and
-    // hashes what it read.
-    let reader = async move {
-        while let Some(next) = opens.next().await {
-            let ((_, run), opened) = next?;
-            let opened: Arc<Opened<R>> = Arc::new(opened);
-            for piece in run.clone() {
-                let len = lengths[pieces[piece].source];
-                for range in split(pieces[piece].range.clone(), chunk) {
-                    let share = Arc::clone(&budget)
-                        .acquire_many_owned((range.end - range.start) as u32)
-                        .await
-                        .expect("the semaphore is never closed");
-                    let reading = Arc::clone(&reads)
-                        .acquire_owned()
-                        .await
-                        .expect("the semaphore is never closed");
-                    let opened = Arc::clone(&opened);
-                    let task = Task::spawn(async move {
-                        let bytes =
-                            read_checked(&opened.value, range.clone(), len, "piece").await?;
-                        drop(reading);
-                        Ok(Chunk {
-                            piece,
-                            start: range.start,
-                            read_xxh3: xxh3_64(&bytes),
-                            bytes,
-                            budget: Some(share),
-                        })
-                    });
-                    if chunk_tx.send(task).is_err() {
-                        return Ok(());
-                    }
-                }
-            }
-            // Test builds pause here once per merged output (`compact::reading-inputs`): its
-            // first input's stripes are being read, the others' not yet (though their ends
-            // were read when they were opened ahead). A carried file's copy and a re-read for
-            // verification read one file: they never stop here.
-            #[cfg(feature = "failpoints")]
-            if run.start == 0 && run.end < pieces.len() {
-                fail::fail_point!("compact::reading-inputs");
-            }
-        }
-        Ok::<_, OrcError>(())
-    };
-
-    // The sink side: walks the pieces itself and takes each chunk only where it belongs.
-    let writer = async move {
-        let mut sums = Vec::with_capacity(pieces.len());
-        for (p, piece) in pieces.iter().enumerate() {
-            let mut hasher = Xxh3::new();
-            for range in split(piece.range.clone(), chunk) {
-                let mut next = match chunk_rx.recv().await {
-                    Some(task) => Some(task.join().await?),
-                    None => None,
-                };
-                // Held until the chunk is written, so the budget counts it until then.
-                let _share = next.as_mut().and_then(|c| c.budget.take());
-                let bytes = accept(p, &range, next)?;
-                hasher.update(&bytes);
-                sink.write(bytes).await?;
-            }
-            sums.push(hasher.digest());
-            // Test builds pause here once per merged output (`compact::writing-output`): its
-            // file is open, its first stripe handed to the writer, the rest to come. Pieces of
-            // one file (a carried file, a re-read for verification) never stop here.
-            #[cfg(feature = "failpoints")]
-            if p == 0 && pieces.iter().any(|q| q.source != piece.source) {
-                fail::fail_point!("compact::writing-output");
-            }
-        }
-        if let Some(task) = chunk_rx.recv().await {
-            let extra = task.join().await?;
-            return Err(handoff(
-                extra.piece,
-                format!("an unplanned chunk at {}", extra.start),
-            ));
-        }
-        Ok(sums)
-    };
+    let reader = read_chunks(pieces, lengths, chunk, opens, budget, reads, chunk_tx);
+    let writer = write_chunks(pieces, chunk, chunk_rx, sink);
 
     let opener = async {
         opener.await;
         Ok(())
     };
     let ((), (), sums) = tokio::try_join!(opener, reader, writer)?;
+    Ok(sums)
+}
+
+/// The read side of [`copy_pieces`]: each source as it is opened, its pieces' chunks read in
+/// order as the byte budget and the reads at once allow; each read is a task of its own and
+/// hashes what it read.
+async fn read_chunks<R: RangeRead + Send + 'static>(
+    pieces: &[Piece],
+    lengths: &[u64],
+    chunk: u64,
+    mut opens: Opens<(usize, Range<usize>), R>,
+    budget: Arc<Semaphore>,
+    reads: Arc<Semaphore>,
+    chunk_tx: mpsc::UnboundedSender<Task<Result<Chunk, OrcError>>>,
+) -> Result<(), OrcError> {
+    while let Some(next) = opens.next().await {
+        let ((_, run), opened) = next?;
+        let opened: Arc<Opened<R>> = Arc::new(opened);
+        for piece in run.clone() {
+            let len = lengths[pieces[piece].source];
+            for range in split(pieces[piece].range.clone(), chunk) {
+                let share = Arc::clone(&budget)
+                    .acquire_many_owned((range.end - range.start) as u32)
+                    .await
+                    .expect("the semaphore is never closed");
+                let reading = Arc::clone(&reads)
+                    .acquire_owned()
+                    .await
+                    .expect("the semaphore is never closed");
+                let opened = Arc::clone(&opened);
+                let task = Task::spawn(async move {
+                    let bytes = read_checked(&opened.value, range.clone(), len, "piece").await?;
+                    drop(reading);
+                    Ok(Chunk {
+                        piece,
+                        start: range.start,
+                        read_xxh3: xxh3_64(&bytes),
+                        bytes,
+                        budget: Some(share),
+                    })
+                });
+                if chunk_tx.send(task).is_err() {
+                    return Ok(());
+                }
+            }
+        }
+        // Test builds pause here once per merged output (`compact::reading-inputs`): its
+        // first input's stripes are being read, the others' not yet (though their ends
+        // were read when they were opened ahead). A carried file's copy and a re-read for
+        // verification read one file: they never stop here.
+        #[cfg(feature = "failpoints")]
+        if run.start == 0 && run.end < pieces.len() {
+            fail::fail_point!("compact::reading-inputs");
+        }
+    }
+    Ok(())
+}
+
+/// The sink side of [`copy_pieces`]: walks the pieces itself and takes each chunk only where it
+/// belongs.
+async fn write_chunks<S: Sink>(
+    pieces: &[Piece],
+    chunk: u64,
+    mut chunk_rx: mpsc::UnboundedReceiver<Task<Result<Chunk, OrcError>>>,
+    sink: &mut S,
+) -> Result<Vec<u64>, OrcError> {
+    let mut sums = Vec::with_capacity(pieces.len());
+    for (p, piece) in pieces.iter().enumerate() {
+        let mut hasher = Xxh3::new();
+        for range in split(piece.range.clone(), chunk) {
+            let mut next = match chunk_rx.recv().await {
+                Some(task) => Some(task.join().await?),
+                None => None,
+            };
+            // Held until the chunk is written, so the budget counts it until then.
+            let _share = next.as_mut().and_then(|c| c.budget.take());
+            let bytes = accept(p, &range, next)?;
+            hasher.update(&bytes);
+            sink.write(bytes).await?;
+        }
+        sums.push(hasher.digest());
+        // Test builds pause here once per merged output (`compact::writing-output`): its
+        // file is open, its first stripe handed to the writer, the rest to come. Pieces of
+        // one file (a carried file, a re-read for verification) never stop here.
+        #[cfg(feature = "failpoints")]
+        if p == 0 && pieces.iter().any(|q| q.source != piece.source) {
+            fail::fail_point!("compact::writing-output");
+        }
+    }
+    if let Some(task) = chunk_rx.recv().await {
+        let extra = task.join().await?;
+        return Err(handoff(
+            extra.piece,
+            format!("an unplanned chunk at {}", extra.start),
+        ));
+    }
     Ok(sums)
 }
 
