@@ -224,6 +224,66 @@ fn encode(
     rows: Range<usize>,
     out: &mut Vec<u8>,
 ) -> Result<(), OrcError> {
+    match array.data_type() {
+        DataType::List(item) => {
+            let a = array.as_list::<i32>();
+            for i in rows {
+                if present(a, i, out) {
+                    let (start, end) = (a.value_offsets()[i], a.value_offsets()[i + 1]);
+                    let (start, end) = (start as usize, end as usize);
+                    length(end - start, out);
+                    encode(a.values().as_ref(), is_timestamp(item), start..end, out)?;
+                }
+            }
+        }
+        DataType::Map(_, _) => {
+            let a = array.as_map();
+            for i in rows {
+                if present(a, i, out) {
+                    let (start, end) = (a.value_offsets()[i], a.value_offsets()[i + 1]);
+                    let (start, end) = (start as usize, end as usize);
+                    length(end - start, out);
+                    encode(a.entries(), false, start..end, out)?;
+                }
+            }
+        }
+        DataType::Struct(_) => {
+            let a = array.as_struct();
+            for i in rows {
+                if present(a, i, out) {
+                    for (field, column) in a.fields().iter().zip(a.columns()) {
+                        encode(column.as_ref(), is_timestamp(field), i..i + 1, out)?;
+                    }
+                }
+            }
+        }
+        DataType::Union(variants, _) => {
+            let a = array.as_union();
+            for i in rows {
+                let tag = a.type_id(i);
+                out.push(tag as u8);
+                if a.child(tag).data_type() == &DataType::Null {
+                    // A null union row (marks::NULL_UNION_ROW): its tag says it all.
+                    continue;
+                }
+                let at = a.value_offset(i);
+                let timestamp = variants.iter().any(|(id, f)| id == tag && is_timestamp(f));
+                encode(a.child(tag).as_ref(), timestamp, at..at + 1, out)?;
+            }
+        }
+        _ => encode_scalar(array, timestamp, rows, out)?,
+    }
+    Ok(())
+}
+
+/// [`encode`] for the types that hold no other values: each value in a fixed width or, for
+/// strings and binaries, behind its length.
+fn encode_scalar(
+    array: &dyn Array,
+    timestamp: bool,
+    rows: Range<usize>,
+    out: &mut Vec<u8>,
+) -> Result<(), OrcError> {
     macro_rules! fixed {
         ($t:ty, $bits:expr) => {{
             let a = array.as_primitive::<$t>();
@@ -292,52 +352,6 @@ fn encode(
                 if present(a, i, out) {
                     bytes(a.value(i), out);
                 }
-            }
-        }
-        DataType::List(item) => {
-            let a = array.as_list::<i32>();
-            for i in rows {
-                if present(a, i, out) {
-                    let (start, end) = (a.value_offsets()[i], a.value_offsets()[i + 1]);
-                    let (start, end) = (start as usize, end as usize);
-                    length(end - start, out);
-                    encode(a.values().as_ref(), is_timestamp(item), start..end, out)?;
-                }
-            }
-        }
-        DataType::Map(_, _) => {
-            let a = array.as_map();
-            for i in rows {
-                if present(a, i, out) {
-                    let (start, end) = (a.value_offsets()[i], a.value_offsets()[i + 1]);
-                    let (start, end) = (start as usize, end as usize);
-                    length(end - start, out);
-                    encode(a.entries(), false, start..end, out)?;
-                }
-            }
-        }
-        DataType::Struct(_) => {
-            let a = array.as_struct();
-            for i in rows {
-                if present(a, i, out) {
-                    for (field, column) in a.fields().iter().zip(a.columns()) {
-                        encode(column.as_ref(), is_timestamp(field), i..i + 1, out)?;
-                    }
-                }
-            }
-        }
-        DataType::Union(variants, _) => {
-            let a = array.as_union();
-            for i in rows {
-                let tag = a.type_id(i);
-                out.push(tag as u8);
-                if a.child(tag).data_type() == &DataType::Null {
-                    // A null union row (marks::NULL_UNION_ROW): its tag says it all.
-                    continue;
-                }
-                let at = a.value_offset(i);
-                let timestamp = variants.iter().any(|(id, f)| id == tag && is_timestamp(f));
-                encode(a.child(tag).as_ref(), timestamp, at..at + 1, out)?;
             }
         }
         other => {
