@@ -106,21 +106,7 @@ where
         .ok_or_else(|| OrcError::Plan("an output without inputs".into()))?;
     let samples = match &options.order {
         RowOrder::Sort(_) => Vec::new(),
-        RowOrder::ZOrder(columns) => {
-            let schema = Decoder::open(open(0).await?, first_tail, 0).await?.schema();
-            let mut samplers = Vec::new();
-            for path in columns {
-                let (mut sampler, top) = Sampler::new(&schema, path)?;
-                for (i, tail) in tails.iter().enumerate() {
-                    let mut decoder = Decoder::open_column(open(i).await?, tail, top).await?;
-                    while let Some(batch) = decoder.next().await? {
-                        sampler.add(&batch)?;
-                    }
-                }
-                samplers.push(sampler);
-            }
-            samplers
-        }
+        RowOrder::ZOrder(columns) => sample(tails, first_tail, &open, columns).await?,
     };
 
     let (opener, mut opens) = open_inputs(tails, &open, read_ahead);
@@ -144,23 +130,7 @@ where
             let mut decoded = 0;
             while let Some(batch) = input.decoder.next().await? {
                 let batch = as_decoded(batch)?;
-                let this_zone = input.decoder.zone().cloned();
-                match &zone {
-                    None => zone = Some(this_zone),
-                    // UTC by any name: the stored seconds are the wall clock alike.
-                    Some(Some(z)) if this_zone.as_ref().is_some_and(|t| is_utc(z) && is_utc(t)) => {
-                    }
-                    Some(z) if *z != this_zone => {
-                        return Err(OrcError::Unsupported(format!(
-                            "its inputs hold timestamps of writers in different time zones \
-                             ({} and {}), whose rows cannot share a stripe, so cannot be sorted \
-                             together",
-                            zone_name(z),
-                            zone_name(&this_zone)
-                        )));
-                    }
-                    Some(_) => {}
-                }
+                same_zone(&mut zone, input.decoder.zone().cloned())?;
                 digest.update(&batch)?;
                 before.add(&batch)?;
                 let n = batch.num_rows() as u64;
@@ -341,6 +311,55 @@ impl Clustered {
             after: self.after.map(RangeMeter::fractions).unwrap_or_default(),
         })
     }
+}
+
+/// For a z-order, a sample of each key column's values over every input, each column decoded
+/// alone.
+async fn sample<R, O, F>(
+    tails: &[&OrcTail],
+    first_tail: &OrcTail,
+    open: &O,
+    columns: &[String],
+) -> Result<Vec<Sampler>, OrcError>
+where
+    R: RangeRead + Send + 'static,
+    O: Fn(usize) -> F,
+    F: Future<Output = Result<R, OrcError>> + Send + 'static,
+{
+    let schema = Decoder::open(open(0).await?, first_tail, 0).await?.schema();
+    let mut samplers = Vec::new();
+    for path in columns {
+        let (mut sampler, top) = Sampler::new(&schema, path)?;
+        for (i, tail) in tails.iter().enumerate() {
+            let mut decoder = Decoder::open_column(open(i).await?, tail, top).await?;
+            while let Some(batch) = decoder.next().await? {
+                sampler.add(&batch)?;
+            }
+        }
+        samplers.push(sampler);
+    }
+    Ok(samplers)
+}
+
+/// Checks that a batch decoded in `this_zone` may share stripes with those decoded before, in
+/// `zone` (set by the first batch).
+fn same_zone(zone: &mut Option<Option<Zone>>, this_zone: Option<Zone>) -> Result<(), OrcError> {
+    match &*zone {
+        None => *zone = Some(this_zone),
+        // UTC by any name: the stored seconds are the wall clock alike.
+        Some(Some(z)) if this_zone.as_ref().is_some_and(|t| is_utc(z) && is_utc(t)) => {}
+        Some(z) if *z != this_zone => {
+            return Err(OrcError::Unsupported(format!(
+                "its inputs hold timestamps of writers in different time zones \
+                 ({} and {}), whose rows cannot share a stripe, so cannot be sorted \
+                 together",
+                zone_name(z),
+                zone_name(&this_zone)
+            )));
+        }
+        Some(_) => {}
+    }
+    Ok(())
 }
 
 fn zone_name(zone: &Option<Zone>) -> &str {
