@@ -11,7 +11,7 @@
 //! re-read of verification, goes through [`copy_pieces`]: bounded chunks, reads and opens
 //! running a few ahead of the sink, each chunk checked at the sink against its hash on read.
 //!
-//! The other way to make an output, for tiny stripes: [`reencode`] decodes the inputs' rows
+//! The other way to make an output, for tiny stripes: [`reencode()`] decodes the inputs' rows
 //! (orc-rust) and writes them with [`OrcWriter`], digesting every column ([`Digester`]) on the
 //! way; [`digest_file`] decodes the output again, and the [`Digests`] must be equal.
 //!

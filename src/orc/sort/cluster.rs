@@ -20,6 +20,8 @@
 //! Rows of several writer time zones (see decode's module docs) cannot share an output stripe,
 //! so a group whose inputs were written in different zones is not clustered
 //! ([`OrcError::Unsupported`]).
+//!
+//! [`Digests`]: crate::orc::verify::value_hash::Digests
 
 use std::future::Future;
 use std::path::PathBuf;

@@ -41,7 +41,7 @@ impl StripeInfo {
 /// A partition's tails are held from planning until their outputs are written; with 100,000
 /// small files the statistics were most of that memory (about 0.5 KiB per file at 15
 /// columns), and only the writing of an output needs them. So they are read again, from the
-/// bytes the copy or the decoder reads anyway ([`read_statistics_again`]), and folded into the
+/// bytes the copy or the decoder reads anyway (`read::read_statistics_again`), and folded into the
 /// output as it is written: what is held per input no longer grows with the column count.
 #[derive(Clone, Debug)]
 pub struct OrcTail {
