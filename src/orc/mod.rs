@@ -57,7 +57,8 @@ pub use merge::plan::{
 };
 pub use merge::writer::{write_merged, MergedOutput, StripeChecksum};
 pub use reencode::decode::check_stored;
-pub use reencode::output::{digest_file, reencode, ReencodedOutput};
+pub use reencode::output::{reencode, ReencodedOutput};
+pub use reencode::read_back::digest_file;
 pub use reencode::shape::OutputShape;
 pub use reencode::write::{OrcWriter, WriterOptions, WrittenFile};
 pub use sort::cluster::{cluster, ClusterOptions, ClusterSummary, Clustered};

@@ -1,7 +1,7 @@
 //! The re-encoding writer: inputs decoded row by row and written as one new file by
 //! [`OrcWriter`], in stripes of the size asked for, with an order-sensitive digest of every
-//! column taken on the way ([`reencode`]); and the read-back that proves the new file holds
-//! those values ([`digest_file`]).
+//! column taken on the way ([`reencode`]); `read_back.rs` proves the new file holds those
+//! values.
 //!
 //! Memory: the decoders opened ahead hold at most a small first stripe each (`ReadAhead`'s
 //! `bytes_in_flight` shared among its `opens_in_flight`) and the end of their file read when
@@ -10,7 +10,6 @@
 //! batch it encodes and one output stripe.
 
 use std::future::Future;
-use std::sync::Arc;
 
 use arrow::record_batch::RecordBatch;
 use orc_rust::proto::ColumnStatistics;
@@ -18,14 +17,13 @@ use tokio::sync::mpsc;
 
 use crate::orc::encoding::timestamp::Zone;
 use crate::orc::error::OrcError;
-use crate::orc::io::copy::{open_ahead, Opens, ReadAhead, Task};
-use crate::orc::io::storage::{Prefetched, RangeRead, Sink};
-use crate::orc::reencode::decode::Decoder;
+use crate::orc::io::copy::{Opens, ReadAhead, Task};
+use crate::orc::io::storage::{RangeRead, Sink};
+use crate::orc::reencode::inputs::{as_decoded, as_written, next_input, open_inputs, Input};
 use crate::orc::reencode::write::{OrcWriter, WriterOptions};
 use crate::orc::statistics::check::{contradictions, without_timestamp_bounds};
 use crate::orc::statistics::fold::StatisticsFold;
 use crate::orc::tail::orc_tail::OrcTail;
-use crate::orc::tail::read::read_statistics_again;
 use crate::orc::verify::value_hash::{Digester, Digests};
 
 /// Decoded batches queued between the decoding task and the encoding: enough that neither
@@ -117,58 +115,6 @@ where
     })
 }
 
-/// One input as the re-encode takes it: its decoder, and the file statistics its writer
-/// recorded.
-pub(crate) struct Input<R: RangeRead + Send + 'static> {
-    pub decoder: Decoder<Prefetched<R>>,
-    pub recorded: Vec<ColumnStatistics>,
-}
-
-/// Opens the inputs `tails` a few ahead of the decoding (see [`ReadAhead`]), each with its
-/// decoder and recorded statistics; the future drives the opening and must be polled beside
-/// the queue's reader.
-pub(crate) fn open_inputs<'a, R, O, F>(
-    tails: &'a [&'a OrcTail],
-    open: O,
-    read_ahead: &ReadAhead,
-) -> (impl Future<Output = ()> + 'a, Opens<usize, Input<R>>)
-where
-    R: RangeRead + Send + 'static,
-    O: Fn(usize) -> F + 'a,
-    F: Future<Output = Result<R, OrcError>> + Send + 'static,
-{
-    let ahead = read_ahead.opens_in_flight.max(1);
-    let prefetch = read_ahead.bytes_in_flight / ahead as u64;
-    // A decoder taken out of the queue no longer counts: `ahead` are opened beside it.
-    open_ahead(0..tails.len(), ahead, move |&i| {
-        let file = open(i);
-        let tail = tails[i].clone();
-        // The first input's first stripe is always read: its footer names the bloom filter
-        // columns.
-        let prefetch = if i == 0 { u64::MAX } else { prefetch };
-        async move {
-            // The file's end is read once, for its recorded statistics and for the decoder's
-            // own tail read.
-            let file = Prefetched::open(file.await?).await?;
-            let recorded = read_statistics_again(&file, &tail, false).await?;
-            let decoder = Decoder::open(file, &tail, prefetch).await?;
-            Ok(Input {
-                decoder,
-                recorded: recorded.file,
-            })
-        }
-    })
-}
-
-/// The next input, out of the open-ahead queue.
-pub(crate) async fn next_input<R: RangeRead + Send + 'static>(
-    opens: &mut Opens<usize, Input<R>>,
-) -> Result<Input<R>, OrcError> {
-    let next = opens.next().await;
-    let (_, opened) = next.ok_or_else(|| OrcError::Plan("an output without inputs".into()))??;
-    Ok(opened.into_inner())
-}
-
 /// Decodes every input, `first` and then the rest out of `opens`, in order: each batch is
 /// digested and handed to `decoded`, and each input's decoded rows are checked against its
 /// footer's count (`rows`); returns the digests and the inputs' recorded statistics, folded.
@@ -216,114 +162,13 @@ async fn decode_all<R: RangeRead + Send + 'static>(
     Ok((digester, recorded.finish()))
 }
 
-/// Decodes the file `tail` belongs to and returns its rows and column digests.
-///
-/// A file whose stripes are all at most [`ONE_PASS_UP_TO`] bytes is decoded in one pass, a
-/// stripe fetched at a time. A larger stripe (a re-encoded output's are tens of MiB) is read
-/// back one top-level column at a time, a pass per column holding that column of a stripe:
-/// the column's bytes are read once either way, the tail and stripe footers once per column.
-pub async fn digest_file<R>(reader: R, tail: &OrcTail) -> Result<Digests, OrcError>
-where
-    R: RangeRead + Send + 'static,
-{
-    digest_in_passes(reader, tail, ONE_PASS_UP_TO).await
-}
-
-/// Stripes up to this size are read back whole, all columns in one pass.
-const ONE_PASS_UP_TO: u64 = 8 << 20;
-
-async fn digest_in_passes<R>(
-    reader: R,
-    tail: &OrcTail,
-    one_pass_up_to: u64,
-) -> Result<Digests, OrcError>
-where
-    R: RangeRead + Send + 'static,
-{
-    let largest = tail.stripes.iter().map(|s| s.length()).max().unwrap_or(0);
-    let columns = tail
-        .footer
-        .types
-        .first()
-        .map_or(0, |root| root.subtypes.len());
-    if largest <= one_pass_up_to || columns < 2 {
-        return digest(Decoder::open(reader, tail, 0).await?).await;
-    }
-    let reader = Arc::new(reader);
-    let mut all = Digests::default();
-    for column in 0..columns {
-        let found = digest(Decoder::open_column(Arc::clone(&reader), tail, column).await?).await?;
-        if column > 0 && found.rows != all.rows {
-            return Err(OrcError::Decode(format!(
-                "column {column} reads back as {} rows, the first column as {}",
-                found.rows, all.rows
-            )));
-        }
-        all.rows = found.rows;
-        all.columns.extend(found.columns);
-        // Every pass reads every stripe footer: the zones are the same in each.
-        all.zones = found.zones;
-    }
-    Ok(all)
-}
-
-async fn digest<R: RangeRead + Send + 'static>(
-    mut decoder: Decoder<R>,
-) -> Result<Digests, OrcError> {
-    let mut digester = Digester::new(&decoder.schema());
-    while let Some(batch) = decoder.next().await? {
-        digester.update(&batch, decoder.zone())?;
-    }
-    Ok(digester.finish())
-}
-
-/// The batch as the writer gets it. Test builds can have its rows reversed
-/// (`FAILPOINTS=compact::rewrite-reorder=return`): the same values in another order, which
-/// only the order-sensitive digests catch.
-/// A decoded input batch; with the `compact::rewrite-misread` failpoint, every row read as the
-/// batch's first: a decoder bug that reads the inputs wrong the same way on every read, which
-/// the digests cannot see and only the inputs' recorded statistics can.
-pub(crate) fn as_decoded(batch: RecordBatch) -> Result<RecordBatch, OrcError> {
-    #[cfg(feature = "failpoints")]
-    fail::fail_point!("compact::rewrite-misread", |_| {
-        let first = arrow::array::UInt32Array::from(vec![0; batch.num_rows()]);
-        take_rows(&batch, &first)
-    });
-    Ok(batch)
-}
-
-pub(crate) fn as_written(batch: RecordBatch) -> Result<RecordBatch, OrcError> {
-    #[cfg(feature = "failpoints")]
-    fail::fail_point!("compact::rewrite-reorder", |_| reversed(&batch));
-    Ok(batch)
-}
-
-#[cfg(feature = "failpoints")]
-fn reversed(batch: &RecordBatch) -> Result<RecordBatch, OrcError> {
-    let n = batch.num_rows() as u32;
-    take_rows(
-        batch,
-        &arrow::array::UInt32Array::from_iter_values((0..n).rev()),
-    )
-}
-
-#[cfg(feature = "failpoints")]
-fn take_rows(
-    batch: &RecordBatch,
-    indices: &arrow::array::UInt32Array,
-) -> Result<RecordBatch, OrcError> {
-    let columns = batch
-        .columns()
-        .iter()
-        .map(|c| arrow::compute::take(c.as_ref(), indices, None))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| OrcError::Decode(e.to_string()))?;
-    RecordBatch::try_new(batch.schema(), columns).map_err(|e| OrcError::Decode(e.to_string()))
-}
-
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
+    use crate::orc::reencode::decode::Decoder;
+    use crate::orc::reencode::read_back::digest_file;
     use crate::orc::tail::read::read_tail;
     use crate::orc::testutil::{
         block_on, MemFile, VecSink, ALL_TYPES_LZ4, CPP_BEFORE_1970_ZSTD, CPP_PRE1970_FRACTION,
@@ -384,56 +229,6 @@ mod tests {
     fn many_stripes_become_one() {
         assert!(tail(MULTI_STRIPE_ZSTD).stripes.len() > 1);
         reencode_twice(MULTI_STRIPE_ZSTD);
-    }
-
-    /// A reader that remembers the largest read it served of the file's stripes (the bytes
-    /// before `.2`, the content's end).
-    struct Largest(MemFile, Arc<std::sync::atomic::AtomicU64>, u64);
-
-    impl RangeRead for Largest {
-        async fn len(&self) -> std::io::Result<u64> {
-            self.0.len().await
-        }
-
-        async fn read(&self, range: std::ops::Range<u64>) -> std::io::Result<bytes::Bytes> {
-            if range.end <= self.2 {
-                let n = range.end - range.start;
-                self.1.fetch_max(n, std::sync::atomic::Ordering::Relaxed);
-            }
-            self.0.read(range).await
-        }
-    }
-
-    /// A file of several stripes of ~64 KiB, `struct<a:bigint,s:string>` of varied values,
-    /// written by our writer: larger than orc-rust's first tail read, so its stripes are
-    /// fetched as the decoder asks for them.
-    fn stripes_of_64k() -> Vec<u8> {
-        use arrow::array::{Int64Array, StringArray};
-        let t = tail(MULTI_STRIPE_ZSTD);
-        let schema = block_on(Decoder::open(MemFile::new(MULTI_STRIPE_ZSTD), &t, 0))
-            .unwrap()
-            .schema();
-        let mut options = WriterOptions::from_tail(&t);
-        options.stripe_size = 64 << 10;
-        let mut sink = VecSink::default();
-        block_on(async {
-            let mut writer = OrcWriter::new(&mut sink, options).await.unwrap();
-            let mut x: u64 = 1;
-            for _ in 0..10 {
-                let a: Int64Array = (0..10_000)
-                    .map(|_| {
-                        x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
-                        Some((x >> 1) as i64)
-                    })
-                    .collect();
-                let s: StringArray = a.iter().map(|v| v.map(|v| format!("{v:x}"))).collect();
-                let batch =
-                    RecordBatch::try_new(schema.clone(), vec![Arc::new(a), Arc::new(s)]).unwrap();
-                writer.write_batch(&batch).await.unwrap();
-            }
-            writer.finish().await.unwrap();
-        });
-        sink.data
     }
 
     /// Plain timestamps stored in Los Angeles, 0001 to 9999: re-encoded, they keep their stored
@@ -549,36 +344,6 @@ mod tests {
         let message = e.to_string();
         assert!(message.contains("column 1, a timestamp"), "{message}");
         assert!(message.contains("the second before 1970"), "{message}");
-    }
-
-    /// Read back a column at a time, a file gives the digests of one pass (every type), and
-    /// no read of its stripes is as large as a stripe.
-    #[test]
-    fn column_by_column_digests_equal_one_pass() {
-        let t = tail(ALL_TYPES_LZ4);
-        let whole = block_on(digest_file(MemFile::new(ALL_TYPES_LZ4), &t)).unwrap();
-        assert!(whole.columns.len() > 1);
-        let by_column = block_on(digest_in_passes(MemFile::new(ALL_TYPES_LZ4), &t, 0)).unwrap();
-        assert_eq!(by_column, whole);
-
-        let file = bytes::Bytes::from(stripes_of_64k());
-        let t = block_on(read_tail(&MemFile::new(file.clone())))
-            .unwrap()
-            .unwrap();
-        assert!(t.stripes.len() > 3, "{} stripes", t.stripes.len());
-        let whole = block_on(digest_file(MemFile::new(file.clone()), &t)).unwrap();
-        let largest = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let reader = Largest(MemFile::new(file), Arc::clone(&largest), t.content_end());
-        let by_column = block_on(digest_in_passes(reader, &t, 0)).unwrap();
-        assert_eq!(by_column, whole);
-        assert_eq!(whole.rows, 100_000);
-        let stripe = t.stripes.iter().map(|s| s.length()).min().unwrap();
-        let read = largest.load(std::sync::atomic::Ordering::Relaxed);
-        assert!(read > 0, "the stripes were read");
-        assert!(
-            read < stripe,
-            "read {read} bytes at once, the smallest stripe is {stripe}"
-        );
     }
 
     #[test]

@@ -36,9 +36,8 @@ use crate::orc::error::OrcError;
 use crate::orc::io::copy::ReadAhead;
 use crate::orc::io::storage::{RangeRead, Sink};
 use crate::orc::reencode::decode::Decoder;
-use crate::orc::reencode::output::{
-    as_decoded, as_written, next_input, open_inputs, ReencodedOutput,
-};
+use crate::orc::reencode::inputs::{as_decoded, as_written, next_input, open_inputs};
+use crate::orc::reencode::output::ReencodedOutput;
 use crate::orc::reencode::write::{OrcWriter, WriterOptions};
 use crate::orc::sort::external::{Sorted, Sorter};
 use crate::orc::sort::order::{KeyMaker, RangeMeter, RowOrder, Sampler};
