@@ -4,9 +4,9 @@
 //! A control byte 0..=127 means "the next byte repeats control + 3 times"; a negative control
 //! means "-control literal bytes follow".
 
-use super::super::error::OrcError;
 use super::cursor::Cursor;
 use super::out_stream::{Encoded, OutStream};
+use crate::orc::error::OrcError;
 
 /// The most values one run can hold: 130 repeats or 128 literals. Values are buffered up to the
 /// literal limit and encoded together, so every flush starts at a run boundary.

@@ -9,7 +9,7 @@ use std::io::{Read, Write};
 
 use orc_rust::proto::CompressionKind;
 
-use super::super::error::{corrupt, OrcError};
+use crate::orc::error::{corrupt, OrcError};
 
 /// The largest chunk the 23-bit length field can describe.
 const MAX_CHUNK: u64 = (1 << 23) - 1;

@@ -2,7 +2,7 @@
 //! the run-length encodings are made of (bytes, varints, big-endian and bit-packed values).
 //! Written here because orc-rust keeps its own decoders private.
 
-use super::super::error::OrcError;
+use crate::orc::error::OrcError;
 
 /// A value of a signed stream from its zigzag form.
 pub(super) fn unzigzag(v: u64) -> u64 {

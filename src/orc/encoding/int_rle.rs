@@ -1,12 +1,12 @@
 //! ORC's integer run-length encodings, versions 1 and 2, decoded: what the decoder reads of a
-//! stream beside orc-rust (see `decode::Chunks::served`). Version 1 is only ever read (the
-//! writer writes version 2), so its reader is here; version 2's reader and writer are in
-//! [`super::rle_v2`], and the tests run the two against each other and against the
-//! specification's examples.
+//! stream beside orc-rust (see `Chunks::served` in `reencode/decode.rs`). Version 1 is only
+//! ever read (the writer writes version 2), so its reader is here; version 2's reader and
+//! writer are in [`super::rle_v2`], and the tests run the two against each other and against
+//! the specification's examples.
 
-use super::super::error::OrcError;
 use super::cursor::{unzigzag, Cursor};
 use super::rle_v2::read_run;
+use crate::orc::error::OrcError;
 
 /// Every value of an unsigned RLE stream (already decompressed); `v2` for a DIRECT_V2 or
 /// DICTIONARY_V2 column, else version 1.

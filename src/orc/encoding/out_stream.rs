@@ -2,8 +2,8 @@
 //! compressed as one chunk (the 3-byte header format of [`super::compress`]), and the stream
 //! positions the row index needs.
 
-use super::super::error::OrcError;
 use super::compress::{compress_at, Compression};
+use crate::orc::error::OrcError;
 
 /// A stream's bytes as they were finished, chunk by chunk (compression chunks, or pieces of
 /// the block size without compression). A stripe of 64 MiB lives in these until it is written;

@@ -14,9 +14,9 @@
 //! repeats first, monotonic runs as delta, outliers patched), not byte-for-byte equality with
 //! another writer: any choice is valid ORC.
 
-use super::super::error::OrcError;
 use super::cursor::{unzigzag, Cursor};
 use super::out_stream::{Encoded, OutStream};
+use crate::orc::error::OrcError;
 
 const MAX_RUN: usize = 512;
 const MIN_REPEAT: usize = 3;

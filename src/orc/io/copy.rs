@@ -1,6 +1,6 @@
-//! The one I/O loop behind the stripe copy (`merge::writer::write_merged`), the byte copy of carried files and
-//! the re-read of full verification: byte ranges ("pieces") of many files, read in bounded
-//! chunks with read-ahead, handed in order to one sink.
+//! The one I/O loop behind the stripe copy (`merge::writer::write_merged`), the byte copy of
+//! carried files and the re-read of full verification: byte ranges ("pieces") of many files,
+//! read in bounded chunks with read-ahead, handed in order to one sink.
 //!
 //! Opens and chunk reads run as spawned tokio tasks, ahead of the sink: up to
 //! `opens_in_flight` files open at once, up to `bytes_in_flight` bytes of chunks read (or

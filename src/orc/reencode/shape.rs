@@ -3,7 +3,8 @@
 //!
 //! A stripe copy must keep its inputs' encoding, so only files that agree are merged (the
 //! merge key). A re-encode writes every stream anew and may merge files that agree only on
-//! their schema (see [`crate::orc::merge::key::schema_groups`]); it then needs one encoding for the output.
+//! their schema (see [`crate::orc::merge::key::schema_groups`]); it then needs one encoding
+//! for the output.
 //! The rule: the combination holding most of the inputs' bytes, so the output reads like the
 //! bulk of what it replaces and the fewest bytes change encoding; a tie goes to the
 //! combination seen first in the listing, so the same files always make the same output.
