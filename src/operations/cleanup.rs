@@ -55,7 +55,7 @@ use crate::journal::{self, file_name, Journal, JournalOutput};
 use crate::layout::{self, PARAM_PREVIOUS_LOCATION, PARAM_RUN_ID};
 use crate::lock::{self, LockOptions};
 use crate::metastore::{Metastore, MetastoreError};
-use crate::operations::compact::write::{copy_file, hash_file};
+use crate::operations::files::{copy_file, hash_file};
 use crate::operations::outcome::{Outcome, Status, Stop};
 use crate::operations::verify;
 use crate::orc::ReadAhead;

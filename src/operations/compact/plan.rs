@@ -10,12 +10,13 @@ use futures::StreamExt;
 
 use super::options::{CompactOptions, Layout, Stripes};
 use super::report::{CarriedFile, CompactReport, GroupReport, LayoutReport, OutputReport};
-use super::write::{choose, copy_stop, OutputWriter, Way, NOT_RE_ENCODABLE};
+use super::write::{choose, OutputWriter, Way, NOT_RE_ENCODABLE};
 use crate::eligibility::{self, Refusal, Rule};
 use crate::hdfs::{Hdfs, Location};
 use crate::layout;
 use crate::lock::{self, LockError, PartitionLock};
 use crate::metastore::Metastore;
+use crate::operations::files::copy_stop;
 use crate::operations::outcome::{Status, Stop};
 use crate::orc::{
     self, group_tails, plan_group, schema_groups, GroupPlan, MergeKey, OrcTail, OutputPlan,

@@ -11,15 +11,14 @@ use super::options::{CompactOptions, VerifyLevel};
 use super::parameters::new_parameters;
 use super::plan::{check_one_acl, PartitionPlan, PlannedOutput};
 use super::report::CompactReport;
-use super::write::{
-    copy_file, hash_file, write_clustered, OutputWriter, Staged as StagedOutput, Written,
-};
+use super::write::{write_clustered, OutputWriter, Staged as StagedOutput, Written};
 use super::Progress;
 use crate::hdfs::{Access, Files, Hdfs, Location};
 use crate::journal::{self, Journal, JournalInput, JournalOutput};
 use crate::layout::{self, output_name, PARAM_PREVIOUS_LOCATION};
 use crate::lock::PartitionLock;
 use crate::metastore::Metastore;
+use crate::operations::files::{copy_file, hash_file};
 use crate::operations::outcome::{Status, Stop};
 use crate::orc::{
     digest_file, read_tail, verify_output, verify_tail, ClusterSummary, OrcError, VerifyFailure,
