@@ -41,16 +41,7 @@ pub(super) async fn adopt(
         .iter()
         .filter(|f| run.adopted.contains(&f.location().to_string()))
     {
-        run.journal.outputs.push(JournalOutput {
-            path: file.location().to_string(),
-            length: file.length,
-            rows: file.rows(),
-            inputs: vec![],
-            stripe_checksums: vec![],
-            column_digests: vec![],
-            zones: vec![],
-            modification_time: Some(file.modification_time),
-        });
+        run.journal.outputs.push(JournalOutput::adopted(file));
     }
     let location = current.to_string();
     set_location(metastore, table, spec, &current, &location, |before| {
