@@ -9,7 +9,7 @@ use super::plan::{PartitionPlan, PlannedGroup};
 use super::report::{
     CarriedFile, CarryReason, CompactReport, GroupReport, LayoutReport, OutputReport,
 };
-use super::write::{OutputWriter, Staged};
+use super::write::{OutputWriter, StagedOutput};
 use crate::hdfs::Location;
 use crate::operations::outcome::Status;
 use crate::orc::{ClusterSummary, OrcTail};
@@ -108,7 +108,7 @@ impl CompactReport {
     /// later step stops the run), and what the sorts did.
     pub(super) fn record_staged(
         &mut self,
-        outputs: &[(Location, Staged)],
+        outputs: &[(Location, StagedOutput)],
         sorted: &[ClusterSummary],
     ) {
         let planned = self.groups.iter_mut().flat_map(|g| g.outputs.iter_mut());

@@ -11,7 +11,7 @@ use super::options::{CompactOptions, VerifyLevel};
 use super::parameters::new_parameters;
 use super::plan::{check_one_acl, PartitionPlan, PlannedOutput};
 use super::report::CompactReport;
-use super::write::{write_clustered, OutputWriter, Staged as StagedOutput, Written};
+use super::write::{write_clustered, OutputWriter, StagedOutput, Written};
 use super::Progress;
 use crate::hdfs::{Access, Files, Hdfs, Location};
 use crate::journal::{self, Journal, JournalInput, JournalOutput};

@@ -104,7 +104,7 @@ pub const NOT_RE_ENCODABLE: &str = "cannot be re-encoded exactly";
 
 /// One output as staged: what was written and, when the plan's way could not be followed, the
 /// way it was made instead.
-pub(super) struct Staged {
+pub(super) struct StagedOutput {
     pub written: Written,
     pub way: Way,
 }
@@ -124,7 +124,7 @@ impl OutputWriter {
         permission: u16,
         options: &CompactOptions,
         layout: Option<&Layout>,
-    ) -> Result<Staged, Stop> {
+    ) -> Result<StagedOutput, Stop> {
         let read_ahead = &options.read_ahead;
         let copy = || stripe_copy(hdfs, inputs, output, target, permission, read_ahead);
         let written = match way.writer {
@@ -141,7 +141,7 @@ impl OutputWriter {
                         tracing::warn!(%target, error = %e, "re-encoding failed: copying stripes");
                         hdfs.delete(target, false).await?;
                         let merged = copy().await?;
-                        return Ok(Staged {
+                        return Ok(StagedOutput {
                             written: Written::Copied(merged),
                             way: Way {
                                 writer: OutputWriter::StripeCopy,
@@ -160,7 +160,7 @@ impl OutputWriter {
                 }
             }
         };
-        Ok(Staged {
+        Ok(StagedOutput {
             written,
             way: way.clone(),
         })
@@ -169,7 +169,7 @@ impl OutputWriter {
 
 /// Writes the outputs of one merge group put in `layout`'s order (the group's `inputs`, in
 /// listing order): every row decoded and sorted, then cut into `outputs` (target, rows) in
-/// turn, each with the rows the plan gave it. Returns one [`Staged`] per output and what the
+/// turn, each with the rows the plan gave it. Returns one [`StagedOutput`] per output and what the
 /// sort did; a group whose values cannot be ordered fails the partition, naming why.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn write_clustered(
@@ -181,7 +181,7 @@ pub(super) async fn write_clustered(
     permission: u16,
     options: &CompactOptions,
     layout: &Layout,
-) -> Result<(Vec<Staged>, ClusterSummary), Stop> {
+) -> Result<(Vec<StagedOutput>, ClusterSummary), Stop> {
     let tails = tails_of(inputs);
     let Some(order) = &layout.order else {
         return Err(Stop::Failed(anyhow!("a clustered group needs an order")));
@@ -221,7 +221,7 @@ pub(super) async fn write_clustered(
         let closed = close(writer, target).await;
         let written = result.map_err(failed)?;
         closed?;
-        staged.push(Staged {
+        staged.push(StagedOutput {
             written: Written::Reencoded(written),
             way: way.clone(),
         });
