@@ -2,8 +2,8 @@
 //! fresh one.
 
 use super::delete::remove;
+use super::options::CleanupOptions;
 use super::report::BinariesCleanup;
-use super::{now_millis, CleanupOptions};
 use crate::binary_cache;
 use crate::hdfs::{Hdfs, Location};
 
@@ -21,7 +21,7 @@ pub(super) async fn sweep_binaries(hdfs: &Hdfs, options: &CleanupOptions) -> Bin
             return out;
         }
     };
-    let now = now_millis() as u64;
+    let now = chrono::Utc::now().timestamp_millis() as u64;
     let sweep = binary_cache::sweep(&files, now, options.binaries_older_than);
     out.removed = sweep
         .remove

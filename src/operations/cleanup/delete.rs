@@ -7,9 +7,10 @@ use std::sync::Arc;
 use anyhow::anyhow;
 
 use super::adopt::adopt;
+use super::options::CleanupOptions;
+use super::plan::reread;
 use super::rehome::rehome;
 use super::report::{PartitionCleanup, RunAction, RunCleanup};
-use super::{reread, CleanupOptions};
 use crate::hdfs::{Hdfs, Location, Probe};
 use crate::journal;
 use crate::layout;

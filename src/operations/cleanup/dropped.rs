@@ -4,9 +4,9 @@
 use std::collections::BTreeSet;
 
 use super::delete::{discard, remove, remove_if_empty};
+use super::options::CleanupOptions;
 use super::plan::outputs_in;
 use super::report::{PartitionCleanup, RunAction, RunCleanup};
-use super::{now_millis, CleanupOptions};
 use crate::hdfs::{Hdfs, Location};
 use crate::journal::{self, file_name};
 use crate::layout;
@@ -78,7 +78,7 @@ pub(super) async fn plan_dropped(
     options: &CleanupOptions,
     p: &mut PartitionCleanup,
 ) -> anyhow::Result<()> {
-    let cutoff = now_millis() - options.older_than.as_millis() as i64;
+    let cutoff = chrono::Utc::now().timestamp_millis() - options.older_than.as_millis() as i64;
     let home = p.current.clone();
     let listing = hdfs.list(&home).await?.unwrap_or_default();
     for path in journal::list(hdfs, &home).await? {

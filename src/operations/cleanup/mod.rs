@@ -40,8 +40,7 @@
 //! longer has), [`delete`] (what a plan names), [`adopt`] (late files), [`rehome`], and the
 //! sweep of the [`binaries`] cache; [`report`] is what they fill in.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::time::Duration;
+use std::collections::BTreeSet;
 
 use anyhow::{anyhow, Context};
 use futures::StreamExt;
@@ -49,17 +48,17 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::fleet::{self, Partitions, Selection, Tables};
-use crate::hdfs::{Hdfs, Location, Probe};
+use crate::hdfs::{Hdfs, Probe};
 use crate::layout;
-use crate::lock::{self, LockOptions};
+use crate::lock;
 use crate::metastore::Metastore;
 use crate::partition_spec::PartitionSpec;
-use crate::table::{PartitionInfo, TableInfo};
 
 mod adopt;
 mod binaries;
 mod delete;
 mod dropped;
+mod options;
 mod plan;
 mod rehome;
 mod report;
@@ -67,41 +66,9 @@ mod report;
 use binaries::{execute_binaries, sweep_binaries};
 use delete::execute_partition;
 use dropped::{dropped_homes, plan_dropped, settle_dropped, still_there};
-use plan::plan_partition;
+pub use options::CleanupOptions;
+use plan::{current_location, plan_partition, reread};
 pub use report::{BinariesCleanup, CleanupReport, PartitionCleanup, RunAction, RunCleanup};
-
-#[derive(Debug, Clone)]
-pub struct CleanupOptions {
-    /// Journals younger than this are kept (engines' metadata caches may still read old files).
-    pub older_than: Duration,
-    /// Staging and unreferenced run directories younger than this may belong to a live run.
-    pub staging_older_than: Duration,
-    /// The cache of binaries `compact --on-yarn` ships (`binary_cache`).
-    pub binaries: Location,
-    /// Cached binaries no run used for this long go.
-    pub binaries_older_than: Duration,
-    pub trash: bool,
-    pub adopt_late_files: bool,
-    /// Remove late files instead of listing them (never together with `adopt_late_files`).
-    pub discard_late_files: bool,
-    /// Bring partitions whose run's inputs are gone back to their canonical directory.
-    pub rehome: bool,
-    pub dry_run: bool,
-    /// The lock taken on each partition before acting on it.
-    pub lock: LockOptions,
-}
-
-fn now_millis() -> i64 {
-    chrono::Utc::now().timestamp_millis()
-}
-
-/// The partition's current location, if it has one this tool can read.
-fn current_location(info: &PartitionInfo) -> Option<Location> {
-    info.storage
-        .location
-        .as_deref()
-        .and_then(|l| Location::parse(l).ok())
-}
 
 /// Decides what to remove, without side effects.
 pub async fn plan(
@@ -251,26 +218,6 @@ async fn locked(
         }
     }
     result
-}
-
-/// The partition as the metastore has it now: its parameters and location.
-async fn reread(
-    metastore: &Metastore,
-    table: &TableInfo,
-    spec: &PartitionSpec,
-) -> anyhow::Result<(BTreeMap<String, String>, Location)> {
-    let partition = metastore
-        .get_partition_by_values(&table.db, &table.name, &spec.values)
-        .await?;
-    let info = PartitionInfo::from(&partition);
-    let current = current_location(&info).ok_or_else(|| {
-        anyhow!(
-            "{} partition {} has no HDFS location now; nothing removed",
-            table.qualified_name(),
-            spec.name()
-        )
-    })?;
-    Ok((info.params, current))
 }
 
 async fn replan_and_execute(

@@ -6,11 +6,42 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::anyhow;
 
+use super::options::CleanupOptions;
 use super::report::{PartitionCleanup, RunAction, RunCleanup};
-use super::{now_millis, CleanupOptions};
 use crate::hdfs::{Hdfs, Location, Probe};
 use crate::journal::{self, file_name, Journal};
 use crate::layout::{self, PARAM_RUN_ID};
+use crate::metastore::Metastore;
+use crate::partition_spec::PartitionSpec;
+use crate::table::{PartitionInfo, TableInfo};
+
+/// The partition's current location, if it has one this tool can read.
+pub(super) fn current_location(info: &PartitionInfo) -> Option<Location> {
+    info.storage
+        .location
+        .as_deref()
+        .and_then(|l| Location::parse(l).ok())
+}
+
+/// The partition as the metastore has it now: its parameters and location.
+pub(super) async fn reread(
+    metastore: &Metastore,
+    table: &TableInfo,
+    spec: &PartitionSpec,
+) -> anyhow::Result<(BTreeMap<String, String>, Location)> {
+    let partition = metastore
+        .get_partition_by_values(&table.db, &table.name, &spec.values)
+        .await?;
+    let info = PartitionInfo::from(&partition);
+    let current = current_location(&info).ok_or_else(|| {
+        anyhow!(
+            "{} partition {} has no HDFS location now; nothing removed",
+            table.qualified_name(),
+            spec.name()
+        )
+    })?;
+    Ok((info.params, current))
+}
 
 pub(super) async fn plan_partition(
     hdfs: &Hdfs,
@@ -19,7 +50,7 @@ pub(super) async fn plan_partition(
     p: &mut PartitionCleanup,
     probe: Probe,
 ) -> anyhow::Result<()> {
-    let now = now_millis();
+    let now = chrono::Utc::now().timestamp_millis();
     let retention = options.older_than.as_millis() as i64;
     let dead_after = options.staging_older_than.as_millis() as i64;
     // A run killed after its swap and before its journal: rebuild the journal.

@@ -25,7 +25,8 @@
 //! and why), [`run`] (the I/O), [`write`] (how output files are made: the seam where the
 //! stripe copy and the re-encode sit side by side), [`report`] (what `--json` prints) and
 //! [`record`] (the report made from the plan, which is what `--dry-run` prints, and from each
-//! step's result), and the small rules the run applies ([`access`], [`parameters`]).
+//! step's result), [`progress`] (what a run tells the progress bar), and the small rules the
+//! run applies ([`access`], [`parameters`]).
 
 use std::time::Instant;
 
@@ -50,6 +51,7 @@ mod access;
 pub mod options;
 mod parameters;
 mod plan;
+mod progress;
 mod record;
 pub mod report;
 mod run;
@@ -59,20 +61,11 @@ pub use options::{
     CompactOptions, Layout, Stripes, VerifyLevel, DEFAULT_MIN_STRIPE_SIZE, DEFAULT_SORT_MEMORY,
     DEFAULT_STRIPE_SIZE, WRITE_IN_PROGRESS_AGE,
 };
+pub use progress::{Progress, Quiet};
 pub use report::{
     CarriedFile, CarryReason, CompactReport, GroupReport, LayoutReport, OutputReport,
 };
 pub use write::{OutputWriter, Way, NOT_RE_ENCODABLE};
-
-/// Progress events, for the CLI's progress bar; the engine does not know how they are shown.
-pub trait Progress: Send + Sync {
-    fn planned(&self, _bytes_to_write: u64) {}
-    fn written(&self, _bytes: u64) {}
-}
-
-/// No progress display.
-pub struct Quiet;
-impl Progress for Quiet {}
 
 /// Compacts one partition: plan, then (unless a dry run) run. `spec` names the partition;
 /// `known` is the partition as the caller already read it from the metastore (else it is read

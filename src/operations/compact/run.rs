@@ -10,9 +10,9 @@ use super::access::{keep_access, not_kept_warning};
 use super::options::{CompactOptions, VerifyLevel};
 use super::parameters::new_parameters;
 use super::plan::{check_one_acl, PartitionPlan, PlannedOutput};
+use super::progress::Progress;
 use super::report::CompactReport;
 use super::write::{write_clustered, OutputWriter, StagedOutput, Written};
-use super::Progress;
 use crate::hdfs::{Access, Files, Hdfs, Location};
 use crate::journal::{self, Journal, JournalInput, JournalOutput};
 use crate::layout::{self, output_name, PARAM_PREVIOUS_LOCATION};
@@ -690,7 +690,7 @@ fn check_reencoded(
 mod tests {
     use super::*;
     use crate::hdfs::fake::MemFiles;
-    use crate::operations::compact::Quiet;
+    use crate::operations::compact::progress::Quiet;
     use crate::operations::outcome::Status;
     use crate::relocate::fake::{table, Alter, FakeMetastore};
     use crate::snapshot::Snapshot;
