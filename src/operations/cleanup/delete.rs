@@ -16,47 +16,9 @@ use crate::journal;
 use crate::layout;
 use crate::metastore::Metastore;
 
-/// Removes a directory only if it holds nothing at all.
-pub(super) async fn remove_if_empty(hdfs: &Hdfs, dir: &Location) -> anyhow::Result<()> {
-    if hdfs
-        .list(dir)
-        .await?
-        .is_some_and(|l| l.files.is_empty() && l.subdirs.is_empty() && l.hidden.is_empty())
-    {
-        hdfs.delete(dir, false).await?;
-    }
-    Ok(())
-}
-
-/// `--discard-late-files`: removes the run's late files, recording them as discarded.
-pub(super) async fn discard(
-    hdfs: &Hdfs,
-    run: &mut RunCleanup,
-    trash: bool,
-    trashed_to: &mut Vec<String>,
-) -> anyhow::Result<()> {
-    for late in std::mem::take(&mut run.late_files) {
-        remove(hdfs, &Location::parse(&late)?, trash, trashed_to).await?;
-        run.discarded.push(late);
-    }
-    Ok(())
-}
-
-/// Deletes `target` (recursively), or moves it to the trash, recording where it went.
-pub(super) async fn remove(
-    hdfs: &Hdfs,
-    target: &Location,
-    trash: bool,
-    trashed_to: &mut Vec<String>,
-) -> anyhow::Result<()> {
-    if trash {
-        trashed_to.push(hdfs.trash(target).await?.to_string());
-    } else {
-        hdfs.delete(target, true).await?;
-    }
-    Ok(())
-}
-
+/// Does `p`'s plan, made under the partition's lock: writes the rebuilt journals, removes dead
+/// runs, then run by run (each after checking the partition has not moved) settles late files,
+/// removes what the run left, marks its journal, and last rehomes the partition if asked.
 pub(super) async fn execute_partition(
     metastore: &Metastore,
     hdfs: &Hdfs,
@@ -150,6 +112,47 @@ pub(super) async fn execute_partition(
     if let Some(home) = &p.rehomed_to {
         let home = Location::parse(home)?;
         rehome(metastore, hdfs, p, &home).await?;
+    }
+    Ok(())
+}
+
+/// Removes a directory only if it holds nothing at all.
+pub(super) async fn remove_if_empty(hdfs: &Hdfs, dir: &Location) -> anyhow::Result<()> {
+    if hdfs
+        .list(dir)
+        .await?
+        .is_some_and(|l| l.files.is_empty() && l.subdirs.is_empty() && l.hidden.is_empty())
+    {
+        hdfs.delete(dir, false).await?;
+    }
+    Ok(())
+}
+
+/// `--discard-late-files`: removes the run's late files, recording them as discarded.
+pub(super) async fn discard(
+    hdfs: &Hdfs,
+    run: &mut RunCleanup,
+    trash: bool,
+    trashed_to: &mut Vec<String>,
+) -> anyhow::Result<()> {
+    for late in std::mem::take(&mut run.late_files) {
+        remove(hdfs, &Location::parse(&late)?, trash, trashed_to).await?;
+        run.discarded.push(late);
+    }
+    Ok(())
+}
+
+/// Deletes `target` (recursively), or moves it to the trash, recording where it went.
+pub(super) async fn remove(
+    hdfs: &Hdfs,
+    target: &Location,
+    trash: bool,
+    trashed_to: &mut Vec<String>,
+) -> anyhow::Result<()> {
+    if trash {
+        trashed_to.push(hdfs.trash(target).await?.to_string());
+    } else {
+        hdfs.delete(target, true).await?;
     }
     Ok(())
 }

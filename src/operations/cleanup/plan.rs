@@ -43,6 +43,10 @@ pub(super) async fn reread(
     Ok((info.params, current))
 }
 
+/// Plans `p`, a partition the metastore has with `params`, from what HDFS holds now: journals
+/// to rebuild, dead runs' directories, and per journal its run (see [`plan_run`]); then
+/// whether `--rehome` applies. `probe` says whether directories may be told apart by a marker
+/// file (only once the plan is to be done).
 pub(super) async fn plan_partition(
     hdfs: &Hdfs,
     params: &BTreeMap<String, String>,
