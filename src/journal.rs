@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::hdfs::{Files, Hdfs, Listing, Location, Probe};
 use crate::layout::{self, PARAM_PREVIOUS_LOCATION, PARAM_RUN_ID};
-use crate::orc::ColumnDigest;
+use crate::orc::{ColumnDigest, MergedOutput, ReencodedOutput};
 use crate::partition_spec::PartitionSpec;
 use crate::snapshot::{DataFile, Snapshot};
 use crate::table::TableInfo;
@@ -95,6 +95,88 @@ impl JournalInput {
             length: file.length,
             modification_time: file.modification_time,
             rows: file.rows(),
+        }
+    }
+}
+
+impl JournalOutput {
+    /// A merged output of copied stripes, with each stripe's checksum.
+    pub fn copied(
+        path: String,
+        merged: &MergedOutput,
+        rows: u64,
+        inputs: Vec<String>,
+        modification_time: Option<u64>,
+    ) -> Self {
+        JournalOutput {
+            stripe_checksums: merged.stripe_checksums.iter().map(|c| c.xxh3).collect(),
+            ..JournalOutput::bare(path, merged.length, rows, inputs, modification_time)
+        }
+    }
+
+    /// A re-encoded output, with the digests of its columns and time zones.
+    pub fn reencoded(
+        path: String,
+        reencoded: &ReencodedOutput,
+        rows: u64,
+        inputs: Vec<String>,
+        modification_time: Option<u64>,
+    ) -> Self {
+        JournalOutput {
+            column_digests: reencoded.digests.columns.clone(),
+            zones: reencoded.digests.zones.clone(),
+            ..JournalOutput::bare(path, reencoded.length, rows, inputs, modification_time)
+        }
+    }
+
+    /// A file carried over unchanged as `path`, with the checksum of its bytes.
+    pub fn carried(
+        path: String,
+        source: &DataFile,
+        checksum: u64,
+        modification_time: Option<u64>,
+    ) -> Self {
+        JournalOutput {
+            stripe_checksums: vec![checksum],
+            ..JournalOutput::bare(
+                path,
+                source.length,
+                source.rows(),
+                vec![source.name.clone()],
+                modification_time,
+            )
+        }
+    }
+
+    /// A late file adopted into the partition (`cleanup --adopt-late-files`): listed among its
+    /// files, without checksums, as the run did not write it.
+    pub fn adopted(file: &DataFile) -> Self {
+        let path = file.location().to_string();
+        JournalOutput::bare(
+            path,
+            file.length,
+            file.rows(),
+            vec![],
+            Some(file.modification_time),
+        )
+    }
+
+    fn bare(
+        path: String,
+        length: u64,
+        rows: u64,
+        inputs: Vec<String>,
+        modification_time: Option<u64>,
+    ) -> Self {
+        JournalOutput {
+            path,
+            length,
+            rows,
+            inputs,
+            stripe_checksums: vec![],
+            column_digests: vec![],
+            zones: vec![],
+            modification_time,
         }
     }
 }

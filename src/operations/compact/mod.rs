@@ -20,11 +20,13 @@
 //! 5. Old files stay where they were, so the swap can be rolled back until cleanup.
 //! 6. Running it twice is safe: the second run finds nothing to do.
 //!
-//! The parts: [`options`] (what a run is told), [`plan`] (what `--dry-run` prints, computed
-//! without side effects, including per output whether its stripes are copied or its rows
-//! re-encoded, and why), [`run`] (the I/O), [`write`] (how output files are made: the seam
-//! where the stripe copy and the re-encode sit side by side), [`report`] (what `--json`
-//! prints), and the small rules the run applies ([`access`], [`parameters`]).
+//! The parts: [`options`] (what a run is told), [`plan`] (the plan as data, computed without
+//! side effects, including per output whether its stripes are copied or its rows re-encoded,
+//! and why), [`run`] (the I/O), [`write`] (how output files are made: the seam where the
+//! stripe copy and the re-encode sit side by side), [`report`] (what `--json` prints) and
+//! [`record`] (the report made from the plan, which is what `--dry-run` prints, and from each
+//! step's result), [`progress`] (what a run tells the progress bar), and the small rules the
+//! run applies ([`access`], [`parameters`]).
 
 use std::time::Instant;
 
@@ -32,7 +34,7 @@ use tracing::Instrument;
 
 use crate::hdfs::Hdfs;
 use crate::metastore::Metastore;
-use crate::operations::outcome::Status;
+use crate::operations::outcome::Stop;
 use crate::table::{PartitionInfo, TableInfo};
 
 /// Test builds can fail or pause at each step (`FAILPOINTS=compact::before-swap=return`), to
@@ -49,6 +51,8 @@ mod access;
 pub mod options;
 mod parameters;
 mod plan;
+mod progress;
+mod record;
 pub mod report;
 mod run;
 pub mod write;
@@ -57,18 +61,11 @@ pub use options::{
     CompactOptions, Layout, Stripes, VerifyLevel, DEFAULT_MIN_STRIPE_SIZE, DEFAULT_SORT_MEMORY,
     DEFAULT_STRIPE_SIZE, WRITE_IN_PROGRESS_AGE,
 };
-pub use report::{CarriedFile, CompactReport, GroupReport, LayoutReport, OutputReport};
+pub use progress::{Progress, Quiet};
+pub use report::{
+    CarriedFile, CarryReason, CompactReport, GroupReport, LayoutReport, OutputReport,
+};
 pub use write::{OutputWriter, Way, NOT_RE_ENCODABLE};
-
-/// Progress events, for the CLI's progress bar; the engine does not know how they are shown.
-pub trait Progress: Send + Sync {
-    fn planned(&self, _bytes_to_write: u64) {}
-    fn written(&self, _bytes: u64) {}
-}
-
-/// No progress display.
-pub struct Quiet;
-impl Progress for Quiet {}
 
 /// Compacts one partition: plan, then (unless a dry run) run. `spec` names the partition;
 /// `known` is the partition as the caller already read it from the metastore (else it is read
@@ -101,39 +98,47 @@ async fn compact(
     let started = Instant::now();
     let mut report = CompactReport::new(&table.qualified_name(), spec);
     let mut lock = None;
-    match plan::plan(
-        metastore,
-        hdfs,
-        table,
-        match known {
-            Some(p) => plan::Which::Read(p),
-            None => plan::Which::Spec(spec),
-        },
-        options,
-        &mut lock,
-        &mut report,
-    )
-    .await
-    {
-        Ok(Some(plan)) if options.dry_run => {
-            report.outcome.status = Status::DryRun;
-            report.verify = Some(options.verify);
-            report.stripes = Some(options.stripes);
-            report.name_outputs("<run-id>");
-            report.bytes_after = plan.bytes_to_write();
+    let which = match known {
+        Some(p) => plan::Which::Read(p),
+        None => plan::Which::Spec(spec),
+    };
+    let done: Result<(), Stop> = async {
+        let plan = plan::plan(
+            metastore,
+            hdfs,
+            table,
+            which,
+            options,
+            &mut lock,
+            &mut report,
+        )
+        .await?;
+        report.record_plan(&plan, options);
+        if plan.outputs.is_empty() {
+            report.record_nothing_to_do(&plan);
+            return Ok(());
         }
-        Ok(Some(plan)) => {
-            tracing::debug!(
-                files = plan.snapshot.files.len(),
-                seconds = started.elapsed().as_secs_f64(),
-                "planned"
-            );
-            run::Run::new(metastore, hdfs, &plan, options, lock.as_mut(), progress)
-                .execute(&mut report)
-                .await
+        if let Some(layout) = &plan.layout {
+            let before = plan::stripe_lookups(hdfs, &plan, layout).await?;
+            report.record_layout(layout, before);
         }
-        Ok(None) => {}
-        Err(stop) => report.outcome.stop(stop),
+        if options.dry_run {
+            report.record_dry_run(&plan, options);
+            return Ok(());
+        }
+        tracing::debug!(
+            files = plan.snapshot.files.len(),
+            seconds = started.elapsed().as_secs_f64(),
+            "planned"
+        );
+        run::Run::new(metastore, hdfs, &plan, options, lock.as_mut(), progress)
+            .execute(&mut report)
+            .await;
+        Ok(())
+    }
+    .await;
+    if let Err(stop) = done {
+        report.outcome.stop(stop);
     }
     // Every path ends here, so the lock is released whatever happened.
     if let Some(lock) = lock {

@@ -1,6 +1,6 @@
 //! Steps 1 to 3 of the protocol and the merge plan: resolve and refuse, lock, snapshot the files
-//! and their tails, group them by merge key and plan the outputs. No side effects but the lock:
-//! exactly what `--dry-run` prints.
+//! and their tails, group them by merge key and plan the outputs. No side effects but the lock.
+//! The plan is data: what `--dry-run` prints is made from it ([`super::record`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -9,17 +9,18 @@ use anyhow::anyhow;
 use futures::StreamExt;
 
 use super::options::{CompactOptions, Layout, Stripes};
-use super::report::{CarriedFile, CompactReport, GroupReport, LayoutReport, OutputReport};
-use super::write::{choose, copy_stop, OutputWriter, Way, NOT_RE_ENCODABLE};
+use super::report::{CarryReason, CompactReport};
+use super::write::{choose, OutputWriter, Way, NOT_RE_ENCODABLE};
 use crate::eligibility::{self, Refusal, Rule};
 use crate::hdfs::{Hdfs, Location};
 use crate::layout;
 use crate::lock::{self, LockError, PartitionLock};
 use crate::metastore::Metastore;
-use crate::operations::outcome::{Status, Stop};
+use crate::operations::files::copy_stop;
+use crate::operations::outcome::Stop;
 use crate::orc::{
-    self, group_tails, plan_group, schema_groups, GroupPlan, MergeKey, OrcTail, OutputPlan,
-    OutputShape, PlanOptions,
+    self, group_tails, plan_group, schema_groups, GroupPlan, Grouping, MergeKey, OrcTail,
+    OutputPlan, OutputShape, PlanOptions,
 };
 use crate::partition_spec::PartitionSpec;
 use crate::resolve;
@@ -35,15 +36,27 @@ pub(super) struct PartitionPlan {
     /// The partition's own directory, where the run keeps its things (see [`layout`]).
     pub home: Location,
     pub snapshot: Snapshot,
+    /// The merge groups planned, each with the outputs whose `group` is its index.
+    pub groups: Vec<PlannedGroup>,
     pub outputs: Vec<PlannedOutput>,
     /// Indices into `snapshot.files` of the files carried unchanged, and why.
-    pub carried: Vec<(usize, String)>,
+    pub carried: Vec<(usize, CarryReason)>,
     /// Indices into `snapshot.files` of the zero-length files.
     pub dropped_empty: Vec<usize>,
     /// Indices into `snapshot.files` of files that have a tail, in the order the planner saw.
     pub with_tail: Vec<usize>,
     /// The layout the outputs are asked to have, if any.
     pub layout: Option<Layout>,
+}
+
+/// Files planned together, in one way, into one or more outputs.
+pub(super) struct PlannedGroup {
+    /// The ORC schema the files share.
+    pub schema: String,
+    /// How its outputs are encoded (a copy keeps the inputs' encoding, which this is).
+    pub shape: OutputShape,
+    /// Indices into `with_tail`, in listing order.
+    pub files: Vec<usize>,
 }
 
 /// One output: its inputs and stripes (indices into `with_tail`), and the way it is made.
@@ -96,8 +109,8 @@ struct Resolved {
     home: Location,
 }
 
-/// Resolves, checks and plans one partition; `None` when there is nothing to do (the report
-/// says so). Unless a dry run, it takes the partition's metastore lock into `lock` before the
+/// Resolves, checks and plans one partition (with no outputs when there is nothing to do).
+/// Unless a dry run, it takes the partition's metastore lock into `lock` before the
 /// snapshot; the caller releases it.
 pub(super) async fn plan(
     metastore: &Metastore,
@@ -107,7 +120,7 @@ pub(super) async fn plan(
     options: &CompactOptions,
     lock: &mut Option<PartitionLock>,
     report: &mut CompactReport,
-) -> Result<Option<PartitionPlan>, Stop> {
+) -> Result<PartitionPlan, Stop> {
     let found = resolve(metastore, table, partition, report).await?;
     // Lock before the snapshot, so what we list is what no lock-taking writer changes until
     // the swap.
@@ -126,62 +139,40 @@ pub(super) async fn plan(
     if options.dry_run {
         check_one_acl(hdfs, &snapshot).await?;
     }
-    report.files_before = snapshot.files.len();
-    report.bytes_before = snapshot.bytes();
-    report.rows = snapshot.rows();
+    report.record_snapshot(&snapshot);
     let unfit = unfit_for_re_encoding(hdfs, &snapshot, options).await?;
     let calendar_free = calendar_free_files(hdfs, &snapshot, options).await?;
-    let plan = group_and_plan(
+    Ok(group_and_plan(
         table,
         found,
         snapshot,
         options,
         &unfit,
         &calendar_free,
-        report,
-    );
-    if plan.outputs.is_empty() {
-        report.outcome.status = Status::NothingToDo;
-        let laid_out = |c: &(usize, String)| c.1.starts_with("already laid out as");
-        report.outcome.reason = Some(if plan.snapshot.files.is_empty() {
-            "the partition has no data files".to_string()
-        } else if !plan.carried.is_empty() && plan.carried.iter().all(laid_out) {
-            format!(
-                "every file is already laid out as {}",
-                plan.layout.as_ref().map(|l| l.marker()).unwrap_or_default()
+    ))
+}
+
+/// Per key column of the plan's layout, the mean fraction of the partition's stripes a point
+/// lookup reads before the run, from the files' stripe statistics.
+pub(super) async fn stripe_lookups(
+    hdfs: &Hdfs,
+    plan: &PartitionPlan,
+    layout: &Layout,
+) -> Result<BTreeMap<String, f64>, Stop> {
+    let columns = layout
+        .order
+        .as_ref()
+        .map(|o| o.columns())
+        .unwrap_or_default();
+    plan.snapshot
+        .stripe_lookup_fractions(hdfs, &columns)
+        .await
+        .map_err(|e| {
+            copy_stop(
+                &format!("reading the statistics in {}", plan.snapshot.dir),
+                e,
             )
-        } else {
-            "no two files can be merged: every file is already large, alone in its merge \
-             group, or unmergeable"
-                .to_string()
-        });
-        report.files_after = report.files_before;
-        report.bytes_after = report.bytes_before;
-        return Ok(None);
-    }
-    report.files_after = plan.outputs.len() + plan.carried.len();
-    if let Some(layout) = &plan.layout {
-        let columns = layout
-            .order
-            .as_ref()
-            .map(|o| o.columns())
-            .unwrap_or_default();
-        report.layout = Some(LayoutReport {
-            layout: layout.marker(),
-            stripes_before: plan
-                .snapshot
-                .stripe_lookup_fractions(hdfs, &columns)
-                .await
-                .map_err(|e| {
-                    copy_stop(
-                        &format!("reading the statistics in {}", plan.snapshot.dir),
-                        e,
-                    )
-                })?,
-            ..LayoutReport::default()
-        });
-    }
-    Ok(Some(plan))
+        })
 }
 
 /// Step 1: resolve the partition (unless the caller already read it), and refuse what the tool
@@ -469,8 +460,7 @@ async fn calendar_free_files(
 }
 
 /// Groups the files by merge key and plans each group's outputs, those with `unfit` files
-/// (by index into the snapshot's files) as copies; fills the report's groups, carried and
-/// empty files.
+/// (by index into the snapshot's files) as copies; every other file is carried, with why.
 fn group_and_plan(
     table: &TableInfo,
     found: Resolved,
@@ -478,7 +468,6 @@ fn group_and_plan(
     options: &CompactOptions,
     unfit: &BTreeMap<usize, String>,
     calendar_free: &BTreeSet<usize>,
-    report: &mut CompactReport,
 ) -> PartitionPlan {
     let files = &snapshot.files;
     let (with_tail, dropped_empty): (Vec<usize>, Vec<usize>) =
@@ -487,170 +476,97 @@ fn group_and_plan(
         .iter()
         .filter_map(|&i| files[i].tail.as_ref())
         .collect();
-    // By index into `tails`, as the planner counts.
-    let unfit: BTreeMap<usize, &str> = with_tail
-        .iter()
-        .enumerate()
-        .filter_map(|(t, i)| unfit.get(i).map(|why| (t, why.as_str())))
-        .collect();
-    let grouping = group_tails(&tails);
     let layout = options.layout_for(&table.qualified_name()).cloned();
-    // A layout is for every file: large ones and lone ones are rewritten too.
-    let plan_options = PlanOptions {
-        target_size: options.target_size,
-        large_file_fraction: match layout {
-            Some(_) => f64::INFINITY,
-            None => options.large_file_fraction,
+    let planner = Planner {
+        // By index into `tails`, as the planner counts.
+        unfit: with_tail
+            .iter()
+            .enumerate()
+            .filter_map(|(t, i)| unfit.get(i).map(|why| (t, why.as_str())))
+            .collect(),
+        grouping: group_tails(&tails),
+        tails,
+        options,
+        layout: layout.as_ref(),
+        // A layout is for every file: large ones and lone ones are rewritten too.
+        plan_options: PlanOptions {
+            target_size: options.target_size,
+            large_file_fraction: match layout {
+                Some(_) => f64::INFINITY,
+                None => options.large_file_fraction,
+            },
+            alone_too: layout.is_some(),
         },
-        alone_too: layout.is_some(),
     };
-    let mut outputs = Vec::new();
-    let mut carried: Vec<(usize, String)> = grouping
+    let grouping = &planner.grouping;
+    let mut carried: Vec<(usize, CarryReason)> = grouping
         .unmergeable
         .iter()
-        .map(|u| (with_tail[u.file], format!("cannot be merged: {}", u.reason)))
+        .map(|u| {
+            (
+                with_tail[u.file],
+                CarryReason::Unmergeable(u.reason.clone()),
+            )
+        })
         .collect();
     let clusters: Vec<Vec<usize>> = match options.stripes {
         Stripes::Copy => (0..grouping.groups.len()).map(|g| vec![g]).collect(),
-        Stripes::Auto | Stripes::Rewrite => schema_groups(&grouping, &tails, &|t| {
+        Stripes::Auto | Stripes::Rewrite => schema_groups(grouping, &planner.tails, &|t| {
             calendar_free.contains(&with_tail[t])
         }),
     };
-    let mut groups = Vec::new();
+    let (mut groups, mut outputs) = (Vec::new(), Vec::new());
     for cluster in clusters {
-        if let Some(layout) = &layout {
-            let marker = layout.marker();
+        if let Some(marker) = planner.laid_out(&cluster) {
             let files = cluster.iter().flat_map(|&g| &grouping.groups[g].files);
-            if files
-                .clone()
-                .all(|&f| orc::layout_of(tails[f]) == Some(marker.as_str()))
-            {
-                for &f in files {
-                    carried.push((with_tail[f], format!("already laid out as {marker}")));
-                }
-                continue;
-            }
+            carried.extend(files.map(|&f| (with_tail[f], CarryReason::LaidOut(marker.clone()))));
+            continue;
         }
-        // Groups of one schema are planned as one when they are re-encoded; a way that turns
-        // out to be a copy plans them merge key by merge key, as a copy needs.
-        let mut planned = vec![];
-        if cluster.len() > 1 {
-            let mut members: Vec<usize> = cluster
-                .iter()
-                .flat_map(|&g| grouping.groups[g].files.iter().copied())
-                .collect();
-            members.sort_unstable();
-            let key = &grouping.groups[cluster[0]].key;
-            let together = plan_members(
-                members,
-                cluster.len(),
-                key,
-                &tails,
-                &unfit,
-                options,
-                layout.as_ref(),
-                &plan_options,
+        for p in planner.plan_cluster(&cluster) {
+            let left = p.plan.left_alone.iter();
+            carried.extend(
+                left.map(|l| (with_tail[l.file], CarryReason::LeftAlone(l.reason.clone()))),
             );
-            if together.way.writer == OutputWriter::Rewrite {
-                planned.push(together);
-            }
-        }
-        if planned.is_empty() {
-            planned = cluster
-                .iter()
-                .map(|&g| {
-                    let group = &grouping.groups[g];
-                    plan_members(
-                        group.files.clone(),
-                        1,
-                        &group.key,
-                        &tails,
-                        &unfit,
-                        options,
-                        layout.as_ref(),
-                        &plan_options,
-                    )
-                })
-                .collect();
-        }
-        for p in planned {
-            for left in &p.plan.left_alone {
-                carried.push((with_tail[left.file], left.reason.clone()));
-            }
-            let mut writers: Vec<String> = vec![];
-            for &f in &p.files {
-                let name = writer_name(tails[f]);
-                if !writers.contains(&name) {
-                    writers.push(name);
-                }
-            }
-            let mut g = GroupReport {
-                schema: p.schema.clone(),
-                compression: format!("{:?}", p.shape.compression).to_ascii_uppercase(),
-                writer: writers.join(", "),
-                files: p.files.len(),
-                bytes: p.files.iter().map(|&f| files[with_tail[f]].length).sum(),
-                outputs: vec![],
-            };
-            for output in p.plan.outputs {
-                g.outputs.push(OutputReport {
-                    name: String::new(),
-                    inputs: output
-                        .inputs
-                        .iter()
-                        .map(|&f| files[with_tail[f]].name.clone())
-                        .collect(),
-                    stripes: match p.way.writer {
-                        OutputWriter::StripeCopy => output.stripes.len(),
-                        // Encoded sizes are not known before encoding: about one stripe per
-                        // --stripe-size of input.
-                        OutputWriter::Rewrite => {
-                            output.content_length.div_ceil(options.stripe_size).max(1) as usize
-                        }
-                    },
-                    rows: output.rows,
-                    bytes: output.content_length,
-                    made_by: p.way.writer,
-                    why: p.way.why.clone(),
-                });
-                outputs.push(PlannedOutput {
-                    plan: output,
-                    way: p.way.clone(),
-                    shape: p.shape,
-                    group: groups.len(),
-                });
-            }
-            groups.push(g);
+            let group = groups.len();
+            outputs.extend(p.plan.outputs.into_iter().map(|plan| PlannedOutput {
+                plan,
+                way: p.way.clone(),
+                shape: p.shape,
+                group,
+            }));
+            groups.push(PlannedGroup {
+                schema: p.schema,
+                shape: p.shape,
+                files: p.files,
+            });
         }
     }
     carried.sort_by_key(|(i, _)| *i);
-    report.carried = carried
-        .iter()
-        .map(|(i, reason)| CarriedFile {
-            name: files[*i].name.clone(),
-            bytes: files[*i].length,
-            stripes: files[*i].tail.as_ref().map_or(0, |t| t.stripes.len()),
-            reason: reason.clone(),
-        })
-        .collect();
-    report.stripes_before = tails.iter().map(|t| t.stripes.len()).sum();
-    report.dropped_empty = dropped_empty
-        .iter()
-        .map(|&i| files[i].name.clone())
-        .collect();
-    report.groups = groups;
     PartitionPlan {
         table: table.clone(),
         spec: found.spec,
         location: found.location,
         home: found.home,
         snapshot,
+        groups,
         outputs,
         carried,
         dropped_empty,
         with_tail,
         layout,
     }
+}
+
+/// What planning the merge groups of one partition reads: its files' tails and merge groups,
+/// which are unfit for re-encoding, and how outputs are to be cut and made.
+struct Planner<'a> {
+    tails: Vec<&'a OrcTail>,
+    grouping: Grouping,
+    /// By index into `tails`: why the file cannot be re-encoded.
+    unfit: BTreeMap<usize, &'a str>,
+    options: &'a CompactOptions,
+    layout: Option<&'a Layout>,
+    plan_options: PlanOptions,
 }
 
 /// Files planned together: their outputs, the way those are made, and how a re-encode encodes
@@ -664,76 +580,84 @@ struct Members {
     shape: OutputShape,
 }
 
-/// Plans `files` (of `keys` merge keys, all of `key`'s schema) into outputs and chooses their
-/// way by the policy (see [`choose`]), a copy where a file is `unfit` for re-encoding. Files
-/// of several keys can only be re-encoded together; the reason says so.
-#[allow(clippy::too_many_arguments)]
-fn plan_members(
-    files: Vec<usize>,
-    keys: usize,
-    key: &MergeKey,
-    tails: &[&OrcTail],
-    unfit: &BTreeMap<usize, &str>,
-    options: &CompactOptions,
-    layout: Option<&Layout>,
-    plan_options: &PlanOptions,
-) -> Members {
-    let plan = plan_group(&files, tails, plan_options);
-    let merged = plan.outputs.iter().flat_map(|o| &o.stripes);
-    let mut way = match layout {
-        Some(layout) => Way {
-            writer: OutputWriter::Rewrite,
-            why: format!("laid out as {}", layout.marker()),
-        },
-        None => choose(
-            options,
-            merged.clone().count(),
-            merged.map(|s| s.length).sum(),
-        ),
-    };
-    if way.writer == OutputWriter::Rewrite {
-        if let Some(why) = files.iter().find_map(|f| unfit.get(f)) {
-            way = Way {
-                writer: OutputWriter::StripeCopy,
-                why: format!("{}, but copied: {why}", way.why),
-            };
-        }
+impl Planner<'_> {
+    /// The layout's marker when every file of the `cluster` of merge groups has it already:
+    /// they are carried as they are.
+    fn laid_out(&self, cluster: &[usize]) -> Option<String> {
+        let marker = self.layout?.marker();
+        let mut files = cluster.iter().flat_map(|&g| &self.grouping.groups[g].files);
+        files
+            .all(|&f| orc::layout_of(self.tails[f]) == Some(marker.as_str()))
+            .then_some(marker)
     }
-    let inputs = plan.outputs.iter().flat_map(|o| &o.inputs);
-    let mut shape = OutputShape::dominant(inputs.map(|&f| tails[f]))
-        .unwrap_or_else(|| OutputShape::of(tails[files[0]]));
-    if let Some(codec) = layout.and_then(|l| l.codec) {
-        shape = shape.with_codec(codec);
-    }
-    if keys > 1 {
-        way.why = format!(
-            "{}; merges files of {keys} codecs, block sizes, writers or strides that a stripe \
-             copy keeps apart, re-encoded as the most bytes are ({shape})",
-            way.why
-        );
-    }
-    Members {
-        files,
-        schema: key.schema.clone(),
-        plan,
-        way,
-        shape,
-    }
-}
 
-fn writer_name(tail: &OrcTail) -> String {
-    let who = match tail.writer {
-        0 => "ORC Java",
-        1 => "ORC C++",
-        2 => "Presto",
-        3 => "Scritchley Go",
-        4 => "Trino",
-        5 => "CUDF",
-        _ => "other",
-    };
-    match &tail.footer.software_version {
-        Some(v) => format!("{who} {v}"),
-        None => who.to_string(),
+    /// Plans a `cluster` of merge groups of one schema: as one when they are re-encoded; a way
+    /// that turns out to be a copy plans them merge key by merge key, as a copy needs.
+    fn plan_cluster(&self, cluster: &[usize]) -> Vec<Members> {
+        let groups = &self.grouping.groups;
+        if cluster.len() > 1 {
+            let mut members: Vec<usize> = cluster
+                .iter()
+                .flat_map(|&g| groups[g].files.iter().copied())
+                .collect();
+            members.sort_unstable();
+            let together = self.plan_members(members, cluster.len(), &groups[cluster[0]].key);
+            if together.way.writer == OutputWriter::Rewrite {
+                return vec![together];
+            }
+        }
+        cluster
+            .iter()
+            .map(|&g| self.plan_members(groups[g].files.clone(), 1, &groups[g].key))
+            .collect()
+    }
+
+    /// Plans `files` (of `keys` merge keys, all of `key`'s schema) into outputs and chooses
+    /// their way by the policy (see [`choose`]), a copy where a file is unfit for re-encoding.
+    /// Files of several keys can only be re-encoded together; the reason says so.
+    fn plan_members(&self, files: Vec<usize>, keys: usize, key: &MergeKey) -> Members {
+        let tails = &self.tails;
+        let plan = plan_group(&files, tails, &self.plan_options);
+        let merged = plan.outputs.iter().flat_map(|o| &o.stripes);
+        let mut way = match self.layout {
+            Some(layout) => Way {
+                writer: OutputWriter::Rewrite,
+                why: format!("laid out as {}", layout.marker()),
+            },
+            None => choose(
+                self.options,
+                merged.clone().count(),
+                merged.map(|s| s.length).sum(),
+            ),
+        };
+        if way.writer == OutputWriter::Rewrite {
+            if let Some(why) = files.iter().find_map(|f| self.unfit.get(f)) {
+                way = Way {
+                    writer: OutputWriter::StripeCopy,
+                    why: format!("{}, but copied: {why}", way.why),
+                };
+            }
+        }
+        let inputs = plan.outputs.iter().flat_map(|o| &o.inputs);
+        let mut shape = OutputShape::dominant(inputs.map(|&f| tails[f]))
+            .unwrap_or_else(|| OutputShape::of(tails[files[0]]));
+        if let Some(codec) = self.layout.and_then(|l| l.codec) {
+            shape = shape.with_codec(codec);
+        }
+        if keys > 1 {
+            way.why = format!(
+                "{}; merges files of {keys} codecs, block sizes, writers or strides that a stripe \
+                 copy keeps apart, re-encoded as the most bytes are ({shape})",
+                way.why
+            );
+        }
+        Members {
+            files,
+            schema: key.schema.clone(),
+            plan,
+            way,
+            shape,
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! What `compact` reports for one partition: the plan as the dry run shows it, and the outcome.
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
@@ -43,7 +44,62 @@ pub struct CarriedFile {
     pub name: String,
     pub bytes: u64,
     pub stripes: usize,
-    pub reason: String,
+    pub reason: CarryReason,
+}
+
+/// Why a file is carried over unchanged rather than merged. `--json` and the text report give
+/// it as one sentence ([`Display`](fmt::Display)), the one a YARN task's report is read back
+/// from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "String", from = "String")]
+pub enum CarryReason {
+    /// No merge group takes it: its merge key or user metadata says why (the ORC reader's words).
+    Unmergeable(String),
+    /// The planner left it where it is: large already, or with nothing to merge with (its
+    /// words).
+    LeftAlone(String),
+    /// Every file of its group already has the layout asked for, this marker.
+    LaidOut(String),
+}
+
+impl CarryReason {
+    const UNMERGEABLE: &'static str = "cannot be merged: ";
+    const LAID_OUT: &'static str = "already laid out as ";
+}
+
+impl fmt::Display for CarryReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CarryReason::Unmergeable(why) => write!(f, "{}{why}", Self::UNMERGEABLE),
+            CarryReason::LeftAlone(why) => f.write_str(why),
+            CarryReason::LaidOut(marker) => write!(f, "{}{marker}", Self::LAID_OUT),
+        }
+    }
+}
+
+impl From<CarryReason> for String {
+    fn from(reason: CarryReason) -> String {
+        reason.to_string()
+    }
+}
+
+/// The sentence read back: the planner's own sentences never open as the others do.
+impl From<String> for CarryReason {
+    fn from(sentence: String) -> Self {
+        if let Some(why) = sentence.strip_prefix(Self::UNMERGEABLE) {
+            CarryReason::Unmergeable(why.to_string())
+        } else if let Some(marker) = sentence.strip_prefix(Self::LAID_OUT) {
+            CarryReason::LaidOut(marker.to_string())
+        } else {
+            CarryReason::LeftAlone(sentence)
+        }
+    }
+}
+
+impl From<&str> for CarryReason {
+    fn from(sentence: &str) -> Self {
+        CarryReason::from(sentence.to_string())
+    }
 }
 
 /// What `--json` prints for one partition.
@@ -132,12 +188,33 @@ impl CompactReport {
             seconds: 0.0,
         }
     }
+}
 
-    /// Names the planned outputs in plan order (`<run-id>` in a dry run).
-    pub(super) fn name_outputs(&mut self, run_id: &str) {
-        let outputs = self.groups.iter_mut().flat_map(|g| g.outputs.iter_mut());
-        for (n, out) in outputs.enumerate() {
-            out.name = crate::layout::output_name(run_id, n);
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn carry_reasons_read_as_today_and_read_back_as_they_were() {
+        let reasons = [
+            (
+                CarryReason::Unmergeable("its footer names no compression".into()),
+                "cannot be merged: its footer names no compression",
+            ),
+            (
+                CarryReason::LeftAlone("the only small file of its merge group".into()),
+                "the only small file of its merge group",
+            ),
+            (
+                CarryReason::LaidOut("sort(k ASC NULLS FIRST)".into()),
+                "already laid out as sort(k ASC NULLS FIRST)",
+            ),
+        ];
+        for (reason, sentence) in reasons {
+            assert_eq!(reason.to_string(), sentence);
+            let json = serde_json::to_string(&reason).unwrap();
+            assert_eq!(json, serde_json::to_string(sentence).unwrap());
+            assert_eq!(serde_json::from_str::<CarryReason>(&json).unwrap(), reason);
         }
     }
 }

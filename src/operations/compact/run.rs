@@ -10,17 +10,16 @@ use super::access::{keep_access, not_kept_warning};
 use super::options::{CompactOptions, VerifyLevel};
 use super::parameters::new_parameters;
 use super::plan::{check_one_acl, PartitionPlan, PlannedOutput};
+use super::progress::Progress;
 use super::report::CompactReport;
-use super::write::{
-    copy_file, hash_file, write_clustered, OutputWriter, Staged as StagedOutput, Written,
-};
-use super::Progress;
+use super::write::{write_clustered, OutputWriter, StagedOutput, Written};
 use crate::hdfs::{Access, Files, Hdfs, Location};
 use crate::journal::{self, Journal, JournalInput, JournalOutput};
 use crate::layout::{self, output_name, PARAM_PREVIOUS_LOCATION};
 use crate::lock::PartitionLock;
 use crate::metastore::Metastore;
-use crate::operations::outcome::{Status, Stop};
+use crate::operations::files::{copy_file, hash_file};
+use crate::operations::outcome::Stop;
 use crate::orc::{
     digest_file, read_tail, verify_output, verify_tail, ClusterSummary, OrcError, VerifyFailure,
 };
@@ -122,10 +121,7 @@ impl<'a> Run<'a> {
     /// Runs steps 4 to 9 into `report`; if anything fails before the swap, removes what the run
     /// wrote, so the partition is exactly as it was.
     pub async fn execute(mut self, report: &mut CompactReport) {
-        report.run_id = Some(self.id.clone());
-        report.verify = Some(self.options.verify);
-        report.stripes = Some(self.options.stripes);
-        report.name_outputs(&self.id);
+        report.record_run(&self.id, self.options);
         if let Err(stop) = self.steps(report).await {
             self.stopped(stop, report).await;
         }
@@ -147,28 +143,7 @@ impl<'a> Run<'a> {
         );
         one_acl?;
         let staged = staged?;
-        // What was made, even if a later step stops the run: a fallback's reason matters then.
-        for (out, (_, made)) in report
-            .groups
-            .iter_mut()
-            .flat_map(|g| g.outputs.iter_mut())
-            .zip(&staged.outputs)
-        {
-            out.bytes = made.written.length();
-            out.stripes = made.written.stripes();
-            out.made_by = made.way.writer;
-            out.why = made.way.why.clone();
-        }
-        if let Some(layout) = &mut report.layout {
-            for s in &staged.sorted {
-                layout.spilled_runs += s.spilled_runs;
-                layout.spilled_bytes += s.spilled_bytes;
-                // One group per partition in practice (a table has one schema); with more, the
-                // last group's measure is kept per column.
-                layout.before.extend(s.before.iter().cloned());
-                layout.after.extend(s.after.iter().cloned());
-            }
-        }
+        report.record_staged(&staged.outputs, &staged.sorted);
         failpoint!("compact::after-stage");
 
         let rows = self.verify(&staged).await?;
@@ -452,11 +427,7 @@ impl<'a, M: PartitionStore, H: Files> Run<'a, M, H> {
         self.check_lock()?;
 
         let swapped = self.swap(files, staged.bytes(), rows, staged.coded).await?;
-        report.outcome.status = Status::Compacted;
-        report.new_location = Some(self.published.to_string());
-        report.files_after = files;
-        report.bytes_after = staged.bytes();
-        report.rows = rows;
+        report.record_swapped(&self.published, files, staged.bytes(), rows);
         tracing::debug!("swapped");
         failpoint!("compact::after-swap");
 
@@ -611,36 +582,18 @@ impl<'a, M: PartitionStore, H: Files> Run<'a, M, H> {
                 .outputs
                 .iter()
                 .zip(&plan.outputs)
-                .map(|((t, m), o)| JournalOutput {
-                    path: published_path(t),
-                    length: m.written.length(),
-                    rows: o.plan.rows,
-                    inputs: plan.inputs_of(o).iter().map(|f| f.name.clone()).collect(),
-                    stripe_checksums: match &m.written {
-                        Written::Copied(merged) => {
-                            merged.stripe_checksums.iter().map(|c| c.xxh3).collect()
+                .map(|((t, m), o)| {
+                    let (path, rows, at) = (published_path(t), o.plan.rows, mtime(t));
+                    let inputs = plan.inputs_of(o).iter().map(|f| f.name.clone()).collect();
+                    match &m.written {
+                        Written::Copied(c) => JournalOutput::copied(path, c, rows, inputs, at),
+                        Written::Reencoded(r) => {
+                            JournalOutput::reencoded(path, r, rows, inputs, at)
                         }
-                        Written::Reencoded(_) => vec![],
-                    },
-                    column_digests: match &m.written {
-                        Written::Copied(_) => vec![],
-                        Written::Reencoded(r) => r.digests.columns.clone(),
-                    },
-                    zones: match &m.written {
-                        Written::Copied(_) => vec![],
-                        Written::Reencoded(r) => r.digests.zones.clone(),
-                    },
-                    modification_time: mtime(t),
+                    }
                 })
-                .chain(staged.copies.iter().map(|(t, s, h)| JournalOutput {
-                    path: published_path(t),
-                    length: s.length,
-                    rows: s.rows(),
-                    inputs: vec![s.name.clone()],
-                    stripe_checksums: vec![*h],
-                    column_digests: vec![],
-                    zones: vec![],
-                    modification_time: mtime(t),
+                .chain(staged.copies.iter().map(|(t, source, checksum)| {
+                    JournalOutput::carried(published_path(t), source, *checksum, mtime(t))
                 }))
                 .collect(),
             dropped_empty: plan
@@ -737,7 +690,8 @@ fn check_reencoded(
 mod tests {
     use super::*;
     use crate::hdfs::fake::MemFiles;
-    use crate::operations::compact::Quiet;
+    use crate::operations::compact::progress::Quiet;
+    use crate::operations::outcome::Status;
     use crate::relocate::fake::{table, Alter, FakeMetastore};
     use crate::snapshot::Snapshot;
 
@@ -771,6 +725,7 @@ mod tests {
                         files: vec![],
                         hidden: vec![],
                     },
+                    groups: vec![],
                     outputs: vec![],
                     carried: vec![],
                     dropped_empty: vec![],

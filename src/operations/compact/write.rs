@@ -1,11 +1,8 @@
 //! How a run makes its files: the seam between the protocol and the bytes. [`OutputWriter`]
 //! turns one planned output's inputs into the output file, the way the plan chose for it
-//! ([`Way`], from [`choose`]); [`copy_file`] carries a file over unchanged; [`hash_file`]
-//! re-reads one for verification. The run calls these and knows nothing of how the bytes are
-//! made: a stripe copy and a re-encode are two writers behind one call, and what each proves
+//! ([`Way`], from [`choose`]); carried files are copied whole by [`crate::operations::files`].
+//! The run calls these and knows nothing of how the bytes are made: a stripe copy and a re-encode are two writers behind one call, and what each proves
 //! ([`Written`]) is checked by step 5 in the way that fits it.
-
-use std::sync::Arc;
 
 use anyhow::anyhow;
 use bytesize::ByteSize;
@@ -13,10 +10,11 @@ use serde::{Deserialize, Serialize};
 
 use super::options::{CompactOptions, Layout, Stripes};
 use crate::hdfs::{Hdfs, Location};
+use crate::operations::files::{close, copy_stop};
 use crate::operations::outcome::Stop;
 use crate::orc::{
-    self, copy_pieces, ClusterOptions, ClusterSummary, Discard, MergedOutput, OrcError, OrcTail,
-    OutputPlan, OutputShape, Piece, ReadAhead, ReencodedOutput, WriterOptions,
+    self, ClusterOptions, ClusterSummary, MergedOutput, OrcError, OrcTail, OutputPlan, OutputShape,
+    ReadAhead, ReencodedOutput, WriterOptions,
 };
 use crate::snapshot::DataFile;
 
@@ -106,7 +104,7 @@ pub const NOT_RE_ENCODABLE: &str = "cannot be re-encoded exactly";
 
 /// One output as staged: what was written and, when the plan's way could not be followed, the
 /// way it was made instead.
-pub(super) struct Staged {
+pub(super) struct StagedOutput {
     pub written: Written,
     pub way: Way,
 }
@@ -126,7 +124,7 @@ impl OutputWriter {
         permission: u16,
         options: &CompactOptions,
         layout: Option<&Layout>,
-    ) -> Result<Staged, Stop> {
+    ) -> Result<StagedOutput, Stop> {
         let read_ahead = &options.read_ahead;
         let copy = || stripe_copy(hdfs, inputs, output, target, permission, read_ahead);
         let written = match way.writer {
@@ -143,7 +141,7 @@ impl OutputWriter {
                         tracing::warn!(%target, error = %e, "re-encoding failed: copying stripes");
                         hdfs.delete(target, false).await?;
                         let merged = copy().await?;
-                        return Ok(Staged {
+                        return Ok(StagedOutput {
                             written: Written::Copied(merged),
                             way: Way {
                                 writer: OutputWriter::StripeCopy,
@@ -162,7 +160,7 @@ impl OutputWriter {
                 }
             }
         };
-        Ok(Staged {
+        Ok(StagedOutput {
             written,
             way: way.clone(),
         })
@@ -171,7 +169,7 @@ impl OutputWriter {
 
 /// Writes the outputs of one merge group put in `layout`'s order (the group's `inputs`, in
 /// listing order): every row decoded and sorted, then cut into `outputs` (target, rows) in
-/// turn, each with the rows the plan gave it. Returns one [`Staged`] per output and what the
+/// turn, each with the rows the plan gave it. Returns one [`StagedOutput`] per output and what the
 /// sort did; a group whose values cannot be ordered fails the partition, naming why.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn write_clustered(
@@ -183,7 +181,7 @@ pub(super) async fn write_clustered(
     permission: u16,
     options: &CompactOptions,
     layout: &Layout,
-) -> Result<(Vec<Staged>, ClusterSummary), Stop> {
+) -> Result<(Vec<StagedOutput>, ClusterSummary), Stop> {
     let tails = tails_of(inputs);
     let Some(order) = &layout.order else {
         return Err(Stop::Failed(anyhow!("a clustered group needs an order")));
@@ -223,7 +221,7 @@ pub(super) async fn write_clustered(
         let closed = close(writer, target).await;
         let written = result.map_err(failed)?;
         closed?;
-        staged.push(Staged {
+        staged.push(StagedOutput {
             written: Written::Reencoded(written),
             way: way.clone(),
         });
@@ -355,92 +353,6 @@ fn tails_of<'a>(inputs: &[&'a DataFile]) -> Vec<&'a OrcTail> {
         .iter()
         .map(|f| f.tail.as_ref().expect("planned inputs have tails"))
         .collect()
-}
-
-/// Copies a file byte for byte, with the same read-ahead and in-process check as the stripe
-/// copy, returning the XXH3 of the bytes handed to the writer.
-pub(crate) async fn copy_file(
-    hdfs: &Hdfs,
-    source: &DataFile,
-    target: &Location,
-    permission: u16,
-    read_ahead: &ReadAhead,
-) -> Result<u64, Stop> {
-    let mut writer = hdfs.create(target, permission).await?;
-    let hash = whole_file(
-        |_| source.open(hdfs),
-        source.length,
-        &mut writer,
-        read_ahead,
-    )
-    .await
-    .map_err(|e| copy_stop(&format!("copying {} to {target}", source.location()), e))?;
-    close(writer, target).await?;
-    Ok(hash)
-}
-
-/// Length and XXH3 of a file as HDFS returns it now (`expected` is the length it should have).
-pub(crate) async fn hash_file(
-    hdfs: &Hdfs,
-    file: &Location,
-    expected: u64,
-    read_ahead: &ReadAhead,
-) -> Result<(u64, u64), Stop> {
-    let reader = Arc::new(hdfs.open(file).await?);
-    let len = reader.file_length() as u64;
-    if len != expected {
-        // Not worth reading: the caller reports the mismatch.
-        return Ok((len, 0));
-    }
-    let hash = whole_file(
-        |_| std::future::ready(Ok(Arc::clone(&reader))),
-        len,
-        &mut Discard,
-        read_ahead,
-    )
-    .await
-    .map_err(|e| copy_stop(&format!("re-reading {file}"), e))?;
-    Ok((len, hash))
-}
-
-/// Reads all `length` bytes of one file, opened by `open`, into `sink` through
-/// [`copy_pieces`]; returns their XXH3.
-async fn whole_file<R, O, F, S>(
-    open: O,
-    length: u64,
-    sink: &mut S,
-    read_ahead: &ReadAhead,
-) -> Result<u64, OrcError>
-where
-    R: orc::RangeRead + Send + 'static,
-    O: Fn(usize) -> F,
-    F: std::future::Future<Output = Result<R, OrcError>> + Send + 'static,
-    S: orc::Sink,
-{
-    let piece = Piece {
-        source: 0,
-        range: 0..length,
-    };
-    let sums = copy_pieces(&[piece], &[length], open, sink, read_ahead).await?;
-    Ok(sums[0])
-}
-
-/// Closes a new file: only then has HDFS acknowledged all of it.
-async fn close(mut writer: hdfs_native::file::FileWriter, target: &Location) -> Result<(), Stop> {
-    writer
-        .close()
-        .await
-        .map_err(|e| Stop::Failed(anyhow!("closing {target}: {e}")))
-}
-
-/// Why a copy or a re-read stopped: a file that changed under the run means a writer is active
-/// (busy); bytes that changed between reader and writer fail verification; anything else fails.
-pub(super) fn copy_stop(what: &str, e: OrcError) -> Stop {
-    match e {
-        OrcError::Changed(_) => Stop::Busy(format!("{what}: {e}; a writer is active, retry later")),
-        OrcError::Verify(_) => Stop::Verification(format!("{what}: {e}")),
-        other => Stop::Failed(anyhow!("{what}: {other}")),
-    }
 }
 
 #[cfg(test)]
