@@ -674,11 +674,11 @@ fn layouts(
     let for_every_table = match from_flags {
         Some(layout) => Some(layout),
         None if top.is_empty() => None,
-        None => Some(sorting.from_settings("the config file's top level", &top)?),
+        None => Some(sorting.of_keys("the config file's top level", &top)?),
     };
     let mut per_table = BTreeMap::new();
     for (name, keys) in &settings.table {
-        let layout = sorting.from_settings(&format!("[table.\"{name}\"]"), keys)?;
+        let layout = sorting.of_keys(&format!("[table.\"{name}\"]"), keys)?;
         per_table.insert(name.to_ascii_lowercase(), layout);
     }
     Ok((for_every_table, per_table))
@@ -723,7 +723,7 @@ impl Sorting {
     }
 
     /// A layout of the config file; `section` names where it is in error messages.
-    fn from_settings(&self, section: &str, keys: &LayoutSettings) -> anyhow::Result<Layout> {
+    fn of_keys(&self, section: &str, keys: &LayoutSettings) -> anyhow::Result<Layout> {
         let context = |what: &str| format!("{section} {what} in the config file");
         let order = match (&keys.sort_by, &keys.zorder) {
             (Some(_), Some(_)) => {
