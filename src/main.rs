@@ -1,5 +1,6 @@
-//! The command line: flags in, an operation of the engine run, its report printed as text or
-//! JSON, and an exit code cron can act on. Nothing here knows how compaction works.
+//! The binary: starts (logging, the async runtime, the Kerberos login), hands the command line
+//! to the `cli` wing, runs the engine's operation for the command, prints its report as text or
+//! JSON, and exits with a code cron can act on. Nothing here knows how compaction works.
 
 mod cli;
 mod render;

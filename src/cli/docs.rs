@@ -1,6 +1,6 @@
-//! What the binary says about itself besides --help: its version, shell completions and man
-//! pages, all generated from the same clap definitions as --help, so packaged docs never drift
-//! from the binary they ship with.
+//! What the binary says about itself besides --help: shell completions and man pages, generated
+//! from the same clap definitions as --help (and `--version`, `args::VERSION`), so packaged docs
+//! never drift from the binary they ship with.
 
 use std::io::Write;
 use std::path::Path;

@@ -394,12 +394,12 @@ impl Resolving<'_> {
             .subcommand_matches("compact")
             .and_then(|m| m.value_source("min_age"))
             == Some(ValueSource::CommandLine);
-        let from_settings = self.settings.min_age()?;
-        let given = on_command_line || (args.yarn.yarn_task && from_settings.is_some());
-        let judged = match (typed, given) {
-            (true, false) => None,
-            (true, true) => args.min_age.or(from_settings),
-            (false, _) => Some(args.min_age.or(from_settings).unwrap_or(DEFAULT_MIN_AGE)),
+        let given = on_command_line || (args.yarn.yarn_task && self.settings.min_age.is_some());
+        let judged = match (typed, given, args.min_age) {
+            (true, false, _) => None,
+            (_, _, Some(age)) => Some(age),
+            (true, true, None) => self.settings.min_age()?,
+            (false, _, None) => Some(self.settings.min_age()?.unwrap_or(DEFAULT_MIN_AGE)),
         };
         Ok(MinAge {
             judged,
