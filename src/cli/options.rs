@@ -810,3 +810,130 @@ fn metastore_config(cli: &Cli, settings: &Settings) -> anyhow::Result<config::Re
     }
     Ok(resolved)
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::FromArgMatches;
+
+    use super::*;
+
+    fn resolve(args: &[&str]) -> Options {
+        let matches = Cli::command()
+            .try_get_matches_from(std::iter::once("hive-orc-compactor").chain(args.iter().copied()))
+            .unwrap();
+        let cli = Cli::from_arg_matches(&matches).unwrap();
+        Options::resolve(&cli, &matches).unwrap()
+    }
+
+    fn compact(o: &Options) -> (&BatchOptions, Option<&YarnOptions>) {
+        match &o.command {
+            CommandOptions::Compact { options, yarn, .. } => (options, yarn.as_deref()),
+            _ => panic!("not compact"),
+        }
+    }
+
+    /// What a run compacts with, spill directories aside (a task spills to its container's).
+    fn compacting(o: &Options) -> String {
+        let (b, _) = compact(o);
+        let c = &b.compact;
+        let layout = |l: &Layout| {
+            format!(
+                "{:?} {:?} {:?} {}",
+                l.order, l.codec, l.codec_level, l.sort_memory
+            )
+        };
+        let tables: Vec<String> = c
+            .table_layouts
+            .iter()
+            .map(|(t, l)| format!("{t}: {}", layout(l)))
+            .collect();
+        format!(
+            "{} {:?} {} {} {:?} {:?} {:?} {} {:?} {:?} {} {:?} {:?} {:?} {:?} {:?}",
+            c.target_size,
+            c.stripes,
+            c.min_stripe_size,
+            c.stripe_size,
+            c.verify,
+            c.lock.mode,
+            c.lock.wait,
+            c.lock.user,
+            c.layout.as_ref().map(layout),
+            tables,
+            b.parallel,
+            b.thresholds.min_age,
+            o.metastore.config.uris,
+            o.metastore.config.io_timeout,
+            o.metastore.config.transport,
+            o.metastore.config.sasl_principal,
+        )
+    }
+
+    #[test]
+    fn a_yarn_task_resolves_the_settings_its_run_resolved() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("hoc.toml");
+        std::fs::write(
+            &config,
+            "target_size = \"128MiB\"\nparallel = 3\nsort_memory = \"64MiB\"\n\
+             [table.\"sales.events\"]\nsort_by = [\"a\", \"b DESC\"]\ncodec = \"zstd\"\n",
+        )
+        .unwrap();
+        let config = config.to_str().unwrap();
+        for extra in [
+            &[][..],
+            &["--zorder", "a,b", "--codec", "zlib", "--codec-level", "4"],
+            &[
+                "--no-lock",
+                "--lock-timeout",
+                "5m",
+                "--metastore-framed",
+                "--verify",
+                "tail",
+            ],
+        ] {
+            let edge = resolve(
+                &[
+                    &[
+                        "--config",
+                        config,
+                        "--metastore",
+                        "thrift://h1:9083,thrift://h2:9083",
+                        "--metastore-timeout",
+                        "45s",
+                        "--hadoop-user",
+                        "etl",
+                        "compact",
+                        "--database",
+                        "sales",
+                        "--min-age",
+                        "2h",
+                        "--stripes",
+                        "rewrite",
+                        "--on-yarn",
+                        "--yarn-binary",
+                        "hdfs://nn/bin/hoc",
+                    ][..],
+                    extra,
+                ]
+                .concat(),
+            );
+            let yarn = compact(&edge).1.expect("--on-yarn");
+            let settings = dir.path().join("settings.toml");
+            std::fs::write(&settings, &yarn.task_settings).unwrap();
+            let mut task_args: Vec<&str> = yarn.task_args.iter().map(String::as_str).collect();
+            let at = task_args.iter().position(|a| *a == "-").unwrap();
+            task_args[at] = "/dev/null";
+            let last = task_args.len() - 1;
+            let settings = settings.to_str().unwrap();
+            task_args[last] = settings;
+            let task = resolve(&task_args);
+            assert_eq!(
+                compacting(&task),
+                compacting(&edge),
+                "{}",
+                yarn.task_settings
+            );
+            assert_eq!(task.hadoop_user.as_deref(), Some("etl"));
+        }
+    }
+}
