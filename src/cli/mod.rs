@@ -1,12 +1,13 @@
 //! The command-line wing of the binary: what a user types turned into what the engine runs.
 //! `args` defines the commands and flags (clap), `parse` checks their values, `settings` reads
-//! the TOML config file, `options` resolves flags, environment and config file into the
-//! engine's option structs, `on_yarn` makes the job of `compact --on-yarn` (and the settings
-//! file its tasks read), and `docs` prints completions and man pages. The engine (the library
-//! crate) knows nothing of any of it.
+//! the TOML config file, `layouts` makes `compact`'s row orders and codecs, `options` resolves
+//! flags, environment and config file into the engine's option structs, `on_yarn` makes the
+//! job of `compact --on-yarn` (and the settings file its tasks read), and `docs` prints
+//! completions and man pages. The engine (the library crate) knows nothing of any of it.
 
 mod args;
 mod docs;
+mod layouts;
 mod on_yarn;
 mod options;
 mod parse;

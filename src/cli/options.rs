@@ -2,7 +2,6 @@
 //! [`Options`] value each command runs from. Every default lives here or in the engine module
 //! it belongs to, never twice.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,22 +18,21 @@ use hive_orc_compactor::operations::analyze::AnalyzeOptions;
 use hive_orc_compactor::operations::batch::{BatchOptions, Budget, Thresholds};
 use hive_orc_compactor::operations::cleanup::CleanupOptions;
 use hive_orc_compactor::operations::compact::{
-    CompactOptions, Layout, Stripes, DEFAULT_MIN_STRIPE_SIZE, DEFAULT_SORT_MEMORY,
-    DEFAULT_STRIPE_SIZE, WRITE_IN_PROGRESS_AGE,
+    CompactOptions, Stripes, DEFAULT_MIN_STRIPE_SIZE, DEFAULT_STRIPE_SIZE, WRITE_IN_PROGRESS_AGE,
 };
 use hive_orc_compactor::operations::iceberg;
 use hive_orc_compactor::operations::on_yarn::YarnOptions;
 use hive_orc_compactor::operations::token_lifetime;
-use hive_orc_compactor::orc::{Compression, RowOrder, DEFAULT_TARGET_SIZE};
+use hive_orc_compactor::orc::DEFAULT_TARGET_SIZE;
 use hive_orc_compactor::resolve::TableName;
 use tokio_util::sync::CancellationToken;
 
 use super::args::{
-    AnalyzeFormat, Cli, Command, CompactArgs, IcebergCommand, LayoutArgs, Scope, Sizes, StripeArgs,
+    AnalyzeFormat, Cli, Command, CompactArgs, IcebergCommand, Scope, Sizes, StripeArgs,
 };
+use super::layouts::layouts;
 use super::on_yarn::{self, JobInputs};
-use super::parse::{codec_name, parse_codec};
-use super::settings::{LayoutSettings, Settings};
+use super::settings::Settings;
 use crate::render::metrics::Recorder;
 use crate::render::Format;
 
@@ -649,110 +647,6 @@ fn stripe_policy(args: &StripeArgs, settings: &Settings) -> anyhow::Result<(Stri
     Ok((stripes, min_stripe_size, stripe_size))
 }
 
-/// The layout for every table (the flags', else the config file's top level), and those of
-/// the config file's `[table."db.t"]` sections.
-fn layouts(
-    args: &LayoutArgs,
-    settings: &Settings,
-) -> anyhow::Result<(Option<Layout>, BTreeMap<String, Layout>)> {
-    let sorting = Sorting {
-        sort_memory: match args.sort_memory {
-            Some(m) => m,
-            None => settings.sort_memory()?.unwrap_or(DEFAULT_SORT_MEMORY),
-        },
-        spill_dir: args
-            .spill_dir
-            .clone()
-            .or_else(|| settings.spill_dir.clone())
-            .unwrap_or_else(std::env::temp_dir),
-    };
-    let from_flags = match (args.sort_by.clone().or(args.zorder.clone()), args.codec) {
-        (None, None) => None,
-        (order, codec) => Some(sorting.layout(order, codec, args.codec_level)?),
-    };
-    let top = settings.layout();
-    let for_every_table = match from_flags {
-        Some(layout) => Some(layout),
-        None if top.is_empty() => None,
-        None => Some(sorting.of_keys("the config file's top level", &top)?),
-    };
-    let mut per_table = BTreeMap::new();
-    for (name, keys) in &settings.table {
-        let layout = sorting.of_keys(&format!("[table.\"{name}\"]"), keys)?;
-        per_table.insert(name.to_ascii_lowercase(), layout);
-    }
-    Ok((for_every_table, per_table))
-}
-
-/// How a layout sorts: in memory up to `sort_memory`, spilling the rest to `spill_dir`.
-struct Sorting {
-    sort_memory: u64,
-    spill_dir: PathBuf,
-}
-
-impl Sorting {
-    fn layout(
-        &self,
-        order: Option<RowOrder>,
-        codec: Option<Compression>,
-        level: Option<i32>,
-    ) -> anyhow::Result<Layout> {
-        if let (Some(level), Some(codec)) = (level, codec) {
-            let range = match codec {
-                Compression::Zstd => 1..=22,
-                Compression::Zlib => 0..=9,
-                other => anyhow::bail!(
-                    "{} has no compression levels: drop the codec level",
-                    codec_name(other)
-                ),
-            };
-            anyhow::ensure!(
-                range.contains(&level),
-                "codec level {level} is out of range for {codec:?} ({}-{})",
-                range.start(),
-                range.end()
-            );
-        }
-        Ok(Layout {
-            order,
-            codec,
-            codec_level: level,
-            sort_memory: self.sort_memory,
-            spill_dir: self.spill_dir.clone(),
-        })
-    }
-
-    /// A layout of the config file; `section` names where it is in error messages.
-    fn of_keys(&self, section: &str, keys: &LayoutSettings) -> anyhow::Result<Layout> {
-        let context = |what: &str| format!("{section} {what} in the config file");
-        let order = match (&keys.sort_by, &keys.zorder) {
-            (Some(_), Some(_)) => {
-                anyhow::bail!("{}: give sort_by or zorder, not both", context(""))
-            }
-            (Some(columns), None) => Some(
-                RowOrder::parse_sort(&columns.join(","))
-                    .map_err(|e| anyhow::anyhow!("{}: {e}", context("sort_by")))?,
-            ),
-            (None, Some(columns)) => Some(
-                RowOrder::parse_zorder(&columns.join(","))
-                    .map_err(|e| anyhow::anyhow!("{}: {e}", context("zorder")))?,
-            ),
-            (None, None) => None,
-        };
-        let codec = keys
-            .codec
-            .as_deref()
-            .map(parse_codec)
-            .transpose()
-            .map_err(|e| anyhow::anyhow!("{}: {e}", context("codec")))?;
-        if order.is_none() && codec.is_none() {
-            anyhow::bail!("{}: give sort_by, zorder or codec", context("the section"));
-        }
-        self.layout(order, codec, keys.codec_level)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", context("codec_level")))
-    }
-}
-
 /// `--partitions-from`: a file, or `-` for standard input (how a YARN task gets its share).
 fn read_work_list(path: &std::path::Path) -> anyhow::Result<(Vec<TableName>, Partitions)> {
     let text = if path == std::path::Path::new("-") {
@@ -814,6 +708,7 @@ fn metastore_config(cli: &Cli, settings: &Settings) -> anyhow::Result<config::Re
 #[cfg(test)]
 mod tests {
     use clap::FromArgMatches;
+    use hive_orc_compactor::operations::compact::Layout;
 
     use super::*;
 
