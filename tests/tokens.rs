@@ -16,7 +16,7 @@ use std::process::{Command, Output};
 use std::sync::{OnceLock, PoisonError, RwLock, RwLockReadGuard};
 use std::time::{Duration, Instant};
 
-use common::{describe, json, rt, stderr};
+use common::{describe, json, rt, stderr, stdout};
 use hive_orc_compactor::hdfs::{Hdfs, Location};
 use hive_orc_compactor::metastore::token::{
     read_credentials, write_credentials, DelegationToken, HIVE_DELEGATION_KIND,
@@ -383,6 +383,23 @@ fn on_yarn_as_client(s: &Secure, table: &str, mapred: &Path, extra: &[&str]) -> 
         .unwrap()
 }
 
+/// The settings file a `compact --on-yarn` of the table would ship to its tasks (its
+/// `--dry-run` prints it), with `extra`.
+fn task_settings(s: &Secure, table: &str, mapred: &Path, extra: &[&str]) -> String {
+    let o = on_yarn_as_client(s, table, mapred, &[extra, &["--dry-run"]].concat());
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let plan = stdout(&o)
+        .lines()
+        .find_map(|l| {
+            serde_json::from_str::<serde_json::Value>(l)
+                .ok()?
+                .get("yarn_plan")
+                .cloned()
+        })
+        .unwrap_or_else(|| panic!("a yarn_plan: {}", describe(&o)));
+    plan["task_settings"].as_str().unwrap().to_string()
+}
+
 /// `compact --on-yarn` against the Kerberos metastore, up to the job's submission: the client
 /// gets a metastore token for its principal, hands it to the job client in
 /// `mapreduce.job.credentials.binary`, tells the tasks to log in over SASL, and cancels the
@@ -421,7 +438,9 @@ fn on_yarn_ships_a_metastore_token_to_the_job_and_cancels_it() {
     assert_eq!(token.identifier().unwrap().owner, "tester");
     let args = std::fs::read_to_string(format!("{}.args", capture.display())).unwrap();
     let mapper = args.lines().skip_while(|l| *l != "-mapper").nth(1).unwrap();
-    assert!(mapper.contains("--metastore-principal"), "{mapper}");
+    assert!(mapper.ends_with("--config settings.toml"), "{mapper}");
+    let settings = task_settings(s, &table, &mapred, &[]);
+    assert!(settings.contains("metastore_principal = "), "{settings}");
     assert!(
         !args.contains(keytab.as_str()),
         "no keytab reaches the tasks: {args}"
@@ -461,14 +480,16 @@ fn on_yarn_with_yarn_keytab_ships_the_keytab_not_a_token() {
     assert!(!capture.exists(), "no credentials file: {args}");
     let files = args.lines().skip_while(|l| *l != "-files").nth(1).unwrap();
     assert!(files.ends_with("/keytab#keytab"), "{files}");
-    let mapper = args.lines().skip_while(|l| *l != "-mapper").nth(1).unwrap();
-    assert!(mapper.contains("--keytab keytab"), "{mapper}");
+    assert!(files.contains("/settings.toml#settings.toml,"), "{files}");
+    let settings = task_settings(s, &table, &mapred, &["--yarn-keytab"]);
+    assert!(settings.contains("keytab = \"keytab\""), "{settings}");
     assert!(
-        mapper.contains(&format!("--principal {}", s.principal)),
-        "{mapper}"
+        settings.contains(&format!("principal = \"{}\"", s.principal)),
+        "{settings}"
     );
-    // The work directory, keytab included, is gone.
-    let dir = files.trim_end_matches("/keytab#keytab");
+    // The work directory, keytab and settings included, is gone.
+    let last = files.rsplit(',').next().unwrap();
+    let dir = last.trim_end_matches("/keytab#keytab");
     let listed = rt().block_on(Hdfs::new().list(&Location::parse(dir).unwrap()));
     assert!(matches!(listed, Ok(None)), "{dir}: {listed:?}");
 }

@@ -198,6 +198,92 @@ fn forty_partitions_of_three_tables_over_four_tasks() {
     assert_eq!(last["summary"]["nothing_to_do"], 40, "{last}");
 }
 
+/// A table's layout from the config file (`[table."db.t"]`) reaches the job's tasks in the
+/// settings file they run with: its partitions come back sorted as the section says, every
+/// row kept, while a table without a section is compacted as it was.
+#[test]
+fn a_config_file_table_layout_is_applied_by_the_tasks() {
+    if skipped() {
+        return;
+    }
+    let _turn = one_job_at_a_time();
+    let db = database("yarn_layout");
+    let sorted_parts = parts(&db, &["yarn_c"]);
+    let plain_parts = &parts(&db, &["yarn_b"])[..2];
+    let before: Vec<Vec<Vec<String>>> = sorted_parts.iter().map(rows).collect();
+    let config = std::env::temp_dir().join(format!("hoc-yarn-layout-{}.toml", std::process::id()));
+    std::fs::write(
+        &config,
+        format!(
+            "[table.\"{}.yarn_c\"]\nsort_by = [\"id DESC\"]\ncodec = \"zstd\"\n",
+            db.fixtures.database
+        ),
+    )
+    .unwrap();
+    let specs: Vec<String> = sorted_parts
+        .iter()
+        .chain(plain_parts)
+        .map(|p| format!("{}/{}", p.qualified(), p.spec))
+        .collect();
+    let list_file =
+        std::env::temp_dir().join(format!("hoc-yarn-layout-{}.txt", std::process::id()));
+    std::fs::write(&list_file, specs.join("\n")).unwrap();
+    let dir = shared_yarn_dir();
+    let o = on_yarn(&[
+        "--config",
+        config.to_str().unwrap(),
+        "compact",
+        "--partitions-from",
+        list_file.to_str().unwrap(),
+        "--stripes",
+        "auto",
+        "--on-yarn",
+        "--tasks",
+        "2",
+        "--yarn-dir",
+        &dir,
+        "--json",
+    ]);
+    let _ = std::fs::remove_file(&config);
+    let _ = std::fs::remove_file(&list_file);
+    assert_eq!(code(&o), 0, "{}", describe(&o));
+    let (by_key, last) = reports(&o);
+    assert_eq!(last["summary"]["compacted"], 8, "{last}");
+    for (part, rows_before) in sorted_parts.iter().zip(&before) {
+        let key = format!("{}/{}", part.qualified(), part.spec);
+        let r = &by_key[&key];
+        assert_eq!(r["status"], "compacted", "{key}: {r}");
+        let layout = r["layout"]["layout"].as_str().unwrap_or_default();
+        assert!(
+            layout.starts_with("sort(id DESC") && layout.contains("codec=ZSTD"),
+            "{key}: the task applied the config file's layout: {r}"
+        );
+        let dir = part.location();
+        let files: Vec<String> = list(&dir).0.iter().map(|f| format!("{dir}/{f}")).collect();
+        let ids: Vec<i64> = java_rows(&files)
+            .into_iter()
+            .flatten()
+            .map(|row| {
+                serde_json::from_str::<Value>(&row).unwrap()["id"]
+                    .as_i64()
+                    .unwrap()
+            })
+            .collect();
+        assert!(
+            ids.windows(2).all(|w| w[0] >= w[1]),
+            "{key}: rows sorted by id DESC as Java reads them: {ids:?}"
+        );
+        assert_eq!(&rows(part), rows_before, "{key}: every row, once");
+    }
+    for part in plain_parts {
+        let key = format!("{}/{}", part.qualified(), part.spec);
+        let r = &by_key[&key];
+        assert_eq!(r["status"], "compacted", "{key}: {r}");
+        assert!(r["layout"].is_null(), "{key}: no layout asked: {r}");
+    }
+    assert_work_dir_removed(&dir);
+}
+
 #[test]
 fn a_dry_run_submits_nothing_and_prints_the_job() {
     let db = database("yarn_dry");

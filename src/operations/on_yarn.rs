@@ -1,7 +1,8 @@
 //! `compact --on-yarn`: the partitions a batch plan chose are compacted by the tasks of one
 //! map-only YARN job, the way DistCp copies: this host plans and reports, the cluster does the
-//! I/O. Each task runs this same binary's `compact` on its share of the work list, so every
-//! partition gets the one protocol with all of its promises, wherever it runs.
+//! I/O. Each task runs this same binary's `compact` on its share of the work list, with the
+//! settings this host resolved in one file shipped beside it, so every partition gets the one
+//! protocol with all of its promises and the same settings, wherever it runs.
 //!
 //! Promises:
 //! 1. Every partition of the plan gets exactly one report: the one its task printed, or, when
@@ -49,6 +50,8 @@ const OUTPUT: &str = "out";
 const LINK: &str = "hoc";
 /// With `--yarn-keytab`, each task finds the keytab under this name.
 pub const KEYTAB_LINK: &str = "keytab";
+/// Each task finds the run's settings file under this name.
+pub const SETTINGS_LINK: &str = "settings.toml";
 /// Status lines every minute keep a task alive however long one partition takes; ten
 /// minutes of silence means it hangs.
 const TASK_TIMEOUT_MS: u64 = 600_000;
@@ -70,9 +73,12 @@ pub struct YarnOptions {
     /// The run's files go to `<work_dir>/<run-id>`, the cached binaries to
     /// `<work_dir>/binaries`.
     pub work_dir: Location,
-    /// The task's command line after the binary: `compact --partitions-from - ...` with the
-    /// run's settings (the CLI knows the flags; the engine does not).
+    /// The task's command line after the binary: `compact --partitions-from - ...`, naming
+    /// [`SETTINGS_LINK`] (the CLI knows the flags; the engine does not).
     pub task_args: Vec<String>,
+    /// The run's settings, the file each task reads as [`SETTINGS_LINK`]: shipped in the work
+    /// directory, readable by the job's user alone.
+    pub task_settings: String,
     pub task_memory_mb: u64,
     /// `--json`'s name for this run, unique per submission.
     pub run_id: String,
@@ -129,6 +135,8 @@ pub struct YarnPlan {
     pub work_list: Vec<String>,
     /// The `mapred` command line that submits it.
     pub command: Vec<String>,
+    /// The settings file each task runs with.
+    pub task_settings: String,
     #[serde(skip)]
     job: StreamingJob,
     #[serde(skip)]
@@ -177,14 +185,18 @@ pub fn plan(batch: &BatchPlan, options: &YarnOptions) -> YarnPlan {
         queue: options.queue.clone(),
         input: dir.child(WORK_LIST).to_string(),
         output: dir.child(OUTPUT).to_string(),
-        files: std::iter::once(format!("{binary}#{LINK}"))
-            .chain(
-                options
-                    .keytab
-                    .as_ref()
-                    .map(|_| format!("{}#{KEYTAB_LINK}", dir.child(KEYTAB_LINK))),
-            )
-            .collect(),
+        files: [
+            format!("{binary}#{LINK}"),
+            format!("{}#{SETTINGS_LINK}", dir.child(SETTINGS_LINK)),
+        ]
+        .into_iter()
+        .chain(
+            options
+                .keytab
+                .as_ref()
+                .map(|_| format!("{}#{KEYTAB_LINK}", dir.child(KEYTAB_LINK))),
+        )
+        .collect(),
         mapper: std::iter::once(format!("./{LINK}"))
             .chain(options.task_args.iter().map(|a| quote(a)))
             .collect::<Vec<_>>()
@@ -218,6 +230,7 @@ pub fn plan(batch: &BatchPlan, options: &YarnOptions) -> YarnPlan {
         },
         work_list,
         command,
+        task_settings: options.task_settings.clone(),
         job,
         dir,
     }
@@ -452,6 +465,8 @@ async fn run_job(
     let mut list = job.work_list.join("\n");
     list.push('\n');
     write(hdfs, &job.dir.child(WORK_LIST), Bytes::from(list), 0o600).await?;
+    let settings = Bytes::from(options.task_settings.clone());
+    write(hdfs, &job.dir.child(SETTINGS_LINK), settings, 0o600).await?;
     if let Some(keytab) = &options.keytab {
         upload(hdfs, keytab, &job.dir.child(KEYTAB_LINK), 0o600).await?;
     }

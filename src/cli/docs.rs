@@ -1,47 +1,16 @@
-//! What the binary says about itself besides --help: its version, shell completions and man
-//! pages, all generated from the same clap definitions as --help, so packaged docs never drift
-//! from the binary they ship with.
+//! What the binary says about itself besides --help: shell completions and man pages, generated
+//! from the same clap definitions as --help (and `--version`, `args::VERSION`), so packaged docs
+//! never drift from the binary they ship with.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode as ProcessExit;
 
 use anyhow::Context;
-use clap::Subcommand;
 use clap_complete::Shell;
 use hive_orc_compactor::exit::ExitCode;
 
-/// `--version`: the crate version, and for release builds the commit and target (build.rs).
-pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), env!("HOC_BUILD_INFO"));
-
-#[derive(Subcommand)]
-pub enum Docs {
-    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
-    #[command(long_about = "\
-Prints the completion script for a shell on stdout. The RPM and DEB packages install them \
-already; otherwise:
-
-  bash  hive-orc-compactor completions bash > /etc/bash_completion.d/hive-orc-compactor
-  zsh   hive-orc-compactor completions zsh > \"${fpath[1]}/_hive-orc-compactor\"
-  fish  hive-orc-compactor completions fish > ~/.config/fish/completions/hive-orc-compactor.fish")]
-    Completions {
-        #[arg(value_enum)]
-        shell: Shell,
-    },
-    /// Print the man page (roff), or write one page per subcommand to a directory
-    #[command(long_about = "\
-Prints the hive-orc-compactor(1) man page as roff on stdout, or with --out-dir writes it and \
-one page per subcommand (hive-orc-compactor-compact.1, ...) to that directory.
-
-Examples:
-  hive-orc-compactor man | man -l -
-  hive-orc-compactor man --out-dir /usr/local/share/man/man1")]
-    Man {
-        /// Write hive-orc-compactor.1 and a page per subcommand here instead
-        #[arg(long, value_name = "DIR")]
-        out_dir: Option<PathBuf>,
-    },
-}
+use super::args::Docs;
 
 /// Prints or writes what `docs` asks for; `cmd` is the whole command line's definition.
 pub fn run(docs: &Docs, cmd: clap::Command) -> ProcessExit {
@@ -93,9 +62,10 @@ mod tests {
     use clap::CommandFactory;
 
     use super::*;
+    use crate::cli::args::{Cli, VERSION};
 
     fn subcommands() -> Vec<String> {
-        crate::Cli::command()
+        Cli::command()
             .get_subcommands()
             .map(|s| s.get_name().to_owned())
             .collect()
@@ -107,7 +77,7 @@ mod tests {
             let mut script = Vec::new();
             clap_complete::generate(
                 shell,
-                &mut crate::Cli::command(),
+                &mut Cli::command(),
                 "hive-orc-compactor",
                 &mut script,
             );
@@ -125,7 +95,7 @@ mod tests {
     #[test]
     fn man_pages_cover_every_subcommand() {
         let dir = tempfile::tempdir().unwrap();
-        man_pages(crate::Cli::command(), dir.path()).unwrap();
+        man_pages(Cli::command(), dir.path()).unwrap();
         let main = std::fs::read_to_string(dir.path().join("hive-orc-compactor.1")).unwrap();
         assert!(main.contains("Exit codes"));
         for name in subcommands() {
@@ -143,8 +113,8 @@ mod tests {
 
     #[test]
     fn version_is_the_crate_version() {
-        crate::Cli::command().debug_assert();
+        Cli::command().debug_assert();
         assert!(VERSION.starts_with(env!("CARGO_PKG_VERSION")));
-        assert_eq!(crate::Cli::command().get_version(), Some(VERSION));
+        assert_eq!(Cli::command().get_version(), Some(VERSION));
     }
 }

@@ -1,6 +1,8 @@
 //! Defaults for flags from a TOML file (`--config FILE` or `$HOC_CONFIG`). A value is taken from
 //! the flag, else its environment variable (clap reads both), else this file, else the built-in
-//! default; so one file can hold a site's settings and cron lines stay short.
+//! default; so one file can hold a site's settings and cron lines stay short. The same file
+//! carries a `compact --on-yarn` run's resolved settings to its tasks (`on_yarn.rs` writes it),
+//! so every key here reaches them.
 //!
 //! ```toml
 //! metastore = "thrift://hms1:9083,thrift://hms2:9083"
@@ -23,52 +25,114 @@
 //! codec = "zstd"
 //! codec_level = 9
 //! ```
+//!
+//! Every other flag of `compact` a run's tasks need has its key too, named as the flag:
+//! `metastore_timeout`, `metastore_framed`, `metastore_sasl`, `metastore_principal`,
+//! `hadoop_user`, `principal`, `keytab`, `lock_timeout`, `no_lock`, `require_lock`,
+//! `yarn_token_margin`, and `sort_by`, `zorder`, `codec`, `codec_level` at the top level (the
+//! layout of every table, as the flags give it).
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{anyhow, Context};
 use hive_orc_compactor::operations::compact::{Stripes, VerifyLevel};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-/// The file's keys; unknown keys are an error, so a typo does not silently do nothing.
-#[derive(Debug, Default, Deserialize)]
+use super::parse::{parse_bytes, parse_duration, parse_stripe_size, parse_target_size};
+
+/// The file's keys; unknown keys are an error, so a typo does not silently do nothing. Sizes and
+/// durations are kept as written and parsed by the flags' own parsers when asked for.
+#[derive(Debug, Default, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Settings {
     pub metastore: Option<String>,
-    target_size: Option<String>,
-    small_file_size: Option<String>,
+    /// `--metastore-timeout`.
+    pub metastore_timeout: Option<String>,
+    /// `--metastore-framed`.
+    pub metastore_framed: Option<bool>,
+    /// `--metastore-sasl`.
+    pub metastore_sasl: Option<bool>,
+    /// `--metastore-principal`.
+    pub metastore_principal: Option<String>,
+    /// `--hadoop-user`.
+    pub hadoop_user: Option<String>,
+    /// `--principal` and `--keytab`: the Kerberos login.
+    pub principal: Option<String>,
+    pub keytab: Option<PathBuf>,
+    pub target_size: Option<String>,
+    pub small_file_size: Option<String>,
     pub min_files: Option<usize>,
-    max_avg_size: Option<String>,
-    min_age: Option<String>,
+    pub max_avg_size: Option<String>,
+    pub min_age: Option<String>,
     pub parallel: Option<usize>,
-    verify: Option<String>,
-    stripes: Option<String>,
-    min_stripe_size: Option<String>,
-    stripe_size: Option<String>,
-    sort_memory: Option<String>,
-    spill_dir: Option<std::path::PathBuf>,
+    pub verify: Option<String>,
+    pub stripes: Option<String>,
+    pub min_stripe_size: Option<String>,
+    pub stripe_size: Option<String>,
+    /// `--lock-timeout`, `--no-lock` and `--require-lock` of `compact`.
+    pub lock_timeout: Option<String>,
+    pub no_lock: Option<bool>,
+    pub require_lock: Option<bool>,
+    /// The layout of every table (`--sort-by`, `--zorder`, `--codec`, `--codec-level`): it
+    /// wins over the `[table...]` sections, as the flags do. (Not a flattened
+    /// [`LayoutSettings`]: serde cannot flatten into a struct that denies unknown keys.)
+    pub sort_by: Option<Vec<String>>,
+    pub zorder: Option<Vec<String>>,
+    pub codec: Option<String>,
+    pub codec_level: Option<i32>,
+    pub sort_memory: Option<String>,
+    pub spill_dir: Option<PathBuf>,
     /// `--yarn-dir` of `compact --on-yarn` and `cleanup`.
     pub yarn_dir: Option<String>,
+    /// `--yarn-token-margin` of `compact --on-yarn`.
+    pub yarn_token_margin: Option<String>,
     /// `cleanup --binaries-older-than`.
-    binaries_older_than: Option<String>,
+    pub binaries_older_than: Option<String>,
     /// Per table (`db.table`): the layout its partitions are rewritten in.
-    #[serde(default)]
-    pub table: BTreeMap<String, TableSettings>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub table: BTreeMap<String, LayoutSettings>,
 }
 
-/// One table's `[table."db.t"]` section.
-#[derive(Debug, Default, Deserialize)]
+/// A layout's keys: one table's `[table."db.t"]` section, or the top level's for every table.
+#[derive(Debug, Default, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct TableSettings {
+pub struct LayoutSettings {
     pub sort_by: Option<Vec<String>>,
     pub zorder: Option<Vec<String>>,
     pub codec: Option<String>,
     pub codec_level: Option<i32>,
 }
 
+impl LayoutSettings {
+    pub fn is_empty(&self) -> bool {
+        self.sort_by.is_none()
+            && self.zorder.is_none()
+            && self.codec.is_none()
+            && self.codec_level.is_none()
+    }
+}
+
 impl Settings {
+    /// The top level's layout, for every table.
+    pub fn layout(&self) -> LayoutSettings {
+        LayoutSettings {
+            sort_by: self.sort_by.clone(),
+            zorder: self.zorder.clone(),
+            codec: self.codec.clone(),
+            codec_level: self.codec_level,
+        }
+    }
+
+    /// Sets the top level's layout.
+    pub fn set_layout(&mut self, layout: LayoutSettings) {
+        self.sort_by = layout.sort_by;
+        self.zorder = layout.zorder;
+        self.codec = layout.codec;
+        self.codec_level = layout.codec_level;
+    }
+
     pub fn load(path: Option<&Path>) -> anyhow::Result<Settings> {
         let Some(path) = path else {
             return Ok(Settings::default());
@@ -78,16 +142,25 @@ impl Settings {
         toml::from_str(&text).with_context(|| format!("config file {}", path.display()))
     }
 
+    /// The file's text, as [`Settings::load`] reads it back.
+    pub fn to_toml(&self) -> anyhow::Result<String> {
+        toml::to_string(self).context("writing the settings as TOML")
+    }
+
+    pub fn metastore_timeout(&self) -> anyhow::Result<Option<Duration>> {
+        duration("metastore_timeout", &self.metastore_timeout)
+    }
+
     pub fn target_size(&self) -> anyhow::Result<Option<u64>> {
-        size("target_size", &self.target_size, crate::parse_target_size)
+        size("target_size", &self.target_size, parse_target_size)
     }
 
     pub fn small_file_size(&self) -> anyhow::Result<Option<u64>> {
-        size("small_file_size", &self.small_file_size, crate::parse_bytes)
+        size("small_file_size", &self.small_file_size, parse_bytes)
     }
 
     pub fn max_avg_size(&self) -> anyhow::Result<Option<u64>> {
-        size("max_avg_size", &self.max_avg_size, crate::parse_bytes)
+        size("max_avg_size", &self.max_avg_size, parse_bytes)
     }
 
     pub fn verify(&self) -> anyhow::Result<Option<VerifyLevel>> {
@@ -99,23 +172,27 @@ impl Settings {
     }
 
     pub fn min_stripe_size(&self) -> anyhow::Result<Option<u64>> {
-        size("min_stripe_size", &self.min_stripe_size, crate::parse_bytes)
+        size("min_stripe_size", &self.min_stripe_size, parse_bytes)
     }
 
     pub fn stripe_size(&self) -> anyhow::Result<Option<u64>> {
-        size("stripe_size", &self.stripe_size, crate::parse_stripe_size)
+        size("stripe_size", &self.stripe_size, parse_stripe_size)
+    }
+
+    pub fn lock_timeout(&self) -> anyhow::Result<Option<Duration>> {
+        duration("lock_timeout", &self.lock_timeout)
     }
 
     pub fn sort_memory(&self) -> anyhow::Result<Option<u64>> {
-        size("sort_memory", &self.sort_memory, crate::parse_bytes)
-    }
-
-    pub fn spill_dir(&self) -> Option<&Path> {
-        self.spill_dir.as_deref()
+        size("sort_memory", &self.sort_memory, parse_bytes)
     }
 
     pub fn min_age(&self) -> anyhow::Result<Option<Duration>> {
         duration("min_age", &self.min_age)
+    }
+
+    pub fn yarn_token_margin(&self) -> anyhow::Result<Option<Duration>> {
+        duration("yarn_token_margin", &self.yarn_token_margin)
     }
 
     pub fn binaries_older_than(&self) -> anyhow::Result<Option<Duration>> {
@@ -139,7 +216,7 @@ fn parsed<T: std::str::FromStr<Err = String>>(
 fn duration(key: &str, value: &Option<String>) -> anyhow::Result<Option<Duration>> {
     value
         .as_deref()
-        .map(|v| crate::parse_duration(v).map_err(|e| anyhow!("{key} in the config file: {e}")))
+        .map(|v| parse_duration(v).map_err(|e| anyhow!("{key} in the config file: {e}")))
         .transpose()
 }
 
@@ -180,6 +257,39 @@ mod tests {
             Settings::load(Some(&p)).is_err(),
             "a typo in a table section"
         );
+    }
+
+    #[test]
+    fn written_settings_read_back_the_same() {
+        let mut written = Settings {
+            metastore: Some("thrift://a:9083,thrift://b:9083".into()),
+            metastore_timeout: Some("30s".into()),
+            metastore_principal: Some("hive/_HOST@R".into()),
+            no_lock: Some(true),
+            min_age: Some("0s".into()),
+            parallel: Some(3),
+            sort_memory: Some("1048576".into()),
+            ..Settings::default()
+        };
+        written.set_layout(LayoutSettings {
+            zorder: Some(vec!["a".into(), "b".into()]),
+            codec: Some("zstd".into()),
+            codec_level: Some(9),
+            ..LayoutSettings::default()
+        });
+        written.table.insert(
+            "sales.events".into(),
+            LayoutSettings {
+                sort_by: Some(vec!["a".into(), "b DESC NULLS LAST".into()]),
+                ..LayoutSettings::default()
+            },
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("task.toml");
+        std::fs::write(&p, written.to_toml().unwrap()).unwrap();
+        let read = Settings::load(Some(&p)).unwrap();
+        assert_eq!(format!("{read:?}"), format!("{written:?}"));
+        assert!(Settings::default().to_toml().unwrap().is_empty());
     }
 
     #[test]
