@@ -7,7 +7,7 @@
 //!
 //! Each test makes its own database (unique name) through the client and drops it at the end.
 
-pub mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::metastore::config;
+use crate::common::metastore::config;
 use futures::FutureExt;
 use hive_orc_compactor::metastore::{
     FieldSchema, LockComponent, LockLevel, LockRequest, LockState, LockType, Metastore,

@@ -5,18 +5,18 @@
 //! fresh write by the Java writer, a rollback, and a corrupted re-encode that must stop before
 //! the swap.
 
-pub mod common;
+use crate::common;
 
 use std::sync::OnceLock;
 
-use common::compaction::{check_compactions, check_second_run, compact_all_with, Compaction};
-use common::hdfs::{files_in, hdfs, loc, read_file};
-use common::orc_tools::{
+use crate::common::compaction::{check_compactions, check_second_run, compact_all_with, Compaction};
+use crate::common::hdfs::{files_in, hdfs, loc, read_file};
+use crate::common::orc_tools::{
     java_metas, java_rewrite, java_vector_columns, java_vector_rows, meta_statistics,
 };
-use common::partition::Part;
-use common::pyorc::{check_cpp_reads, cpp_partition, cpp_read};
-use common::{env, rt, Fixtures, OwnDatabase};
+use crate::common::partition::Part;
+use crate::common::pyorc::{check_cpp_reads, cpp_partition, cpp_read};
+use crate::common::{env, rt, Fixtures, OwnDatabase};
 use hive_orc_compactor::orc::read_tail;
 use serde_json::Value;
 

@@ -1,13 +1,13 @@
 //! Fleet mode against the real cluster: `analyze` figures, `compact` selections, thresholds,
 //! budgets, shards, parallel runs with failures, and a SIGTERM in the middle of a batch.
 
-pub mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, Read};
 use std::process::{Command, Output, Stdio};
 
-use common::*;
+use crate::common::*;
 use hive_orc_compactor::hdfs::{Hdfs, Location};
 use serde_json::Value;
 

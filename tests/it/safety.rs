@@ -6,17 +6,17 @@
 //! One database of this binary's own (`scripts/fixtures --set basic`); every test uses its own
 //! partitions. `cleanup` works on whole tables, so the tests that run it take turns.
 
-pub mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use common::hdfs::{copy, exists, hdfs, loc};
-use common::orc_tools::java_row_count;
-use common::proxy::{self, Fault, Proxy};
-use common::{code, describe, env, json, rt, stdout, Fixtures, OwnDatabase};
+use crate::common::hdfs::{copy, exists, hdfs, loc};
+use crate::common::orc_tools::java_row_count;
+use crate::common::proxy::{self, Fault, Proxy};
+use crate::common::{code, describe, env, json, rt, stdout, Fixtures, OwnDatabase};
 use hive_orc_compactor::lock;
 use hive_orc_compactor::metastore::{
     LockRequest, LockState, LockType, Metastore, MetastoreConfig, Partition,

@@ -5,15 +5,15 @@
 //!
 //! One job at a time: the minicluster's one NodeManager holds one job's tasks.
 
-pub mod common;
+use crate::common;
 
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::hdfs::list;
-use common::orc_tools::java_rows;
-use common::partition::{assert_untouched, Part, State};
-use common::*;
+use crate::common::hdfs::list;
+use crate::common::orc_tools::java_rows;
+use crate::common::partition::{assert_untouched, Part, State};
+use crate::common::*;
 use serde_json::Value;
 
 /// `scripts/test` runs these against its cluster's YARN; `SKIP_YARN=1` (a cluster started

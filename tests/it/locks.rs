@@ -4,7 +4,7 @@
 //!
 //! Each test uses its own partitions of this binary's own database (`OwnDatabase`).
 
-pub mod common;
+use crate::common;
 
 use std::process::{Output, Stdio};
 use std::sync::OnceLock;
@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use std::collections::BTreeMap;
 
-use common::{
+use crate::common::{
     command, describe, env, json, own_database, partition_fingerprint, rt, run, OwnDatabase,
 };
 use hive_orc_compactor::lock::{self, LockMode, LockOptions, PartitionLock, Target};

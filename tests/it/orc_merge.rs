@@ -6,8 +6,6 @@
 //! file-level statistics that are the inputs' widened. Without Java these tests fail loudly;
 //! `scripts/harness/orc-tools/pom.xml` resolves the jar with Maven.
 
-pub mod common;
-
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, Write};
@@ -17,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use bytes::Bytes;
-use common::stats::cmp_stat;
+use crate::common::stats::cmp_stat;
 use hive_orc_compactor::orc::{
     self, group_tails, plan_group, read_tail, verify_output, verify_tail, write_merged,
     Compression, OrcTail, PlanOptions, RangeRead, ReadAhead, Sink, WriterOptions,

@@ -10,20 +10,20 @@
 //! recursive listing of its directory (names, lengths, mtimes, owners, permissions) are the same
 //! as before, except that a hidden `.hive-orc-compactor` directory may remain.
 
-pub mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use common::compaction::{check_compactions, check_second_run, compact_all, compact_all_with};
+use crate::common::compaction::{check_compactions, check_second_run, compact_all, compact_all_with};
 #[cfg(feature = "failpoints")]
-use common::failpoints::{check_busy, kill_while_paused, run_with_failpoints, PRE_SWAP};
-use common::hdfs::{copy, files_in, hdfs, loc, read_file, write_file};
-use common::partition::{assert_untouched, Part, State};
+use crate::common::failpoints::{check_busy, kill_while_paused, run_with_failpoints, PRE_SWAP};
+use crate::common::hdfs::{copy, files_in, hdfs, loc, read_file, write_file};
+use crate::common::partition::{assert_untouched, Part, State};
 #[cfg(feature = "failpoints")]
-use common::WORK_DIR;
-use common::{code, describe, env, json, rt, run_against, run_many, Fixtures, OwnDatabase};
+use crate::common::WORK_DIR;
+use crate::common::{code, describe, env, json, rt, run_against, run_many, Fixtures, OwnDatabase};
 use serde_json::Value;
 
 /// This binary's database on the HMS 4 cluster: every set (each test uses its own partitions).

@@ -5,12 +5,10 @@
 //! The cluster's starting user (the one running the tests) is the HDFS superuser; `alice`
 //! (`--hadoop-user`) is not. Each test uses its own partition of this binary's own database.
 
-pub mod common;
-
 use std::sync::OnceLock;
 
-use common::hdfs::hdfs;
-use common::{describe, json, own_database, rt, run, OwnDatabase, WORK_DIR};
+use crate::common::hdfs::hdfs;
+use crate::common::{describe, json, own_database, rt, run, OwnDatabase, WORK_DIR};
 use hdfs_native::acl::AclEntry;
 use hive_orc_compactor::hdfs::{Access, Location};
 use serde_json::Value;

@@ -9,19 +9,19 @@
 //! Each test first checks that the binary has `--sort-by`: until issue #32 lands they fail
 //! saying so.
 
-pub mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use common::hdfs::{files_in, loc};
-use common::orc_tools::java_rows;
-use common::partition::{assert_untouched, Part};
-use common::pyorc::cpp_read;
-use common::spark;
-use common::{code, command, describe, env, json, repo, Fixtures, OwnDatabase};
+use crate::common::hdfs::{files_in, loc};
+use crate::common::orc_tools::java_rows;
+use crate::common::partition::{assert_untouched, Part};
+use crate::common::pyorc::cpp_read;
+use crate::common::spark;
+use crate::common::{code, command, describe, env, json, repo, Fixtures, OwnDatabase};
 use serde_json::Value;
 
 fn db() -> &'static Fixtures {

@@ -5,12 +5,12 @@
 //!
 //! One database of this binary's own; every test migrates its own table.
 
-pub mod common;
+use crate::common;
 
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-use common::{describe, env, json, rt, run, Fixtures, OwnDatabase};
+use crate::common::{describe, env, json, rt, run, Fixtures, OwnDatabase};
 use hive_orc_compactor::hdfs::{Hdfs, Location};
 use hive_orc_compactor::metastore::{Metastore, Partition, Table};
 use serde_json::Value;

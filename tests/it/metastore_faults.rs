@@ -11,16 +11,16 @@
 //! Derby they say why and skip). The tests take turns: a stopped database or metastore stops
 //! every test of this binary.
 
-pub mod common;
+use crate::common;
 
 use std::process::{Child, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use common::failpoints;
-use common::partition::{assert_untouched, Part};
-use common::proxy::{Fault, Proxy};
-use common::{code, command, describe, env, json, rt, OwnDatabase};
+use crate::common::failpoints;
+use crate::common::partition::{assert_untouched, Part};
+use crate::common::proxy::{Fault, Proxy};
+use crate::common::{code, command, describe, env, json, rt, OwnDatabase};
 use serde_json::Value;
 
 const TABLE: &str = "ext_p3";
@@ -40,8 +40,12 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 }
 
 /// Whether the test environment names the cluster (`CLUSTER_DIR`) that `scripts/cluster`'s
-/// fault commands act on; says why not when not.
+/// fault commands act on, and this process runs these tests alone (a stopped database or
+/// metastore stops every other test); says why not when not.
 fn cluster_named() -> bool {
+    if !common::alone(&["metastore_faults"]) {
+        return false;
+    }
     let named = std::env::var_os("CLUSTER_DIR").is_some();
     if !named {
         eprintln!("skipped: CLUSTER_DIR is not set (run through scripts/test)");
