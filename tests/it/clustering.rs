@@ -13,7 +13,7 @@ use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use crate::common::hdfs::{files_in, loc};
@@ -163,11 +163,8 @@ struct Scan {
     files_read: u64,
 }
 
-/// `scripts/spark scan` of each (partition, WHERE clauses) in one Spark session; one at a time
-/// in this binary (a session takes about a gigabyte).
+/// `scripts/spark scan` of each (partition, WHERE clauses) in one Spark session.
 fn spark_scan(reads: &[(&Part, &[&str])]) -> Vec<(u64, Vec<Scan>)> {
-    static ONE: Mutex<()> = Mutex::new(());
-    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
     let all: Vec<Value> = serde_json::from_value(spark::run("scan", reads)).expect("partitions");
     all.into_iter()
         .map(|p| {

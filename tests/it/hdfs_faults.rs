@@ -20,7 +20,7 @@
 //! overlap whatever `--test-threads` says. A killed DataNode is started again when its test
 //! ends, failed or not.
 //!
-//! The partitions are fixture partitions of this binary's own database (`scripts/fixtures --set
+//! The partitions are fixture partitions of this area's own database (`scripts/fixtures --set
 //! basic,big_stripes`): `big_stripes` (4 files of 2.8 MiB, one stripe each: read from HDFS while
 //! the output is written, in packets that reach the DataNodes before the pause) for the
 //! DataNode kills, `ext_p3` (25 small files) for the restarts.

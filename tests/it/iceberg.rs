@@ -3,7 +3,7 @@
 //! (`scripts/iceberg-reader`), which also reads the Hive table with the reference ORC reader
 //! and compares the rows.
 //!
-//! One database of this binary's own; every test migrates its own table.
+//! One database of this area's own; every test migrates its own table.
 
 use crate::common;
 

@@ -2,7 +2,7 @@
 //! TxnHandler on Derby implements locks): a held lock makes another run busy without touching
 //! anything, `--no-lock` ignores it, and every run releases its lock however it ends.
 //!
-//! Each test uses its own partitions of this binary's own database (`OwnDatabase`).
+//! Each test uses its own partitions of this area's own database (`OwnDatabase`).
 
 use crate::common;
 

@@ -3,7 +3,8 @@
 //! Needs `HMS_URI` (thrift://host:port) and `HDFS_URL` (hdfs://host:port, for table
 //! locations). With the project's local cluster:
 //!
-//!     scripts/cluster start && eval "$(scripts/cluster env)" && cargo test --test metastore
+//!     scripts/cluster start && eval "$(scripts/cluster env)" &&
+//!         cargo test --features cluster-tests --test it metastore::
 //!
 //! Each test makes its own database (unique name) through the client and drops it at the end.
 
@@ -34,7 +35,7 @@ fn required_env(name: &str) -> String {
         _ => panic!(
             "{name} is not set: these tests need a running metastore and HDFS. Start them with \
              `scripts/cluster start`, then `eval \"$(scripts/cluster env)\"` and run \
-             `cargo test --test metastore` again"
+             `cargo test --features cluster-tests --test it metastore::` again"
         ),
     }
 }

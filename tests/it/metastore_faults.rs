@@ -9,7 +9,7 @@
 //! The faults are made with `scripts/cluster metastore-db stop|start` and `hms restart` on the
 //! cluster `CLUSTER_DIR` names; the database faults need a database server (on the embedded
 //! Derby they say why and skip). The tests take turns: a stopped database or metastore stops
-//! every test of this binary.
+//! every test of this process.
 
 use crate::common;
 
@@ -213,6 +213,10 @@ fn settles(part: &Part, before: &common::partition::State, out: &Output, what: &
 
 #[test]
 fn a_lock_call_answered_too_late_is_busy_and_the_lock_it_was_granted_released() {
+    // With the other fault tests, which it takes turns with.
+    if !common::alone(&["metastore_faults"]) {
+        return;
+    }
     let _turn = one_at_a_time();
     let part = part("region=eu/dt=2024-01-01/hour=00");
     let before = part.state(false);

@@ -14,8 +14,8 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use bytes::Bytes;
 use crate::common::stats::cmp_stat;
+use bytes::Bytes;
 use hive_orc_compactor::orc::{
     self, group_tails, plan_group, read_tail, verify_output, verify_tail, write_merged,
     Compression, OrcTail, PlanOptions, RangeRead, ReadAhead, Sink, WriterOptions,

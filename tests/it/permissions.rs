@@ -3,7 +3,7 @@
 //! originals, as far as HDFS lets the user it acts as; what it could not keep is one warning.
 //!
 //! The cluster's starting user (the one running the tests) is the HDFS superuser; `alice`
-//! (`--hadoop-user`) is not. Each test uses its own partition of this binary's own database.
+//! (`--hadoop-user`) is not. Each test uses its own partition of this area's own database.
 
 use std::sync::OnceLock;
 

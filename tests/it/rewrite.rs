@@ -9,7 +9,9 @@ use crate::common;
 
 use std::sync::OnceLock;
 
-use crate::common::compaction::{check_compactions, check_second_run, compact_all_with, Compaction};
+use crate::common::compaction::{
+    check_compactions, check_second_run, compact_all_with, Compaction,
+};
 use crate::common::hdfs::{files_in, hdfs, loc, read_file};
 use crate::common::orc_tools::{
     java_metas, java_rewrite, java_vector_columns, java_vector_rows, meta_statistics,

@@ -3,7 +3,7 @@
 //! starts, rows counted by Java orc-tools (`scripts/orc-tools`) from wherever the metastore says
 //! the partition is, metastore faults injected by `common::proxy`.
 //!
-//! One database of this binary's own (`scripts/fixtures --set basic`); every test uses its own
+//! One database of this area's own (`scripts/fixtures --set basic`); every test uses its own
 //! partitions. `cleanup` works on whole tables, so the tests that run it take turns.
 
 use crate::common;

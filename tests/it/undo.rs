@@ -2,7 +2,7 @@
 //! the real cluster `scripts/test` starts, rows counted by Java orc-tools (`scripts/orc-tools`)
 //! from wherever the metastore says the partition is.
 //!
-//! One database of this binary's own (`scripts/fixtures --set basic`); every test uses its own
+//! One database of this area's own (`scripts/fixtures --set basic`); every test uses its own
 //! partitions, so the tests are independent of each other and of their order.
 
 use crate::common;
@@ -18,7 +18,7 @@ use crate::common::orc_tools::java_row_count;
 use crate::common::partition::Part;
 use crate::common::{env, OwnDatabase, RUN_ID};
 
-/// A partition of this binary's own database (`scripts/fixtures --set basic`).
+/// A partition of this area's own database (`scripts/fixtures --set basic`).
 fn part_of(table: &str, spec: &str) -> Part {
     static DB: OnceLock<OwnDatabase> = OnceLock::new();
     let fx = &common::own_database(&DB, "undo", "basic").fixtures;
