@@ -9,6 +9,8 @@
 //! Each test first checks that the binary has `--sort-by`: until issue #32 lands they fail
 //! saying so.
 
+#![cfg(feature = "cluster-tests")]
+
 use crate::common;
 
 use std::path::{Path, PathBuf};

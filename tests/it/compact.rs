@@ -10,6 +10,8 @@
 //! recursive listing of its directory (names, lengths, mtimes, owners, permissions) are the same
 //! as before, except that a hidden `.hive-orc-compactor` directory may remain.
 
+#![cfg(feature = "cluster-tests")]
+
 use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -1,6 +1,8 @@
 //! Fleet mode against the real cluster: `analyze` figures, `compact` selections, thresholds,
 //! budgets, shards, parallel runs with failures, and a SIGTERM in the middle of a batch.
 
+#![cfg(feature = "cluster-tests")]
+
 use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};

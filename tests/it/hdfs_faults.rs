@@ -25,6 +25,8 @@
 //! the output is written, in packets that reach the DataNodes before the pause) for the
 //! DataNode kills, `ext_p3` (25 small files) for the restarts.
 
+#![cfg(feature = "cluster-tests")]
+
 use crate::common;
 
 use std::process::{Child, Output, Stdio};

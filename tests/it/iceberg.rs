@@ -5,6 +5,8 @@
 //!
 //! One database of this area's own; every test migrates its own table.
 
+#![cfg(feature = "cluster-tests")]
+
 use crate::common;
 
 use std::process::{Command, Output};

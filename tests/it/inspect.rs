@@ -3,6 +3,8 @@
 //! stderr line and touches nothing; Hive-escaped specs resolve; failures exit 1 with one line
 //! saying what to do; and HMS 3.1 and 4.x give the same facts.
 
+#![cfg(feature = "cluster-tests")]
+
 use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::process::Output;

@@ -5,6 +5,8 @@
 //! Environment: SECURE_HMS_URI, SECURE_CONF_DIR (core-, hdfs- and hive-site with the security
 //! settings), SECURE_KRB5_CONFIG, SECURE_PRINCIPAL, SECURE_KEYTAB, SECURE_HDFS_URL.
 
+#![cfg(feature = "cluster-tests")]
+
 use crate::common;
 
 use std::path::Path;

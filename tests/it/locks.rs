@@ -4,6 +4,8 @@
 //!
 //! Each test uses its own partitions of this area's own database (`OwnDatabase`).
 
+#![cfg(feature = "cluster-tests")]
+
 use crate::common;
 
 use std::process::{Output, Stdio};

@@ -19,45 +19,25 @@ pub mod common;
 
 mod docs;
 
-#[cfg(feature = "cluster-tests")]
+// Each of these says `#![cfg(feature = "cluster-tests")]`: it needs the local clusters.
 mod clustering;
-#[cfg(feature = "cluster-tests")]
 mod compact;
-#[cfg(feature = "cluster-tests")]
 mod fleet;
-#[cfg(feature = "cluster-tests")]
 mod hdfs_faults;
-#[cfg(feature = "cluster-tests")]
 mod iceberg;
-#[cfg(feature = "cluster-tests")]
 mod inspect;
-#[cfg(feature = "cluster-tests")]
 mod kerberos;
-#[cfg(feature = "cluster-tests")]
 mod locks;
-#[cfg(feature = "cluster-tests")]
 mod metastore;
-#[cfg(feature = "cluster-tests")]
 mod metastore_faults;
-#[cfg(feature = "cluster-tests")]
 mod orc_merge;
-#[cfg(feature = "cluster-tests")]
 mod permissions;
-#[cfg(feature = "cluster-tests")]
 mod production_hdfs;
-#[cfg(feature = "cluster-tests")]
 mod read_ahead;
-#[cfg(feature = "cluster-tests")]
 mod rewrite;
-#[cfg(feature = "cluster-tests")]
 mod safety;
-#[cfg(feature = "cluster-tests")]
 mod secure_yarn;
-#[cfg(feature = "cluster-tests")]
 mod spark;
-#[cfg(feature = "cluster-tests")]
 mod tokens;
-#[cfg(feature = "cluster-tests")]
 mod undo;
-#[cfg(feature = "cluster-tests")]
 mod yarn;

@@ -8,6 +8,8 @@
 //!
 //! Each test makes its own database (unique name) through the client and drops it at the end.
 
+#![cfg(feature = "cluster-tests")]
+
 use crate::common;
 
 use std::collections::BTreeMap;

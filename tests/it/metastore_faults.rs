@@ -11,6 +11,8 @@
 //! Derby they say why and skip). The tests take turns: a stopped database or metastore stops
 //! every test of this process.
 
+#![cfg(feature = "cluster-tests")]
+
 use crate::common;
 
 use std::process::{Child, Output, Stdio};

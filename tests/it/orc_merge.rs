@@ -6,6 +6,8 @@
 //! file-level statistics that are the inputs' widened. Without Java these tests fail loudly;
 //! `scripts/harness/orc-tools/pom.xml` resolves the jar with Maven.
 
+#![cfg(feature = "cluster-tests")]
+
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, Write};

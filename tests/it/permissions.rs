@@ -5,6 +5,8 @@
 //! The cluster's starting user (the one running the tests) is the HDFS superuser; `alice`
 //! (`--hadoop-user`) is not. Each test uses its own partition of this area's own database.
 
+#![cfg(feature = "cluster-tests")]
+
 use std::sync::OnceLock;
 
 use crate::common::hdfs::hdfs;

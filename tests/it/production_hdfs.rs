@@ -8,6 +8,8 @@
 //! through the tool's own client, into the profile's directories (the zone, the EC directories,
 //! the viewfs mounts) and pointed at there. Rows are counted by Java orc-tools.
 
+#![cfg(feature = "cluster-tests")]
+
 use crate::common;
 
 use std::process::Command;

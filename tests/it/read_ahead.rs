@@ -11,6 +11,8 @@
 //!
 //! Needs `HDFS_URL` (scripts/test sets it).
 
+#![cfg(feature = "cluster-tests")]
+
 use std::sync::Arc;
 use std::time::Duration;
 

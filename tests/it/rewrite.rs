@@ -5,6 +5,8 @@
 //! fresh write by the Java writer, a rollback, and a corrupted re-encode that must stop before
 //! the swap.
 
+#![cfg(feature = "cluster-tests")]
+
 use crate::common;
 
 use std::sync::OnceLock;

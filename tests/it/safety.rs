@@ -6,6 +6,8 @@
 //! One database of this area's own (`scripts/fixtures --set basic`); every test uses its own
 //! partitions. `cleanup` works on whole tables, so the tests that run it take turns.
 
+#![cfg(feature = "cluster-tests")]
+
 use crate::common;
 
 use std::collections::BTreeMap;

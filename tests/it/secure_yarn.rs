@@ -12,6 +12,8 @@
 //! SECURE_YARN_USER_PRINCIPAL and SECURE_YARN_USER_KEYTAB; SECURE_TOKEN_MAX_LIFETIME (seconds),
 //! when set, the delegation tokens' maximum lifetime the cluster was started with.
 
+#![cfg(feature = "cluster-tests")]
+
 use crate::common;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};

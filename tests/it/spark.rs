@@ -3,6 +3,8 @@
 //! ORC predicate pushdown skips the re-encoded row groups by their min/max
 //! statistics and bloom filters as it skipped the inputs' (the Java writer's).
 
+#![cfg(feature = "cluster-tests")]
+
 use crate::common;
 
 use std::sync::OnceLock;

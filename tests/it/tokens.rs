@@ -9,6 +9,8 @@
 //! state directory, for `scripts/cluster fetchdt` (the HDFS token) and `scripts/cluster hms
 //! restart` (the metastore's protection).
 
+#![cfg(feature = "cluster-tests")]
+
 use crate::common;
 
 use std::path::{Path, PathBuf};

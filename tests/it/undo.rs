@@ -5,6 +5,8 @@
 //! One database of this area's own (`scripts/fixtures --set basic`); every test uses its own
 //! partitions, so the tests are independent of each other and of their order.
 
+#![cfg(feature = "cluster-tests")]
+
 use crate::common;
 
 use std::sync::OnceLock;

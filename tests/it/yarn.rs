@@ -5,6 +5,8 @@
 //!
 //! One job at a time: the minicluster's one NodeManager holds one job's tasks.
 
+#![cfg(feature = "cluster-tests")]
+
 use crate::common;
 
 use std::process::{Command, Output, Stdio};
