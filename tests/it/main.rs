@@ -1,5 +1,6 @@
-//! The integration tests, one binary with a module per area (what `tests/common` used to be
-//! compiled into 21 times is now compiled and linked once).
+//! The integration tests, one binary with a module per area (ripgrep's tests/tests.rs): the
+//! shared `common` is compiled once and the tests linked once, where each of 22 binaries used
+//! to compile and link its own.
 //!
 //! Without the `cluster-tests` feature only `docs` is here: what needs nothing running (links,
 //! anchors, lengths); its test of the guides' command lines is ignored with a reason that says
@@ -12,8 +13,8 @@
 //! ([`common::alone`]): the fault areas stop and restart services every other test needs, and
 //! the secured cluster's areas set this process's Kerberos login and HADOOP_CONF_DIR, which
 //! would reach every other test (and the login is set once: `kerberos` and `tokens` log in as
-//! the test client, `secure_yarn` as the YARN user). `scripts/test` runs each of them in a
-//! process of its own after the others.
+//! the test client, `secure_yarn` as the YARN user; `tokens` restarts the secured metastore).
+//! `scripts/test` runs each of them in a process of its own after the others.
 
 pub mod common;
 
