@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the small ORC fixtures used by the unit tests in src/orc/ with the reference Java
 # writer (orc-tools 1.9.5, resolved by scripts/harness/orc-tools/pom.xml). The fixtures are
-# committed so unit tests run without Java; tests/orc_merge.rs generates its own inputs.
+# committed so unit tests run without Java; tests/it/orc_merge.rs generates its own inputs.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../../.." && pwd)"

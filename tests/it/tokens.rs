@@ -9,21 +9,23 @@
 //! state directory, for `scripts/cluster fetchdt` (the HDFS token) and `scripts/cluster hms
 //! restart` (the metastore's protection).
 
-pub mod common;
+#![cfg(feature = "cluster-tests")]
+
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{OnceLock, PoisonError, RwLock, RwLockReadGuard};
 use std::time::{Duration, Instant};
 
-use common::{describe, json, rt, stderr, stdout};
+use crate::common::{describe, json, rt, stderr, stdout};
 use hive_orc_compactor::hdfs::{Hdfs, Location};
 use hive_orc_compactor::metastore::token::{
     read_credentials, write_credentials, DelegationToken, HIVE_DELEGATION_KIND,
 };
 use hive_orc_compactor::metastore::{Metastore, MetastoreConfig};
 
-use common::secure::{conf_with, orc_table, restart_metastore, secure, token_login, Secure};
+use crate::common::secure::{conf_with, orc_table, restart_metastore, secure, token_login, Secure};
 
 /// The metastore's protection belongs to the whole secured cluster: the test that restarts it
 /// with another holds this for writing, every other test here for reading, so none sees the

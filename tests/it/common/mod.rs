@@ -5,8 +5,8 @@
 //! These tests need the real services `scripts/test` starts. Without them they fail loudly
 //! rather than pass vacuously.
 //!
-//! Every test file declares `pub mod common;`: each compiles this module on its own and uses a
-//! part of it, and public items of a public module are not dead code.
+//! The test binary declares `pub mod common;`: its areas each use a part of it, and public
+//! items of a public module are not dead code.
 
 pub mod cluster;
 pub mod compaction;
@@ -50,7 +50,23 @@ pub fn env(name: &str) -> String {
     })
 }
 
-/// One tokio runtime per test binary, for the library's async calls.
+/// Whether this process runs one of `areas` alone, as `scripts/test` runs the areas that cannot
+/// share a process with the others (`HOC_TEST_ALONE=area`: see tests/it/main.rs); says why a
+/// test skips when not.
+pub fn alone(areas: &[&str]) -> bool {
+    let alone = std::env::var("HOC_TEST_ALONE").is_ok_and(|a| areas.contains(&a.as_str()));
+    if !alone {
+        let area = areas[0];
+        eprintln!(
+            "skipped: {} run(s) in a process of their own (scripts/test does that: \
+             HOC_TEST_ALONE={area} cargo test --features cluster-tests --test it {area}::)",
+            areas.join(", ")
+        );
+    }
+    alone
+}
+
+/// One tokio runtime for the test binary, for the library's async calls.
 pub fn rt() -> &'static tokio::runtime::Runtime {
     static RT: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
     RT.get_or_init(|| {

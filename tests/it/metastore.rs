@@ -3,11 +3,14 @@
 //! Needs `HMS_URI` (thrift://host:port) and `HDFS_URL` (hdfs://host:port, for table
 //! locations). With the project's local cluster:
 //!
-//!     scripts/cluster start && eval "$(scripts/cluster env)" && cargo test --test metastore
+//!     scripts/cluster start && eval "$(scripts/cluster env)" &&
+//!         cargo test --features cluster-tests --test it metastore::
 //!
 //! Each test makes its own database (unique name) through the client and drops it at the end.
 
-pub mod common;
+#![cfg(feature = "cluster-tests")]
+
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -16,7 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::metastore::config;
+use crate::common::metastore::config;
 use futures::FutureExt;
 use hive_orc_compactor::metastore::{
     FieldSchema, LockComponent, LockLevel, LockRequest, LockState, LockType, Metastore,
@@ -34,7 +37,7 @@ fn required_env(name: &str) -> String {
         _ => panic!(
             "{name} is not set: these tests need a running metastore and HDFS. Start them with \
              `scripts/cluster start`, then `eval \"$(scripts/cluster env)\"` and run \
-             `cargo test --test metastore` again"
+             `cargo test --features cluster-tests --test it metastore::` again"
         ),
     }
 }

@@ -12,7 +12,9 @@
 //! SECURE_YARN_USER_PRINCIPAL and SECURE_YARN_USER_KEYTAB; SECURE_TOKEN_MAX_LIFETIME (seconds),
 //! when set, the delegation tokens' maximum lifetime the cluster was started with.
 
-pub mod common;
+#![cfg(feature = "cluster-tests")]
+
+use crate::common;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -20,10 +22,10 @@ use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use common::metastore::location_of;
-use common::orc_tools::java_rows;
-use common::secure::{orc_table, token_login};
-use common::{describe, reports, rt, stderr};
+use crate::common::metastore::location_of;
+use crate::common::orc_tools::java_rows;
+use crate::common::secure::{orc_table, token_login};
+use crate::common::{describe, reports, rt, stderr};
 use hive_orc_compactor::hdfs::{Hdfs, Location};
 use hive_orc_compactor::kerberos;
 use hive_orc_compactor::metastore::token::{read_credentials, DelegationToken};
@@ -42,11 +44,15 @@ struct SecureYarn {
     principal: String,
 }
 
-/// The secure cluster with YARN, once per test binary. This process then acts as the YARN
-/// user (its keytab) to make and read its tables; Java readers get a ticket cache of its own.
+/// The secure cluster with YARN, once per process (of these tests alone: the login and
+/// configuration would reach every other test). This process then acts as the YARN user (its
+/// keytab) to make and read its tables; Java readers get a ticket cache of its own.
 fn cluster() -> Option<&'static SecureYarn> {
     static C: OnceLock<Option<SecureYarn>> = OnceLock::new();
     C.get_or_init(|| {
+        if !common::alone(&["secure_yarn"]) {
+            return None;
+        }
         let v = |n: &str| std::env::var(n).ok();
         if v("SECURE_HMS_URI").is_none() {
             eprintln!("SECURE_HMS_URI is not set: no secured cluster, its tests skipped");

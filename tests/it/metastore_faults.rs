@@ -9,18 +9,20 @@
 //! The faults are made with `scripts/cluster metastore-db stop|start` and `hms restart` on the
 //! cluster `CLUSTER_DIR` names; the database faults need a database server (on the embedded
 //! Derby they say why and skip). The tests take turns: a stopped database or metastore stops
-//! every test of this binary.
+//! every test of this process.
 
-pub mod common;
+#![cfg(feature = "cluster-tests")]
+
+use crate::common;
 
 use std::process::{Child, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use common::failpoints;
-use common::partition::{assert_untouched, Part};
-use common::proxy::{Fault, Proxy};
-use common::{code, command, describe, env, json, rt, OwnDatabase};
+use crate::common::failpoints;
+use crate::common::partition::{assert_untouched, Part};
+use crate::common::proxy::{Fault, Proxy};
+use crate::common::{code, command, describe, env, json, rt, OwnDatabase};
 use serde_json::Value;
 
 const TABLE: &str = "ext_p3";
@@ -40,8 +42,12 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 }
 
 /// Whether the test environment names the cluster (`CLUSTER_DIR`) that `scripts/cluster`'s
-/// fault commands act on; says why not when not.
+/// fault commands act on, and this process runs these tests alone (a stopped database or
+/// metastore stops every other test); says why not when not.
 fn cluster_named() -> bool {
+    if !common::alone(&["metastore_faults"]) {
+        return false;
+    }
     let named = std::env::var_os("CLUSTER_DIR").is_some();
     if !named {
         eprintln!("skipped: CLUSTER_DIR is not set (run through scripts/test)");
@@ -209,6 +215,10 @@ fn settles(part: &Part, before: &common::partition::State, out: &Output, what: &
 
 #[test]
 fn a_lock_call_answered_too_late_is_busy_and_the_lock_it_was_granted_released() {
+    // With the other fault tests, which it takes turns with.
+    if !common::alone(&["metastore_faults"]) {
+        return;
+    }
     let _turn = one_at_a_time();
     let part = part("region=eu/dt=2024-01-01/hour=00");
     let before = part.state(false);

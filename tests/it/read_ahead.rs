@@ -11,7 +11,7 @@
 //!
 //! Needs `HDFS_URL` (scripts/test sets it).
 
-pub mod common;
+#![cfg(feature = "cluster-tests")]
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,7 +22,7 @@ use hdfs_native::{Client, ClientBuilder, WriteOptions};
 use hive_orc_compactor::orc::{copy_pieces, OrcError, Piece, ReadAhead};
 use xxhash_rust::xxh3::xxh3_64;
 
-use common::{env, rt};
+use crate::common::{env, rt};
 
 const INPUTS: usize = 400;
 const INPUT_LEN: usize = 48 << 10;

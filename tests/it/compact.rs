@@ -3,30 +3,34 @@
 //! 1.9.5 through `scripts/orc-tools`, reading HDFS directly) and by the metastore itself.
 //!
 //! The `fixtures` database is read-only for tests: this file loads its own databases with
-//! `scripts/fixtures --db <unique>` once per test binary, and every test uses its own partitions
+//! `scripts/fixtures --db <unique>` once per test process, and every test uses its own partitions
 //! so the tests stay independent of each other and of their order.
 //!
 //! What "untouched" means here: the partition's metastore object (whole Thrift struct) and the
 //! recursive listing of its directory (names, lengths, mtimes, owners, permissions) are the same
 //! as before, except that a hidden `.hive-orc-compactor` directory may remain.
 
-pub mod common;
+#![cfg(feature = "cluster-tests")]
+
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use common::compaction::{check_compactions, check_second_run, compact_all, compact_all_with};
+use crate::common::compaction::{
+    check_compactions, check_second_run, compact_all, compact_all_with,
+};
 #[cfg(feature = "failpoints")]
-use common::failpoints::{check_busy, kill_while_paused, run_with_failpoints, PRE_SWAP};
-use common::hdfs::{copy, files_in, hdfs, loc, read_file, write_file};
-use common::partition::{assert_untouched, Part, State};
+use crate::common::failpoints::{check_busy, kill_while_paused, run_with_failpoints, PRE_SWAP};
+use crate::common::hdfs::{copy, files_in, hdfs, loc, read_file, write_file};
+use crate::common::partition::{assert_untouched, Part, State};
 #[cfg(feature = "failpoints")]
-use common::WORK_DIR;
-use common::{code, describe, env, json, rt, run_against, run_many, Fixtures, OwnDatabase};
+use crate::common::WORK_DIR;
+use crate::common::{code, describe, env, json, rt, run_against, run_many, Fixtures, OwnDatabase};
 use serde_json::Value;
 
-/// This binary's database on the HMS 4 cluster: every set (each test uses its own partitions).
+/// This area's database on the HMS 4 cluster: every set (each test uses its own partitions).
 fn db4() -> &'static Fixtures {
     static DB: OnceLock<OwnDatabase> = OnceLock::new();
     &common::own_database(

@@ -5,18 +5,22 @@
 //! fresh write by the Java writer, a rollback, and a corrupted re-encode that must stop before
 //! the swap.
 
-pub mod common;
+#![cfg(feature = "cluster-tests")]
+
+use crate::common;
 
 use std::sync::OnceLock;
 
-use common::compaction::{check_compactions, check_second_run, compact_all_with, Compaction};
-use common::hdfs::{files_in, hdfs, loc, read_file};
-use common::orc_tools::{
+use crate::common::compaction::{
+    check_compactions, check_second_run, compact_all_with, Compaction,
+};
+use crate::common::hdfs::{files_in, hdfs, loc, read_file};
+use crate::common::orc_tools::{
     java_metas, java_rewrite, java_vector_columns, java_vector_rows, meta_statistics,
 };
-use common::partition::Part;
-use common::pyorc::{check_cpp_reads, cpp_partition, cpp_read};
-use common::{env, rt, Fixtures, OwnDatabase};
+use crate::common::partition::Part;
+use crate::common::pyorc::{check_cpp_reads, cpp_partition, cpp_read};
+use crate::common::{env, rt, Fixtures, OwnDatabase};
 use hive_orc_compactor::orc::read_tail;
 use serde_json::Value;
 
@@ -748,8 +752,6 @@ fn re_encoded_statistics_are_those_of_the_same_rows_written_by_java() {
 /// among them), larger ones copied.
 #[test]
 fn dry_runs_and_deep_analysis_say_which_way_and_why() {
-    use common::{run, stdout};
-
     let db = &db().database;
     let copied = cpp_partition(
         db,
@@ -765,7 +767,20 @@ fn dry_runs_and_deep_analysis_say_which_way_and_why() {
             "--files", "4", "--rows", "100", "--union", "--codec", "snappy",
         ],
     );
-    let min = ["--min-stripe-size", "32KiB"];
+    let table = format!("{db}.cpp_ways");
+    dry_runs_say_which_way(&copied, &rewritten, &table);
+    deep_analysis_says_which_way(&table);
+    the_deep_csv_says_which_way(&table);
+}
+
+/// Where [`dry_runs_and_deep_analysis_say_which_way_and_why`]'s copies and re-encodes part.
+const MIN_STRIPE_SIZE: [&str; 2] = ["--min-stripe-size", "32KiB"];
+
+/// `compact --dry-run`, `--json` and text, under `--stripes auto`.
+fn dry_runs_say_which_way(copied: &Part, rewritten: &Part, table: &str) {
+    use common::{run, stdout};
+
+    let min = MIN_STRIPE_SIZE;
     for (partition, way, reason) in [
         (&copied, "copy", "at least --min-stripe-size"),
         (&rewritten, "rewrite", "under --min-stripe-size"),
@@ -782,11 +797,10 @@ fn dry_runs_and_deep_analysis_say_which_way_and_why() {
         );
     }
 
-    let table = format!("{db}.cpp_ways");
     let text = stdout(&run(&[
         "compact",
         "--table",
-        &table,
+        table,
         "--partition",
         "p=large",
         "--stripes",
@@ -799,13 +813,19 @@ fn dry_runs_and_deep_analysis_say_which_way_and_why() {
         text.contains("copy: ") && text.contains("at least --min-stripe-size"),
         "{text}"
     );
+}
 
-    // The partition rows of `analyze --deep --json` under a stripe mode.
+/// The partition rows of `analyze --deep --json` plan as compact would, under compact's stripe
+/// flags: forced copies are planned as copies.
+fn deep_analysis_says_which_way(table: &str) {
+    use common::{run, stdout};
+
+    let min = MIN_STRIPE_SIZE;
     let deep_rows = |stripes: &str| -> Vec<Value> {
         let o = run(&[
             "analyze",
             "--table",
-            &table,
+            table,
             "--deep",
             "--stripes",
             stripes,
@@ -842,10 +862,17 @@ fn dry_runs_and_deep_analysis_say_which_way_and_why() {
             assert_eq!(o["made_by"], "copy", "{forced}");
         }
     }
+}
+
+/// `analyze --deep --csv`: a column of the ways.
+fn the_deep_csv_says_which_way(table: &str) {
+    use common::{run, stdout};
+
+    let min = MIN_STRIPE_SIZE;
     let csv = stdout(&run(&[
         "analyze",
         "--table",
-        &table,
+        table,
         "--deep",
         "--stripes",
         "auto",

@@ -2,9 +2,11 @@
 //! TxnHandler on Derby implements locks): a held lock makes another run busy without touching
 //! anything, `--no-lock` ignores it, and every run releases its lock however it ends.
 //!
-//! Each test uses its own partitions of this binary's own database (`OwnDatabase`).
+//! Each test uses its own partitions of this area's own database (`OwnDatabase`).
 
-pub mod common;
+#![cfg(feature = "cluster-tests")]
+
+use crate::common;
 
 use std::process::{Output, Stdio};
 use std::sync::OnceLock;
@@ -12,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use std::collections::BTreeMap;
 
-use common::{
+use crate::common::{
     command, describe, env, json, own_database, partition_fingerprint, rt, run, OwnDatabase,
 };
 use hive_orc_compactor::lock::{self, LockMode, LockOptions, PartitionLock, Target};

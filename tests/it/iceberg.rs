@@ -3,14 +3,16 @@
 //! (`scripts/iceberg-reader`), which also reads the Hive table with the reference ORC reader
 //! and compares the rows.
 //!
-//! One database of this binary's own; every test migrates its own table.
+//! One database of this area's own; every test migrates its own table.
 
-pub mod common;
+#![cfg(feature = "cluster-tests")]
+
+use crate::common;
 
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-use common::{describe, env, json, rt, run, Fixtures, OwnDatabase};
+use crate::common::{describe, env, json, rt, run, Fixtures, OwnDatabase};
 use hive_orc_compactor::hdfs::{Hdfs, Location};
 use hive_orc_compactor::metastore::{Metastore, Partition, Table};
 use serde_json::Value;

@@ -6,7 +6,7 @@
 //! file-level statistics that are the inputs' widened. Without Java these tests fail loudly;
 //! `scripts/harness/orc-tools/pom.xml` resolves the jar with Maven.
 
-pub mod common;
+#![cfg(feature = "cluster-tests")]
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -16,8 +16,8 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::common::stats::cmp_stat;
 use bytes::Bytes;
-use common::stats::cmp_stat;
 use hive_orc_compactor::orc::{
     self, group_tails, plan_group, read_tail, verify_output, verify_tail, write_merged,
     Compression, OrcTail, PlanOptions, RangeRead, ReadAhead, Sink, WriterOptions,

@@ -8,16 +8,18 @@
 //! through the tool's own client, into the profile's directories (the zone, the EC directories,
 //! the viewfs mounts) and pointed at there. Rows are counted by Java orc-tools.
 
-pub mod common;
+#![cfg(feature = "cluster-tests")]
+
+use crate::common;
 
 use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use common::hdfs::{exists, files_in, hdfs, list, loc};
-use common::metastore::connect;
-use common::partition::{assert_untouched, Part};
-use common::{code, command, describe, env, json, own_database, repo, rt, OwnDatabase};
+use crate::common::hdfs::{exists, files_in, hdfs, list, loc};
+use crate::common::metastore::connect;
+use crate::common::partition::{assert_untouched, Part};
+use crate::common::{code, command, describe, env, json, own_database, repo, rt, OwnDatabase};
 
 /// Whether the running cluster has `profile`; prints why a test skips when not.
 fn profile(profile: &str, test: &str) -> bool {

@@ -20,20 +20,22 @@
 //! overlap whatever `--test-threads` says. A killed DataNode is started again when its test
 //! ends, failed or not.
 //!
-//! The partitions are fixture partitions of this binary's own database (`scripts/fixtures --set
+//! The partitions are fixture partitions of this area's own database (`scripts/fixtures --set
 //! basic,big_stripes`): `big_stripes` (4 files of 2.8 MiB, one stripe each: read from HDFS while
 //! the output is written, in packets that reach the DataNodes before the pause) for the
 //! DataNode kills, `ext_p3` (25 small files) for the restarts.
 
-pub mod common;
+#![cfg(feature = "cluster-tests")]
+
+use crate::common;
 
 use std::process::{Child, Output, Stdio};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-use common::hdfs::{files_in, list, loc};
-use common::partition::{assert_untouched, Part, State};
-use common::{code, command, describe, env, own_database, stderr, stdout, OwnDatabase};
+use crate::common::hdfs::{files_in, list, loc};
+use crate::common::partition::{assert_untouched, Part, State};
+use crate::common::{code, command, describe, env, own_database, stderr, stdout, OwnDatabase};
 
 /// How long a run stays paused at its failpoint: a DataNode's kill or restart takes a second,
 /// the NameNode's restart about seven on this small machine.
@@ -57,9 +59,13 @@ fn turn() -> MutexGuard<'static, ()> {
     TURN.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Whether faults can be made in this cluster and it survives losing a DataNode; says why not
-/// when not.
+/// Whether faults can be made in this cluster and it survives losing a DataNode, and this
+/// process runs these tests alone (they stop daemons every other test needs); says why not when
+/// not.
 fn can_fault(test: &str) -> bool {
+    if !common::alone(&["hdfs_faults"]) {
+        return false;
+    }
     let datanodes: u32 = std::env::var("CLUSTER_DATANODES")
         .ok()
         .and_then(|n| n.parse().ok())

@@ -3,14 +3,16 @@
 //! ORC predicate pushdown skips the re-encoded row groups by their min/max
 //! statistics and bloom filters as it skipped the inputs' (the Java writer's).
 
-pub mod common;
+#![cfg(feature = "cluster-tests")]
+
+use crate::common;
 
 use std::sync::OnceLock;
 
-use common::compaction::{check_compactions, compact_all_with};
-use common::partition::Part;
-use common::spark::{spark_read, SparkRead};
-use common::{env, Fixtures, OwnDatabase};
+use crate::common::compaction::{check_compactions, compact_all_with};
+use crate::common::partition::Part;
+use crate::common::spark::{spark_read, SparkRead};
+use crate::common::{env, Fixtures, OwnDatabase};
 
 fn db() -> &'static Fixtures {
     static DB: OnceLock<OwnDatabase> = OnceLock::new();

@@ -3,13 +3,13 @@
 //! (a fence opened with ```` ```sh tested ````) in the README and the user guide runs, in order,
 //! against the local cluster with the guide's tables (`sales.events`, `sales.clicks`).
 
-pub mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{describe, env, repo};
+use crate::common::{describe, env, repo};
 
 /// The Markdown files of the project: the README, BENCHMARKS.md and everything under docs/.
 fn markdown_files() -> Vec<PathBuf> {
@@ -192,7 +192,8 @@ fn tested_blocks(text: &str) -> Vec<String> {
 #[test]
 #[cfg_attr(
     not(feature = "cluster-tests"),
-    ignore = "runs the guides' commands against the local cluster: scripts/test"
+    ignore = "needs the local clusters, as the whole cluster suite: run it with scripts/test \
+              (cargo test --features cluster-tests against clusters it starts)"
 )]
 fn the_guides_command_lines_run() {
     let hms_uri = env("HMS_URI");

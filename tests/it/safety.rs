@@ -3,20 +3,22 @@
 //! starts, rows counted by Java orc-tools (`scripts/orc-tools`) from wherever the metastore says
 //! the partition is, metastore faults injected by `common::proxy`.
 //!
-//! One database of this binary's own (`scripts/fixtures --set basic`); every test uses its own
+//! One database of this area's own (`scripts/fixtures --set basic`); every test uses its own
 //! partitions. `cleanup` works on whole tables, so the tests that run it take turns.
 
-pub mod common;
+#![cfg(feature = "cluster-tests")]
+
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use common::hdfs::{copy, exists, hdfs, loc};
-use common::orc_tools::java_row_count;
-use common::proxy::{self, Fault, Proxy};
-use common::{code, describe, env, json, rt, stdout, Fixtures, OwnDatabase};
+use crate::common::hdfs::{copy, exists, hdfs, loc};
+use crate::common::orc_tools::java_row_count;
+use crate::common::proxy::{self, Fault, Proxy};
+use crate::common::{code, describe, env, json, rt, stdout, Fixtures, OwnDatabase};
 use hive_orc_compactor::lock;
 use hive_orc_compactor::metastore::{
     LockRequest, LockState, LockType, Metastore, MetastoreConfig, Partition,

@@ -3,14 +3,14 @@
 //! originals, as far as HDFS lets the user it acts as; what it could not keep is one warning.
 //!
 //! The cluster's starting user (the one running the tests) is the HDFS superuser; `alice`
-//! (`--hadoop-user`) is not. Each test uses its own partition of this binary's own database.
+//! (`--hadoop-user`) is not. Each test uses its own partition of this area's own database.
 
-pub mod common;
+#![cfg(feature = "cluster-tests")]
 
 use std::sync::OnceLock;
 
-use common::hdfs::hdfs;
-use common::{describe, json, own_database, rt, run, OwnDatabase, WORK_DIR};
+use crate::common::hdfs::hdfs;
+use crate::common::{describe, json, own_database, rt, run, OwnDatabase, WORK_DIR};
 use hdfs_native::acl::AclEntry;
 use hive_orc_compactor::hdfs::{Access, Location};
 use serde_json::Value;

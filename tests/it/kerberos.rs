@@ -5,18 +5,20 @@
 //! Environment: SECURE_HMS_URI, SECURE_CONF_DIR (core-, hdfs- and hive-site with the security
 //! settings), SECURE_KRB5_CONFIG, SECURE_PRINCIPAL, SECURE_KEYTAB, SECURE_HDFS_URL.
 
-pub mod common;
+#![cfg(feature = "cluster-tests")]
+
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use common::{describe, json, rt, stderr};
+use crate::common::{describe, json, rt, stderr};
 use hive_orc_compactor::hdfs::{Hdfs, Location};
 use hive_orc_compactor::metastore::{Metastore, MetastoreConfig};
 
-use common::secure::{conf_with, orc_table, secure, Secure};
+use crate::common::secure::{conf_with, orc_table, secure, Secure};
 
 /// Runs the binary with only the secured cluster's configuration: HIVE_CONF_DIR and
 /// HADOOP_CONF_DIR name its files (SASL and the server principal come from hive-site.xml), and

@@ -1,13 +1,15 @@
 //! Fleet mode against the real cluster: `analyze` figures, `compact` selections, thresholds,
 //! budgets, shards, parallel runs with failures, and a SIGTERM in the middle of a batch.
 
-pub mod common;
+#![cfg(feature = "cluster-tests")]
+
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, Read};
 use std::process::{Command, Output, Stdio};
 
-use common::*;
+use crate::common::*;
 use hive_orc_compactor::hdfs::{Hdfs, Location};
 use serde_json::Value;
 
@@ -153,14 +155,16 @@ fn analyze_figures_match_the_manifest() {
 fn selections_thresholds_budgets_and_shards() {
     let db = OwnDatabase::create("fleet_select", "fleet");
     let f = &db.fixtures;
-    let mix = f.qualified("fleet_mix");
-    let fleet = f.qualified("fleet");
-    let mean = |spec: &str| {
-        let p = f.table("fleet_mix").partition(spec);
-        p.total_bytes / p.file_count
-    };
+    fresh_files_are_skipped_unless_named(f);
+    min_files_and_max_avg_size_select(f);
+    where_selects_and_limit_and_max_bytes_budget(f);
+    shards_cover_the_candidates_once(f);
+}
 
-    // Fresh files: the 1h default skips every partition of a selection, with the reason...
+/// Fresh files: the 1h default skips every partition of a selection, with the reason, but a
+/// typed spec is compacted regardless unless --min-age is given.
+fn fresh_files_are_skipped_unless_named(f: &Fixtures) {
+    let mix = f.qualified("fleet_mix");
     let o = run(&["compact", "--table", &mix, "--all", "--dry-run", "--json"]);
     let (rows, summary) = split(&o);
     assert_eq!(rows.len(), 3);
@@ -193,8 +197,15 @@ fn selections_thresholds_budgets_and_shards() {
         "1h",
     ]);
     assert_eq!(json(&o)["status"], "skipped");
+}
 
-    // --min-files and --max-avg-size include and exclude as documented.
+/// --min-files and --max-avg-size include and exclude as documented.
+fn min_files_and_max_avg_size_select(f: &Fixtures) {
+    let mix = f.qualified("fleet_mix");
+    let mean = |spec: &str| {
+        let p = f.table("fleet_mix").partition(spec);
+        p.total_bytes / p.file_count
+    };
     let o = run(&[
         "compact",
         "--table",
@@ -226,8 +237,11 @@ fn selections_thresholds_budgets_and_shards() {
         .as_str()
         .unwrap()
         .contains("average"));
+}
 
-    // --where is the metastore's filter; --limit and --max-bytes budget the rest.
+/// --where is the metastore's filter; --limit and --max-bytes budget the rest.
+fn where_selects_and_limit_and_max_bytes_budget(f: &Fixtures) {
+    let fleet = f.qualified("fleet");
     let first_three = |extra: &[&str]| {
         let mut args = vec![
             "compact",
@@ -261,8 +275,10 @@ fn selections_thresholds_budgets_and_shards() {
     let rows = first_three(&["--max-bytes", &format!("{}B", one * 3 / 2)]);
     assert_eq!(with_status(&rows, "dry-run").len(), 1);
     assert_eq!(with_status(&rows, "skipped").len(), 2);
+}
 
-    // Shards 1/3, 2/3, 3/3 cover the candidates exactly once.
+/// Shards 1/3, 2/3, 3/3 cover the candidates exactly once.
+fn shards_cover_the_candidates_once(f: &Fixtures) {
     let cases: Vec<Vec<String>> = (1..=3)
         .map(|k| {
             [
@@ -557,7 +573,24 @@ fn analyze_html_report_opens_in_chromium_with_the_json_figures() {
     ]);
     assert!(matches!(code(&o), 0 | 1), "{}", describe(&o));
     let (rows, summary) = split(&o);
-    let shot = dir.path().join("census.png");
+    let dom = rendered_by_chromium(page_arg, &dir.path().join("census.png"));
+    the_tables_and_the_total_show_the_summary(&dom, &summary);
+    the_first_histogram_is_the_totals(&dom, &summary);
+    every_partition_row_shows_its_figures(&dom, &rows);
+    // Refused tables are listed with their rule.
+    let refused = dom
+        .split("<table class=\"sortable refused\"")
+        .nth(1)
+        .unwrap();
+    assert!(refused.contains(">view<"), "the view's rule");
+
+    an_unwritable_page_is_a_one_line_error(&f);
+    deep_html_shows_the_stripes(&f);
+}
+
+/// The DOM of the page once Chromium ran its script, which drew the charts, and its screenshot
+/// at `shot`, checked to be a PNG of the window's size.
+fn rendered_by_chromium(page_arg: &str, shot: &std::path::Path) -> String {
     let browser = Command::new(repo().join("scripts/browser"))
         .args([page_arg, shot.to_str().unwrap(), "1280x1800"])
         .output()
@@ -574,11 +607,15 @@ fn analyze_html_report_opens_in_chromium_with_the_json_figures() {
     );
     assert!(dom.contains("<svg class=\"excess\""), "the per-table chart");
     // A PNG of the window's size: the IHDR chunk holds width and height.
-    let png = std::fs::read(&shot).unwrap();
+    let png = std::fs::read(shot).unwrap();
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
     let be = |at: usize| u32::from_be_bytes(png[at..at + 4].try_into().unwrap());
     assert_eq!((be(16), be(20)), (1280, 1800));
+    dom
+}
 
+/// Every table's row and the total's cards show the JSON summary's figures.
+fn the_tables_and_the_total_show_the_summary(dom: &str, summary: &Value) {
     let fields = [
         "partitions",
         "eligible",
@@ -594,12 +631,12 @@ fn analyze_html_report_opens_in_chromium_with_the_json_figures() {
     ];
     for t in summary["tables"].as_array().unwrap() {
         let scope = t["scope"].as_str().unwrap();
-        let row = row_of(&dom, &format!("<tr data-scope=\"{scope}\">"));
+        let row = row_of(dom, &format!("<tr data-scope=\"{scope}\">"));
         for field in fields {
             assert_eq!(cell(row, field), t[field].as_u64(), "{scope} {field}");
         }
     }
-    let cards = row_of(&dom, "<div class=\"cards\" id=\"total\">");
+    let cards = row_of(dom, "<div class=\"cards\" id=\"total\">");
     for field in [
         "files",
         "bytes",
@@ -619,7 +656,10 @@ fn analyze_html_report_opens_in_chromium_with_the_json_figures() {
             .unwrap()
             > 0
     );
-    // The first histogram is the total's: bucket by bucket, now and after.
+}
+
+/// The first histogram is the total's: bucket by bucket, now and after.
+fn the_first_histogram_is_the_totals(dom: &str, summary: &Value) {
     for (series, key) in [
         ("before", "files_by_size_before"),
         ("after", "files_by_size_after"),
@@ -629,7 +669,10 @@ fn analyze_html_report_opens_in_chromium_with_the_json_figures() {
             assert!(dom.contains(&bar), "{bar}");
         }
     }
-    // Every partition's row, found by its (escaped) names, shows its figures.
+}
+
+/// Every partition's row, found by its (escaped) names, shows its figures.
+fn every_partition_row_shows_its_figures(dom: &str, rows: &[Value]) {
     let listed: BTreeMap<(String, String), &str> = dom
         .split("<tr data-table=\"")
         .skip(1)
@@ -644,7 +687,7 @@ fn analyze_html_report_opens_in_chromium_with_the_json_figures() {
         rows.len(),
         "every partition once (the worst are listed again)"
     );
-    for r in &rows {
+    for r in rows {
         let key = (
             r["table"].as_str().unwrap().to_string(),
             r["partition"].as_str().unwrap().to_string(),
@@ -664,14 +707,10 @@ fn analyze_html_report_opens_in_chromium_with_the_json_figures() {
             assert!(row.contains(&format!("no [{rule}]")), "{key:?}: {row}");
         }
     }
-    // Refused tables are listed with their rule.
-    let refused = dom
-        .split("<table class=\"sortable refused\"")
-        .nth(1)
-        .unwrap();
-    assert!(refused.contains(">view<"), "the view's rule");
+}
 
-    // A page that cannot be written is a one-line error naming it.
+/// A page that cannot be written is a one-line error naming it.
+fn an_unwritable_page_is_a_one_line_error(f: &Fixtures) {
     let o = run(&[
         "analyze",
         "--table",
@@ -686,8 +725,10 @@ fn analyze_html_report_opens_in_chromium_with_the_json_figures() {
         describe(&o)
     );
     assert_eq!(stderr(&o).lines().count(), 1, "{}", describe(&o));
+}
 
-    // --deep on stdout: the stripes before and after.
+/// --deep on stdout: the stripes before and after.
+fn deep_html_shows_the_stripes(f: &Fixtures) {
     let o = run(&[
         "analyze",
         "--table",
@@ -729,26 +770,74 @@ fn sample(families: &[Value], name: &str, labels: &[(&str, &str)]) -> Option<f64
 #[test]
 fn metrics_file_parses_equals_the_json_and_survives_a_kill() {
     let db = OwnDatabase::create("fleet_metrics", "fleet");
-    let f = &db.fixtures;
-    let table = f.qualified("fleet");
-    let dir = tempfile::tempdir().unwrap();
-    let prom = dir.path().join("hoc_compact.prom");
-    let prom_arg = prom.to_str().unwrap();
-    let labels = [("database", f.database.as_str()), ("table", "fleet")];
-    let compact = |extra: &[&str]| {
-        let mut args = vec!["compact", "--table", &table, "--min-age", "0s", "--json"];
-        args.extend(extra);
-        args.extend(["--metrics-file", prom_arg]);
-        run(&args)
-    };
+    let m = MetricsRun::new(&db.fixtures);
+    let success = compact_metrics_equal_the_json(&m);
+    a_killed_run_leaves_the_metrics_file_whole(&m);
+    a_failed_run_keeps_the_last_success(&m, success);
+    analyze_metrics_equal_the_json(&m);
+    an_unwritable_metrics_file_fails_the_run(&m);
+    cleanup_and_iceberg_check_write_metrics_too(&m);
+}
 
-    // A run of three partitions (the others skipped by the budget).
-    let o = compact(&["--all", "--limit", "3"]);
+/// The table of [`metrics_file_parses_equals_the_json_and_survives_a_kill`] and the directory
+/// of its metrics files.
+struct MetricsRun {
+    database: String,
+    table: String,
+    dir: tempfile::TempDir,
+    /// `compact`'s metrics file.
+    prom: std::path::PathBuf,
+}
+
+impl MetricsRun {
+    fn new(f: &Fixtures) -> MetricsRun {
+        let dir = tempfile::tempdir().unwrap();
+        MetricsRun {
+            database: f.database.clone(),
+            table: f.qualified("fleet"),
+            prom: dir.path().join("hoc_compact.prom"),
+            dir,
+        }
+    }
+
+    /// The labels of the table's series.
+    fn labels(&self) -> [(&str, &str); 2] {
+        [("database", self.database.as_str()), ("table", "fleet")]
+    }
+
+    fn prom_arg(&self) -> &str {
+        self.prom.to_str().unwrap()
+    }
+
+    /// `compact` of the table with `extra` arguments, writing `prom`.
+    fn compact(&self, extra: &[&str]) -> Output {
+        let mut args = vec![
+            "compact",
+            "--table",
+            &self.table,
+            "--min-age",
+            "0s",
+            "--json",
+        ];
+        args.extend(extra);
+        args.extend(["--metrics-file", self.prom_arg()]);
+        run(&args)
+    }
+}
+
+const COMPACT_LABEL: [(&str, &str); 1] = [("command", "compact")];
+
+/// A run of three partitions (the others skipped by the budget): its metrics file says what its
+/// JSON summary says, with no partition label anywhere (the series are as many as the tables);
+/// the table's last success, which it sets.
+fn compact_metrics_equal_the_json(m: &MetricsRun) -> f64 {
+    let labels = m.labels();
+    let o = m.compact(&["--all", "--limit", "3"]);
     assert!(o.status.success(), "{}", describe(&o));
     let (_, summary) = split(&o);
-    let families = metrics(&prom);
+    let families = metrics(&m.prom);
     let t = &summary["tables"][0];
-    assert_eq!(t["table"], table);
+    assert_eq!(t["table"], m.table);
     for (status, field) in [
         ("compacted", "compacted"),
         ("skipped", "skipped"),
@@ -781,12 +870,11 @@ fn metrics_file_parses_equals_the_json_and_survives_a_kill() {
             "one table: its figures are the run's"
         );
     }
-    let compact_label = [("command", "compact")];
     assert_eq!(
-        sample(&families, "hive_orc_compactor_exit_code", &compact_label),
+        sample(&families, "hive_orc_compactor_exit_code", &COMPACT_LABEL),
         Some(0.0)
     );
-    assert!(sample(&families, "hive_orc_compactor_run_seconds", &compact_label).unwrap() > 0.0);
+    assert!(sample(&families, "hive_orc_compactor_run_seconds", &COMPACT_LABEL).unwrap() > 0.0);
     let success = sample(
         &families,
         "hive_orc_compactor_last_success_timestamp_seconds",
@@ -798,20 +886,22 @@ fn metrics_file_parses_equals_the_json_and_survives_a_kill() {
         .unwrap()
         .as_secs_f64();
     assert!((now - success).abs() < 600.0, "{success} vs {now}");
-    // No partition label anywhere: the series are as many as the tables.
     for f in &families {
         for s in f["samples"].as_array().unwrap() {
             assert!(s["labels"].get("partition").is_none(), "{s}");
         }
     }
+    success
+}
 
-    // A run killed mid-way leaves the previous file whole, and no temporary beside it.
-    let previous = std::fs::read(&prom).unwrap();
+/// A run killed mid-way leaves the previous file whole, and no temporary beside it.
+fn a_killed_run_leaves_the_metrics_file_whole(m: &MetricsRun) {
+    let previous = std::fs::read(&m.prom).unwrap();
     let mut child = command(&env("HMS_URI"))
         .args([
             "compact",
             "--table",
-            &table,
+            &m.table,
             "--all",
             "--limit",
             "1",
@@ -819,7 +909,7 @@ fn metrics_file_parses_equals_the_json_and_survives_a_kill() {
             "0s",
             "--json",
             "--metrics-file",
-            prom_arg,
+            m.prom_arg(),
         ])
         .env("FAILPOINTS", "compact::before-swap=sleep(60000)")
         .stdout(Stdio::piped())
@@ -834,40 +924,44 @@ fn metrics_file_parses_equals_the_json_and_survives_a_kill() {
     child.kill().unwrap();
     child.wait().unwrap();
     assert_eq!(
-        std::fs::read(&prom).unwrap(),
+        std::fs::read(&m.prom).unwrap(),
         previous,
         "the previous file, whole"
     );
-    let names: Vec<_> = std::fs::read_dir(dir.path())
+    let names: Vec<_> = std::fs::read_dir(m.dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(names, vec![std::ffi::OsString::from("hoc_compact.prom")]);
+}
 
-    // A run that does not succeed says so, and keeps the table's last success from the file
-    // before.
-    let o = compact(&["--partition", "dt=1999-01-01"]);
+/// A run that does not succeed says so, and keeps the table's last success from the file
+/// before.
+fn a_failed_run_keeps_the_last_success(m: &MetricsRun, success: f64) {
+    let o = m.compact(&["--partition", "dt=1999-01-01"]);
     assert_eq!(code(&o), 3, "no such partition: {}", describe(&o));
-    let families = metrics(&prom);
+    let families = metrics(&m.prom);
     assert_eq!(
-        sample(&families, "hive_orc_compactor_exit_code", &compact_label),
+        sample(&families, "hive_orc_compactor_exit_code", &COMPACT_LABEL),
         Some(3.0)
     );
     assert_eq!(
         sample(
             &families,
             "hive_orc_compactor_last_success_timestamp_seconds",
-            &labels
+            &m.labels()
         ),
         Some(success)
     );
+}
 
-    // analyze: the per-table excess and ideal counts an alert compares.
-    let analyze_prom = dir.path().join("hoc_analyze.prom");
+/// analyze: the per-table excess and ideal counts an alert compares.
+fn analyze_metrics_equal_the_json(m: &MetricsRun) {
+    let analyze_prom = m.dir.path().join("hoc_analyze.prom");
     let o = run(&[
         "analyze",
         "--table",
-        &table,
+        &m.table,
         "--json",
         "--metrics-file",
         analyze_prom.to_str().unwrap(),
@@ -885,42 +979,47 @@ fn metrics_file_parses_equals_the_json_and_survives_a_kill() {
     ] {
         let name = format!("hive_orc_compactor_analyze_{metric}");
         assert_eq!(
-            sample(&families, &name, &labels),
+            sample(&families, &name, &m.labels()),
             t[field].as_f64(),
             "{metric}"
         );
     }
+}
 
-    // A metrics file that cannot be written fails the run, naming it.
+/// A metrics file that cannot be written fails the run, naming it.
+fn an_unwritable_metrics_file_fails_the_run(m: &MetricsRun) {
     let o = run(&[
         "analyze",
         "--table",
-        &table,
+        &m.table,
         "--metrics-file",
         "/nonexistent/dir/m.prom",
     ]);
     assert_eq!(code(&o), 1, "{}", describe(&o));
     assert!(stderr(&o).contains("cannot write the metrics file /nonexistent/dir/m.prom"));
+}
 
-    // cleanup and iceberg check write theirs too.
+/// cleanup and iceberg check write theirs too.
+fn cleanup_and_iceberg_check_write_metrics_too(m: &MetricsRun) {
+    let table = m.table.as_str();
     for (args, name) in [
         (
-            vec!["cleanup", "--table", &table, "--dry-run"],
+            vec!["cleanup", "--table", table, "--dry-run"],
             "hive_orc_compactor_cleanup_partitions",
         ),
         (
-            vec!["iceberg", "check", "--table", &table],
+            vec!["iceberg", "check", "--table", table],
             "hive_orc_compactor_iceberg_check_files",
         ),
     ] {
-        let file = dir.path().join("other.prom");
+        let file = m.dir.path().join("other.prom");
         let mut args = args.clone();
         args.extend(["--json", "--metrics-file", file.to_str().unwrap()]);
         let o = run(&args);
         assert!(o.status.success(), "{args:?}: {}", describe(&o));
         let families = metrics(&file);
         assert!(
-            sample(&families, name, &labels).is_some(),
+            sample(&families, name, &m.labels()).is_some(),
             "{name} in {families:?}"
         );
         assert!(sample(&families, "hive_orc_compactor_exit_code", &[]).is_some());

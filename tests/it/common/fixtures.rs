@@ -1,5 +1,5 @@
 //! The fixture tables `scripts/fixtures` loads, as its JSON manifest describes them (see
-//! scripts/harness/fixtures/README.md for the format), and databases of a test binary's own.
+//! scripts/harness/fixtures/README.md for the format), and databases of a test area's own.
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -224,8 +224,8 @@ impl Drop for OwnDatabase {
     }
 }
 
-/// A database of the test binary's own, made once from `sets` (`name` gets the process id):
-/// tests of one binary use different partitions of it.
+/// A database of a test area's own, made once from `sets` (`name`, the area's, gets the process
+/// id): the tests of one area use different partitions of it.
 pub fn own_database(
     cell: &'static std::sync::OnceLock<OwnDatabase>,
     name: &str,

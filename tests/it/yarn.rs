@@ -5,15 +5,17 @@
 //!
 //! One job at a time: the minicluster's one NodeManager holds one job's tasks.
 
-pub mod common;
+#![cfg(feature = "cluster-tests")]
+
+use crate::common;
 
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::hdfs::list;
-use common::orc_tools::java_rows;
-use common::partition::{assert_untouched, Part, State};
-use common::*;
+use crate::common::hdfs::list;
+use crate::common::orc_tools::java_rows;
+use crate::common::partition::{assert_untouched, Part, State};
+use crate::common::*;
 use serde_json::Value;
 
 /// `scripts/test` runs these against its cluster's YARN; `SKIP_YARN=1` (a cluster started
@@ -545,60 +547,103 @@ fn the_binary_is_uploaded_once_reused_and_swept_by_cleanup() {
     }
     let _turn = one_job_at_a_time();
     let db = database("yarn_cache");
-    let parts = parts(&db, &["yarn_c"]);
-    let table = db.fixtures.qualified("yarn_c");
-    let dir = yarn_dir(&db);
-    let cache = format!("{dir}/binaries");
-    let sha = binary_sha256();
-    let cached = format!("{cache}/{sha}");
-    let used = format!("{cached}.used");
-    let exe_length = std::fs::metadata(binary()).unwrap().len();
-    let compact = |part: &Part, extra: &[&str]| {
+    let c = BinaryCache::of(&db);
+    let uploaded_at = the_first_run_uploads_it(&c);
+    a_dry_run_sees_it_cached(&c);
+    the_second_run_reuses_that_very_file(&c, uploaded_at);
+    a_truncated_copy_is_replaced(&c);
+    cleanup_sweeps_what_is_unused(&c);
+}
+
+/// The table and `--yarn-dir` of [`the_binary_is_uploaded_once_reused_and_swept_by_cleanup`],
+/// and where the binary is cached in it.
+struct BinaryCache {
+    parts: Vec<Part>,
+    table: String,
+    dir: String,
+    /// The cache directory, the cached binary (named by its SHA-256) and its use marker.
+    cache: String,
+    sha: String,
+    cached: String,
+    used: String,
+    exe_length: u64,
+}
+
+impl BinaryCache {
+    fn of(db: &OwnDatabase) -> BinaryCache {
+        let dir = yarn_dir(db);
+        let cache = format!("{dir}/binaries");
+        let sha = binary_sha256();
+        let cached = format!("{cache}/{sha}");
+        BinaryCache {
+            parts: parts(db, &["yarn_c"]),
+            table: db.fixtures.qualified("yarn_c"),
+            used: format!("{cached}.used"),
+            exe_length: std::fs::metadata(binary()).unwrap().len(),
+            dir,
+            cache,
+            sha,
+            cached,
+        }
+    }
+
+    /// `compact --on-yarn` of one partition: the run, the partition's status and the report's
+    /// binary.
+    fn compact(&self, part: &Part, extra: &[&str]) -> (Output, Value, Value) {
         let mut args = vec![
             "compact",
             "--table",
-            &table,
+            &self.table,
             "--partition",
             &part.spec,
             "--on-yarn",
             "--yarn-dir",
-            &dir,
+            &self.dir,
             "--json",
         ];
         args.extend(extra);
         let o = on_yarn(&args);
         let (by_key, last) = reports(&o);
-        let status = by_key[&format!("{table}/{}", part.spec)]["status"].clone();
+        let status = by_key[&format!("{}/{}", self.table, part.spec)]["status"].clone();
         (o, status, last["yarn"]["binary"].clone())
-    };
+    }
+}
 
-    // The first run uploads it, readable by the user alone.
-    let (o, status, binary) = compact(&parts[0], &[]);
+/// The first run uploads it, readable by the user alone; when.
+fn the_first_run_uploads_it(c: &BinaryCache) -> u64 {
+    let (o, status, binary) = c.compact(&c.parts[0], &[]);
     assert_eq!(
         (code(&o), status.as_str()),
         (0, Some("compacted")),
         "{}",
         describe(&o)
     );
-    assert_eq!(binary["path"].as_str(), Some(cached.as_str()), "{binary}");
-    assert_eq!(binary["sha256"].as_str(), Some(sha.as_str()));
+    assert_eq!(binary["path"].as_str(), Some(c.cached.as_str()), "{binary}");
+    assert_eq!(binary["sha256"].as_str(), Some(c.sha.as_str()));
     assert_eq!(binary["action"], "upload", "{binary}");
-    let (length, uploaded_at, permission) = stat(&cached);
-    assert_eq!((length, permission), (exe_length, 0o700));
-    assert_eq!(stat(&cache).2, 0o700, "the cache directory");
-    assert_eq!(list(&cache).0, [sha.as_str()], "no temporary upload left");
-    assert_work_dir_removed(&dir);
+    let (length, uploaded_at, permission) = stat(&c.cached);
+    assert_eq!((length, permission), (c.exe_length, 0o700));
+    assert_eq!(stat(&c.cache).2, 0o700, "the cache directory");
+    assert_eq!(
+        list(&c.cache).0,
+        [c.sha.as_str()],
+        "no temporary upload left"
+    );
+    assert_work_dir_removed(&c.dir);
+    uploaded_at
+}
 
-    // A dry run sees it cached.
+/// A dry run sees it cached.
+fn a_dry_run_sees_it_cached(c: &BinaryCache) {
     let o = on_yarn(&[
         "compact",
         "--table",
-        &table,
+        &c.table,
         "--partition",
-        &parts[1].spec,
+        &c.parts[1].spec,
         "--on-yarn",
         "--yarn-dir",
-        &dir,
+        &c.dir,
         "--hadoop-cmd",
         "/bin/false",
         "--dry-run",
@@ -610,24 +655,26 @@ fn the_binary_is_uploaded_once_reused_and_swept_by_cleanup() {
         "{}",
         describe(&o)
     );
+}
 
-    // The second reuses that very file: not written, not touched; its use is on the marker.
+/// The second reuses that very file: not written, not touched; its use is on the marker.
+fn the_second_run_reuses_that_very_file(c: &BinaryCache, uploaded_at: u64) {
     let second_starts = chrono::Utc::now().timestamp_millis() as u64;
-    let (o, status, binary) = compact(&parts[1], &["-v"]);
+    let (o, status, binary) = c.compact(&c.parts[1], &["-v"]);
     assert_eq!(
         (code(&o), status.as_str()),
         (0, Some("compacted")),
         "{}",
         describe(&o)
     );
-    assert_eq!(binary["path"].as_str(), Some(cached.as_str()), "{binary}");
+    assert_eq!(binary["path"].as_str(), Some(c.cached.as_str()), "{binary}");
     assert_eq!(binary["action"], "reuse", "{binary}");
     assert_eq!(
-        stat(&cached),
-        (exe_length, uploaded_at, 0o700),
+        stat(&c.cached),
+        (c.exe_length, uploaded_at, 0o700),
         "the same file"
     );
-    let (_, last_use, _) = stat(&used);
+    let (_, last_use, _) = stat(&c.used);
     assert!(
         last_use + 1000 >= second_starts,
         "the use is recorded: {last_use}"
@@ -637,15 +684,17 @@ fn the_binary_is_uploaded_once_reused_and_swept_by_cleanup() {
         "{}",
         stderr(&o)
     );
+}
 
-    // A truncated copy is replaced. (A mapred that fails: the upload comes before it, and the
-    // partition stays as it was.)
+/// A truncated copy is replaced. (A mapred that fails: the upload comes before it, and the
+/// partition stays as it was.)
+fn a_truncated_copy_is_replaced(c: &BinaryCache) {
     assert!(rt()
-        .block_on(common::hdfs::hdfs().delete(&common::hdfs::loc(&cached), false))
+        .block_on(common::hdfs::hdfs().delete(&common::hdfs::loc(&c.cached), false))
         .unwrap());
-    common::hdfs::write_file(&cached, b"half a binary".to_vec());
-    let before = parts[2].state(true);
-    let (o, status, binary) = compact(&parts[2], &["--hadoop-cmd", "/bin/false"]);
+    common::hdfs::write_file(&c.cached, b"half a binary".to_vec());
+    let before = c.parts[2].state(true);
+    let (o, status, binary) = c.compact(&c.parts[2], &["--hadoop-cmd", "/bin/false"]);
     assert_eq!(
         (code(&o), status.as_str()),
         (1, Some("failed")),
@@ -653,17 +702,21 @@ fn the_binary_is_uploaded_once_reused_and_swept_by_cleanup() {
         describe(&o)
     );
     assert_untouched(
-        &parts[2],
+        &c.parts[2],
         &before,
-        &parts[2].state(true),
+        &c.parts[2].state(true),
         "a job that did not start",
     );
     assert_eq!(binary["action"], "upload", "{binary}");
-    assert_eq!(stat(&cached).0, exe_length, "replaced whole");
+    assert_eq!(stat(&c.cached).0, c.exe_length, "replaced whole");
     assert!(stderr(&o).contains("replacing it"), "{}", stderr(&o));
+}
 
-    // cleanup: the binary and its marker unused for 40 days go; a build cached today and an
-    // upload in progress stay, an upload abandoned 40 days ago goes.
+/// cleanup: the binary and its marker unused for 40 days go; a build cached today and an
+/// upload in progress stay, an upload abandoned 40 days ago goes.
+fn cleanup_sweeps_what_is_unused(c: &BinaryCache) {
+    let (table, dir, cache, sha) = (&c.table, &c.dir, &c.cache, &c.sha);
+    let (cached, used) = (c.cached.clone(), c.used.clone());
     set_mtime(&cached, 40);
     set_mtime(&used, 40);
     let fresh = format!("{cache}/{}", "0".repeat(64));

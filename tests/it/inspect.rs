@@ -3,13 +3,13 @@
 //! stderr line and touches nothing; Hive-escaped specs resolve; failures exit 1 with one line
 //! saying what to do; and HMS 3.1 and 4.x give the same facts.
 
-pub mod common;
+#![cfg(feature = "cluster-tests")]
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::process::Output;
 
-use common::{
+use crate::common::{
     code, env, fingerprint, fixtures, fixtures_from, free_port, run_many, stderr, stdout,
     FixturePartition, FixtureTable, Fixtures,
 };

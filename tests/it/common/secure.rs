@@ -26,11 +26,16 @@ pub struct Secure {
     pub cluster_dir: Option<String>,
 }
 
-/// The secured cluster, once per test binary; this process then logs in as its client
-/// principal from the keytab, with the cluster's krb5.conf and HDFS configuration.
+/// The secured cluster, once per process; this process then logs in as its client principal
+/// from the keytab, with the cluster's krb5.conf and HDFS configuration. Only in a process of
+/// tests/it/kerberos.rs or tests/it/tokens.rs alone: that login and configuration would reach
+/// every other test.
 pub fn secure() -> Option<&'static Secure> {
     static S: OnceLock<Option<Secure>> = OnceLock::new();
     S.get_or_init(|| {
+        if !super::alone(&["kerberos", "tokens"]) {
+            return None;
+        }
         let v = |n: &str| std::env::var(n).ok();
         let Some(hms_uri) = v("SECURE_HMS_URI") else {
             eprintln!("SECURE_HMS_URI is not set: no secured cluster, its tests skipped");

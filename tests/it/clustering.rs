@@ -9,19 +9,21 @@
 //! Each test first checks that the binary has `--sort-by`: until issue #32 lands they fail
 //! saying so.
 
-pub mod common;
+#![cfg(feature = "cluster-tests")]
+
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use common::hdfs::{files_in, loc};
-use common::orc_tools::java_rows;
-use common::partition::{assert_untouched, Part};
-use common::pyorc::cpp_read;
-use common::spark;
-use common::{code, command, describe, env, json, repo, Fixtures, OwnDatabase};
+use crate::common::hdfs::{files_in, loc};
+use crate::common::orc_tools::java_rows;
+use crate::common::partition::{assert_untouched, Part};
+use crate::common::pyorc::cpp_read;
+use crate::common::spark;
+use crate::common::{code, command, describe, env, json, repo, Fixtures, OwnDatabase};
 use serde_json::Value;
 
 fn db() -> &'static Fixtures {
@@ -163,11 +165,8 @@ struct Scan {
     files_read: u64,
 }
 
-/// `scripts/spark scan` of each (partition, WHERE clauses) in one Spark session; one at a time
-/// in this binary (a session takes about a gigabyte).
+/// `scripts/spark scan` of each (partition, WHERE clauses) in one Spark session.
 fn spark_scan(reads: &[(&Part, &[&str])]) -> Vec<(u64, Vec<Scan>)> {
-    static ONE: Mutex<()> = Mutex::new(());
-    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
     let all: Vec<Value> = serde_json::from_value(spark::run("scan", reads)).expect("partitions");
     all.into_iter()
         .map(|p| {

@@ -2,23 +2,25 @@
 //! the real cluster `scripts/test` starts, rows counted by Java orc-tools (`scripts/orc-tools`)
 //! from wherever the metastore says the partition is.
 //!
-//! One database of this binary's own (`scripts/fixtures --set basic`); every test uses its own
+//! One database of this area's own (`scripts/fixtures --set basic`); every test uses its own
 //! partitions, so the tests are independent of each other and of their order.
 
-pub mod common;
+#![cfg(feature = "cluster-tests")]
+
+use crate::common;
 
 use std::sync::OnceLock;
 #[cfg(feature = "failpoints")]
 use std::time::{Duration, Instant};
 
 #[cfg(feature = "failpoints")]
-use common::failpoints::kill_when;
-use common::hdfs::{copy, exists, list, loc};
-use common::orc_tools::java_row_count;
-use common::partition::Part;
-use common::{env, OwnDatabase, RUN_ID};
+use crate::common::failpoints::kill_when;
+use crate::common::hdfs::{copy, exists, list, loc};
+use crate::common::orc_tools::java_row_count;
+use crate::common::partition::Part;
+use crate::common::{env, OwnDatabase, RUN_ID};
 
-/// A partition of this binary's own database (`scripts/fixtures --set basic`).
+/// A partition of this area's own database (`scripts/fixtures --set basic`).
 fn part_of(table: &str, spec: &str) -> Part {
     static DB: OnceLock<OwnDatabase> = OnceLock::new();
     let fx = &common::own_database(&DB, "undo", "basic").fixtures;

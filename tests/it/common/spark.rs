@@ -3,6 +3,7 @@
 //! own vectorized ORC reader with predicate pushdown on.
 
 use std::process::{Command, Stdio};
+use std::sync::Mutex;
 use std::time::Instant;
 
 use serde_json::{json, Value};
@@ -40,8 +41,11 @@ pub fn spark_read(reads: &[(&Part, &[&str])]) -> Vec<SparkRead> {
 }
 
 /// `scripts/spark <command>` over each partition with its WHERE clauses, in one Spark
-/// session: the JSON answer it prints last.
+/// session: the JSON answer it prints last. One session at a time in the test process, whatever
+/// area asks (a session takes about a gigabyte).
 pub fn run(command: &str, reads: &[(&Part, &[&str])]) -> Value {
+    static ONE: Mutex<()> = Mutex::new(());
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
     let hms_uri = &reads.first().expect("something to read").0.hms_uri;
     let spec: Vec<Value> = reads
         .iter()
