@@ -26,7 +26,7 @@ use common::secure::{orc_table, token_login};
 use common::{describe, reports, rt, stderr};
 use hive_orc_compactor::hdfs::{Hdfs, Location};
 use hive_orc_compactor::kerberos;
-use hive_orc_compactor::metastore::token::{read_credentials, DelegationToken};
+use hive_orc_compactor::metastore::security::token::{read_credentials, DelegationToken};
 use hive_orc_compactor::metastore::{Metastore, MetastoreConfig, MetastoreError};
 
 struct SecureYarn {
