@@ -28,7 +28,7 @@ pub use error::FsError;
 pub use files::Files;
 pub use listing::{is_hidden, Entry, Listing};
 pub use location::Location;
-pub use redundancy::{layout_of, Layout};
+pub use redundancy::{redundancy_of, Redundancy};
 
 /// The target of this module's log lines, the same from each of its files, as before they
 /// were split: what users filter and read them by.

@@ -312,9 +312,9 @@ impl<'a> Run<'a> {
     /// is written. RS-LEGACY-6-3 lays files out as RS-6-3 does: it cannot be told apart here.
     async fn check_layout(&self) -> Result<Option<bool>, Stop> {
         use crate::eligibility::{Refusal, Rule};
-        use crate::hdfs::Layout;
-        match self.hdfs.new_file_layout(&self.staging).await? {
-            Some(Layout::Striped { parity: 1 }) => Err(Stop::Refused(Refusal::new(
+        use crate::hdfs::Redundancy;
+        match self.hdfs.new_file_redundancy(&self.staging).await? {
+            Some(Redundancy::Striped { parity: 1 }) => Err(Stop::Refused(Refusal::new(
                 Rule::ErasureCoding,
                 format!(
                     "new files in {} are erasure coded with one parity unit (XOR-2-1-1024k or \
@@ -324,8 +324,8 @@ impl<'a> Run<'a> {
                     self.plan.location, self.plan.location.path
                 ),
             ))),
-            Some(Layout::Striped { .. }) => Ok(Some(true)),
-            Some(Layout::Replicated) => Ok(Some(false)),
+            Some(Redundancy::Striped { .. }) => Ok(Some(true)),
+            Some(Redundancy::Replicated) => Ok(Some(false)),
             None => Ok(None),
         }
     }
