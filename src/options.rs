@@ -15,7 +15,7 @@ use hive_orc_compactor::config;
 use hive_orc_compactor::fleet::{Partitions, Selection, Tables};
 use hive_orc_compactor::hdfs::{self, Hdfs};
 use hive_orc_compactor::lock::{self, LockMode, LockOptions};
-use hive_orc_compactor::metastore::{token, Metastore};
+use hive_orc_compactor::metastore::{security::token, Metastore};
 use hive_orc_compactor::operations::analyze::AnalyzeOptions;
 use hive_orc_compactor::operations::batch::{BatchOptions, Budget, Thresholds};
 use hive_orc_compactor::operations::cleanup::CleanupOptions;
@@ -30,7 +30,7 @@ use hive_orc_compactor::orc::{Compression, RowOrder, DEFAULT_TARGET_SIZE};
 use hive_orc_compactor::resolve::TableName;
 use tokio_util::sync::CancellationToken;
 
-use crate::render::metrics::Recorder;
+use crate::render::metrics_file::Recorder;
 use crate::render::Format;
 use crate::settings::Settings;
 use crate::{

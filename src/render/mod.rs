@@ -8,21 +8,21 @@ use hive_orc_compactor::operations::outcome::Outcome;
 use serde::Serialize;
 
 mod analyze;
+mod census_page;
 mod cleanup;
 mod compact;
 mod iceberg;
 mod inspect;
-pub mod metrics;
-mod report;
+pub mod metrics_file;
 mod rollback;
 mod verify;
 
 pub use analyze::{analyze, Surveying};
+pub use census_page::census_page;
 pub use cleanup::cleanup;
 pub use compact::{batch_summary, yarn_plan, Batch};
 pub use iceberg::{iceberg_check, iceberg_migrate, iceberg_revert};
 pub use inspect::inspect;
-pub use report::census_page;
 pub use rollback::rollback;
 pub use verify::verify;
 
