@@ -1,18 +1,20 @@
 //! `analyze --html`: the census as one self-contained page (no network, no script or font from
 //! elsewhere), for a browser or a mail. Charts are hand-made inline SVG: a histogram and a bar
-//! chart are a few dozen rectangles, smaller and clearer than a plotting crate's output.
+//! chart are a few dozen rectangles, smaller and clearer than a plotting crate's output. The
+//! markup is maud's: table names, partition specs and reasons come from the metastore and from
+//! errors, and maud escapes every value it puts in, so none of them can break the page.
 //!
 //! Every figure is the JSON's: each number the page shows sits in an element with its raw value
 //! in `data-v`, and the elements of the tables and summary name the JSON field they show in
 //! `data-col`, so a test reads the page back and compares it with `--json` of the same run.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 use hive_orc_compactor::census::{SizeHistogram, BUCKETS, BUCKET_FLOORS};
 use hive_orc_compactor::operations::analyze::{
     AnalyzeOptions, AnalyzeReport, PartitionAnalysis, Totals,
 };
+use maud::{html, Markup, PreEscaped, DOCTYPE};
 
 use super::size;
 
@@ -61,21 +63,6 @@ document.querySelectorAll('table.sortable').forEach(function(table){
 document.body.dataset.ready = '1';
 ";
 
-fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// A bucket's label: its floor ("<1 KiB" for the first, "4 GiB+" for the last).
 fn bucket_label(i: usize) -> String {
     let short = |b: u64| size(b).replace(".0", "");
@@ -86,20 +73,22 @@ fn bucket_label(i: usize) -> String {
     }
 }
 
-/// One numeric cell: the value shown, and the raw number the JSON holds.
-fn num(col: &str, raw: impl std::fmt::Display, shown: &str) -> String {
-    format!(
-        "<td data-col=\"{col}\" data-v=\"{raw}\">{}</td>",
-        esc(shown)
-    )
+/// A coordinate or length of a chart, to a tenth of a pixel.
+fn px(v: f64) -> String {
+    format!("{v:.1}")
 }
 
-fn count(col: &str, n: impl Into<u64>) -> String {
+/// One numeric cell: the value shown, and the raw number the JSON holds.
+fn num(col: &str, raw: impl std::fmt::Display, shown: &str) -> Markup {
+    html! { td data-col=(col) data-v=(raw) { (shown) } }
+}
+
+fn count(col: &str, n: impl Into<u64>) -> Markup {
     let n = n.into();
     num(col, n, &n.to_string())
 }
 
-fn bytes(col: &str, b: u64) -> String {
+fn bytes(col: &str, b: u64) -> Markup {
     num(col, b, &size(b))
 }
 
@@ -113,7 +102,7 @@ fn ratio(part: usize, whole: usize) -> f64 {
 
 /// File counts before (grey) and after (green) per size bucket, on a log scale of counts so
 /// that 20,000 runts and three large files both show.
-fn histogram(before: &SizeHistogram, after: &SizeHistogram, width: u32, title: &str) -> String {
+fn histogram(before: &SizeHistogram, after: &SizeHistogram, width: u32, title: &str) -> Markup {
     let height = 200.0;
     let (left, bottom, top) = (8.0, 34.0, 34.0);
     let plot = height - bottom - top;
@@ -132,58 +121,40 @@ fn histogram(before: &SizeHistogram, after: &SizeHistogram, width: u32, title: &
             plot * (1.0 + n as f64).log10() / (1.0 + max as f64).log10()
         }
     };
-    let mut svg = format!(
-        "<svg class=\"histogram\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" \
-         role=\"img\" aria-label=\"{}\"><text x=\"{left}\" y=\"14\">{}</text>",
-        esc(title),
-        esc(title)
-    );
-    for i in 0..BUCKETS {
-        let x = left + slot * i as f64;
-        let bar = (slot - 6.0) / 2.0;
-        for (series, h, dx) in [("before", before, 3.0), ("after", after, 3.0 + bar)] {
-            let n = h.counts()[i];
-            let bh = scale(n);
-            let y = top + plot - bh;
-            let _ = write!(
-                svg,
-                "<rect class=\"{series}\" data-series=\"{series}\" data-bucket=\"{i}\" data-v=\"{n}\" \
-                 x=\"{:.1}\" y=\"{y:.1}\" width=\"{bar:.1}\" height=\"{bh:.1}\"><title>{} {series}: {n} files</title></rect>",
-                x + dx,
-                esc(&bucket_label(i))
-            );
-            if n > 0 {
-                let _ = write!(
-                    svg,
-                    "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"9\">{n}</text>",
-                    x + dx + bar / 2.0,
-                    y - 2.0
-                );
+    let bar = (slot - 6.0) / 2.0;
+    html! {
+        svg.histogram width=(width) height=(height) viewBox={ "0 0 " (width) " " (height) }
+            role="img" aria-label=(title) {
+            text x=(left) y="14" { (title) }
+            @for i in 0..BUCKETS {
+                @let x = left + slot * i as f64;
+                @for (series, h, dx) in [("before", before, 3.0), ("after", after, 3.0 + bar)] {
+                    @let n = h.counts()[i];
+                    @let bh = scale(n);
+                    @let y = top + plot - bh;
+                    rect class=(series) data-series=(series) data-bucket=(i) data-v=(n)
+                        x=(px(x + dx)) y=(px(y)) width=(px(bar)) height=(px(bh)) {
+                        title { (bucket_label(i)) " " (series) ": " (n) " files" }
+                    }
+                    @if n > 0 {
+                        text x=(px(x + dx + bar / 2.0)) y=(px(y - 2.0)) text-anchor="middle"
+                            font-size="9" { (n) }
+                    }
+                }
+                text x=(px(x + slot / 2.0)) y=(px(top + plot + 14.0)) text-anchor="middle" {
+                    (bucket_label(i))
+                }
             }
+            rect.before x=(left) y=(height - 12.0) width="10" height="10" {}
+            text x=(left + 14.0) y=(height - 3.0) { "now" }
+            rect.after x=(left + 60.0) y=(height - 12.0) width="10" height="10" {}
+            text x=(left + 74.0) y=(height - 3.0) { "after compaction" }
         }
-        let _ = write!(
-            svg,
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
-            x + slot / 2.0,
-            top + plot + 14.0,
-            esc(&bucket_label(i))
-        );
     }
-    let _ = write!(
-        svg,
-        "<rect class=\"before\" x=\"{left}\" y=\"{0}\" width=\"10\" height=\"10\"/><text x=\"{1}\" y=\"{2}\">now</text>\
-         <rect class=\"after\" x=\"{3}\" y=\"{0}\" width=\"10\" height=\"10\"/><text x=\"{4}\" y=\"{2}\">after compaction</text></svg>",
-        height - 12.0,
-        left + 14.0,
-        height - 3.0,
-        left + 60.0,
-        left + 74.0
-    );
-    svg
 }
 
 /// Per table, its files split into the ideal count (green) and the excess (orange).
-fn excess_chart(tables: &[&Totals]) -> String {
+fn excess_chart(tables: &[&Totals]) -> Markup {
     let mut top: Vec<&&Totals> = tables.iter().filter(|t| t.files > 0).collect();
     top.sort_by(|a, b| {
         b.excess_files
@@ -194,43 +165,30 @@ fn excess_chart(tables: &[&Totals]) -> String {
     let (label_w, bar_w, row) = (220.0, 420.0, 18.0);
     let height = 28.0 + row * top.len() as f64;
     let max = top.iter().map(|t| t.files).max().unwrap_or(0).max(1) as f64;
-    let mut svg = format!(
-        "<svg class=\"excess\" width=\"{}\" height=\"{height}\" role=\"img\" aria-label=\"files per table\">\
-         <text x=\"0\" y=\"12\">Files per table: ideal (green) and excess (orange)</text>",
-        label_w + bar_w + 90.0
-    );
-    for (i, t) in top.iter().enumerate() {
-        let y = 22.0 + row * i as f64;
-        let ideal = t.files.saturating_sub(t.excess_files);
-        let w_ideal = bar_w * ideal as f64 / max;
-        let w_excess = bar_w * t.excess_files as f64 / max;
-        let _ = write!(
-            svg,
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>\
-             <rect class=\"after\" x=\"{label_w}\" y=\"{y:.1}\" width=\"{w_ideal:.1}\" height=\"13\"/>\
-             <rect class=\"excess\" data-table=\"{}\" data-v=\"{}\" x=\"{:.1}\" y=\"{y:.1}\" width=\"{w_excess:.1}\" height=\"13\">\
-             <title>{}: {} files, {} excess</title></rect>\
-             <text x=\"{:.1}\" y=\"{:.1}\">{} excess</text>",
-            label_w - 6.0,
-            y + 11.0,
-            esc(&t.scope),
-            esc(&t.scope),
-            t.excess_files,
-            label_w + w_ideal,
-            esc(&t.scope),
-            t.files,
-            t.excess_files,
-            label_w + w_ideal + w_excess + 4.0,
-            y + 11.0,
-            t.excess_files
-        );
+    html! {
+        svg.excess width=(label_w + bar_w + 90.0) height=(height) role="img"
+            aria-label="files per table" {
+            text x="0" y="12" { "Files per table: ideal (green) and excess (orange)" }
+            @for (i, t) in top.iter().enumerate() {
+                @let y = 22.0 + row * i as f64;
+                @let w_ideal = bar_w * t.files.saturating_sub(t.excess_files) as f64 / max;
+                @let w_excess = bar_w * t.excess_files as f64 / max;
+                text x=(px(label_w - 6.0)) y=(px(y + 11.0)) text-anchor="end" { (t.scope) }
+                rect.after x=(label_w) y=(px(y)) width=(px(w_ideal)) height="13" {}
+                rect.excess data-table=(t.scope) data-v=(t.excess_files) x=(px(label_w + w_ideal))
+                    y=(px(y)) width=(px(w_excess)) height="13" {
+                    title { (t.scope) ": " (t.files) " files, " (t.excess_files) " excess" }
+                }
+                text x=(px(label_w + w_ideal + w_excess + 4.0)) y=(px(y + 11.0)) {
+                    (t.excess_files) " excess"
+                }
+            }
+        }
     }
-    svg.push_str("</svg>");
-    svg
 }
 
-/// The columns every totals row shows, in order: (JSON field, header, cell).
-fn totals_cells(t: &Totals, deep: bool) -> Vec<(&'static str, String)> {
+/// The columns every totals row shows, in order: (header, cell).
+fn totals_cells(t: &Totals, deep: bool) -> Vec<(&'static str, Markup)> {
     let mean = t.bytes.checked_div(t.files as u64).unwrap_or(0);
     let mut cells = vec![
         ("partitions", count("partitions", t.partitions as u64)),
@@ -256,53 +214,42 @@ fn totals_cells(t: &Totals, deep: bool) -> Vec<(&'static str, String)> {
     ];
     if deep {
         let opt = |v: Option<usize>| v.map_or(String::new(), |v| v.to_string());
-        cells.push((
-            "stripes now",
-            num(
-                "stripes_before",
-                opt(t.stripes_before),
-                &opt(t.stripes_before),
+        for (header, col, v) in [
+            ("stripes now", "stripes_before", t.stripes_before),
+            ("stripes after", "stripes_after", t.stripes_after),
+            (
+                "groups not re-encodable",
+                "groups_not_re_encodable",
+                t.groups_not_re_encodable,
             ),
-        ));
-        cells.push((
-            "stripes after",
-            num("stripes_after", opt(t.stripes_after), &opt(t.stripes_after)),
-        ));
-        let kept = t.groups_not_re_encodable;
-        cells.push((
-            "groups not re-encodable",
-            num("groups_not_re_encodable", opt(kept), &opt(kept)),
-        ));
+        ] {
+            cells.push((header, num(col, opt(v), &opt(v))));
+        }
     }
     cells.push(("errors", count("errors", t.errors as u64)));
     cells
 }
 
-fn totals_table(out: &mut String, first: &str, rows: &[(&str, &Totals)], deep: bool) {
+fn totals_table(first: &str, rows: &[(&str, &Totals)], deep: bool) -> Markup {
     let Some((_, sample)) = rows.first() else {
-        return;
+        return html! {};
     };
-    let _ = write!(
-        out,
-        "<div class=\"wide\"><table class=\"sortable totals\"><thead><tr><th class=\"t\">{first}</th>"
-    );
-    for (header, _) in totals_cells(sample, deep) {
-        let _ = write!(out, "<th>{header}</th>");
+    html! {
+        div.wide { table.sortable.totals {
+            thead { tr {
+                th.t { (first) }
+                @for (header, _) in totals_cells(sample, deep) { th { (header) } }
+            } }
+            tbody {
+                @for (name, t) in rows {
+                    tr data-scope=(name) {
+                        td.t { (name) }
+                        @for (_, cell) in totals_cells(t, deep) { (cell) }
+                    }
+                }
+            }
+        } }
     }
-    out.push_str("</tr></thead><tbody>");
-    for (name, t) in rows {
-        let _ = write!(
-            out,
-            "<tr data-scope=\"{}\"><td class=\"t\">{}</td>",
-            esc(name),
-            esc(name)
-        );
-        for (_, cell) in totals_cells(t, deep) {
-            out.push_str(&cell);
-        }
-        out.push_str("</tr>");
-    }
-    out.push_str("</tbody></table></div>");
 }
 
 /// Sums of the tables of each database.
@@ -319,103 +266,68 @@ fn databases(tables: &[Totals]) -> BTreeMap<String, Totals> {
     dbs
 }
 
-fn partition_row(out: &mut String, p: &PartitionAnalysis, deep: bool) {
-    let _ = write!(
-        out,
-        "<tr data-table=\"{}\" data-partition=\"{}\"><td class=\"t\">{}</td><td class=\"t\">{}</td>",
-        esc(&p.table),
-        esc(&p.partition),
-        esc(&p.table),
-        esc(&p.partition)
-    );
+fn partition_row(p: &PartitionAnalysis, deep: bool) -> Markup {
     let runt = ratio(p.small_files, p.files);
-    for cell in [
-        count("files", p.files as u64),
-        bytes("bytes", p.bytes),
-        bytes("mean_size", p.mean_size),
-        bytes("median_size", p.median_size),
-        count("small_files", p.small_files as u64),
-        num(
-            "runt_ratio",
-            format!("{runt:.4}"),
-            &format!("{:.0}%", runt * 100.0),
-        ),
-        count("files_needed", p.files_needed as u64),
-        count("excess_files", p.excess_files as u64),
-        count("namenode_objects_removable", p.namenode_objects_removable),
-    ] {
-        out.push_str(&cell);
-    }
-    if deep {
-        let per_file = |stripes: usize, files: usize| {
-            let v = ratio(stripes, files);
-            num("", format!("{v:.2}"), &format!("{v:.1}"))
-        };
-        match &p.plan {
-            Some(plan) => {
-                out.push_str(&count("files_after", plan.files_after as u64));
-                out.push_str(&per_file(plan.stripes_before, p.files));
-                out.push_str(&per_file(plan.stripes_after, plan.files_after));
-            }
-            None => out.push_str("<td></td><td></td><td></td>"),
-        }
-    }
+    let per_file = |stripes: usize, files: usize| {
+        let v = ratio(stripes, files);
+        num("", format!("{v:.2}"), &format!("{v:.1}"))
+    };
     let eligibility = match (&p.eligible, p.rule, &p.reason) {
         (true, _, _) => "yes".to_string(),
         (false, Some(rule), _) => format!("no [{}]", rule.as_str()),
         (false, None, reason) => format!("error: {}", reason.as_deref().unwrap_or("")),
     };
-    let _ = write!(
-        out,
-        "<td class=\"t\" data-col=\"eligible\" title=\"{}\">{}</td></tr>",
-        esc(p.reason.as_deref().unwrap_or("")),
-        esc(&eligibility)
-    );
-}
-
-fn partition_header(out: &mut String, deep: bool) {
-    out.push_str(
-        "<thead><tr><th class=\"t\">table</th><th class=\"t\">partition</th><th>files</th><th>bytes</th>\
-         <th>mean</th><th>median</th><th>small</th><th>runts</th><th>ideal</th><th>excess</th>\
-         <th>removable objects</th>",
-    );
-    if deep {
-        out.push_str("<th>files after</th><th>stripes/file now</th><th>stripes/file after</th>");
-    }
-    out.push_str("<th class=\"t\">eligible</th></tr></thead>");
-}
-
-/// The census page: summary, charts, tables, refusals, worst partitions, every partition.
-pub fn census_page(r: &AnalyzeReport, options: &AnalyzeOptions) -> String {
-    let deep = options.deep;
-    let t = &r.total;
-    let mut out = String::with_capacity(64 * 1024 + r.partitions.len().min(PARTITION_ROWS) * 400);
-    let title = format!("Small-file census: {}", r.total.scope);
-    let _ = write!(
-        out,
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
-         <title>{}</title><style>{STYLE}</style></head><body><h1>{}</h1>\
-         <p class=\"meta\">hive-orc-compactor {} analyze{}, {} UTC. Target size {}, small files below {}. \
-         After compaction: {}.</p>",
-        esc(&title),
-        esc(&title),
-        env!("CARGO_PKG_VERSION"),
-        if deep { " --deep" } else { "" },
-        chrono::Utc::now().format("%Y-%m-%d %H:%M"),
-        size(options.target_size),
-        size(options.small_file_size),
-        if deep {
-            "as compact --dry-run plans each eligible partition"
-        } else {
-            "estimated as the data in ceil(bytes / target) files per eligible partition"
+    html! {
+        tr data-table=(p.table) data-partition=(p.partition) {
+            td.t { (p.table) }
+            td.t { (p.partition) }
+            (count("files", p.files as u64))
+            (bytes("bytes", p.bytes))
+            (bytes("mean_size", p.mean_size))
+            (bytes("median_size", p.median_size))
+            (count("small_files", p.small_files as u64))
+            (num("runt_ratio", format!("{runt:.4}"), &format!("{:.0}%", runt * 100.0)))
+            (count("files_needed", p.files_needed as u64))
+            (count("excess_files", p.excess_files as u64))
+            (count("namenode_objects_removable", p.namenode_objects_removable))
+            @if deep {
+                @if let Some(plan) = &p.plan {
+                    (count("files_after", plan.files_after as u64))
+                    (per_file(plan.stripes_before, p.files))
+                    (per_file(plan.stripes_after, plan.files_after))
+                } @else {
+                    td {} td {} td {}
+                }
+            }
+            td.t data-col="eligible" title=(p.reason.as_deref().unwrap_or("")) { (eligibility) }
         }
-    );
+    }
+}
 
-    out.push_str("<div class=\"cards\" id=\"total\">");
+/// A table of partitions, one row each.
+fn partition_table(class: &str, partitions: &[&PartitionAnalysis], deep: bool) -> Markup {
+    html! {
+        div.wide { table class={ "sortable " (class) } {
+            thead { tr {
+                th.t { "table" } th.t { "partition" } th { "files" } th { "bytes" }
+                th { "mean" } th { "median" } th { "small" } th { "runts" } th { "ideal" }
+                th { "excess" } th { "removable objects" }
+                @if deep {
+                    th { "files after" } th { "stripes/file now" } th { "stripes/file after" }
+                }
+                th.t { "eligible" }
+            } }
+            tbody { @for p in partitions { (partition_row(p, deep)) } }
+        } }
+    }
+}
+
+/// The title, what ran when, and the summary cards of the whole census.
+fn summary(r: &AnalyzeReport, options: &AnalyzeOptions, title: &str) -> Markup {
+    let t = &r.total;
     let mean = t.bytes.checked_div(t.files as u64).unwrap_or(0);
     let n = |v: usize| v as u64;
-    for (col, label, raw, in_bytes) in [
+    let cards = [
         ("partitions", "partitions", n(t.partitions), false),
         ("eligible", "eligible", n(t.eligible), false),
         ("files", "data files", n(t.files), false),
@@ -436,91 +348,112 @@ pub fn census_page(r: &AnalyzeReport, options: &AnalyzeOptions) -> String {
             t.namenode_objects_removable,
             false,
         ),
-    ] {
-        let shown = if in_bytes { size(raw) } else { raw.to_string() };
-        let _ = write!(
-            out,
-            "<div class=\"card\"><b data-col=\"{col}\" data-v=\"{raw}\">{}</b><span>{label}</span></div>",
-            esc(&shown)
-        );
+    ];
+    html! {
+        h1 { (title) }
+        p.meta {
+            "hive-orc-compactor " (env!("CARGO_PKG_VERSION")) " analyze"
+            @if options.deep { " --deep" }
+            ", " (chrono::Utc::now().format("%Y-%m-%d %H:%M")) " UTC. Target size "
+            (size(options.target_size)) ", small files below " (size(options.small_file_size))
+            ". After compaction: "
+            @if options.deep {
+                "as compact --dry-run plans each eligible partition"
+            } @else {
+                "estimated as the data in ceil(bytes / target) files per eligible partition"
+            }
+            "."
+        }
+        div.cards #total {
+            @for (col, label, raw, in_bytes) in cards {
+                div.card {
+                    b data-col=(col) data-v=(raw) {
+                        @if in_bytes { (size(raw)) } @else { (raw) }
+                    }
+                    span { (label) }
+                }
+            }
+        }
     }
-    out.push_str("</div>");
+}
 
-    out.push_str("<h2>File sizes</h2><div class=\"charts\">");
-    out.push_str(&histogram(
-        &t.files_by_size_before,
-        &t.files_by_size_after,
-        640,
-        &format!(
-            "All tables: {} files now, {} after",
-            t.files_by_size_before.files(),
-            t.files_by_size_after.files()
-        ),
-    ));
+/// The size histograms and the excess per table, with the tables of databases and tables.
+fn charts_and_tables(r: &AnalyzeReport, deep: bool) -> Markup {
+    let t = &r.total;
     let tables: Vec<&Totals> = r.tables.iter().collect();
-    if tables.len() > 1 {
-        out.push_str(&excess_chart(&tables));
-    }
-    out.push_str("</div>");
-
     let dbs = databases(&r.tables);
-    if dbs.len() > 1 {
-        out.push_str("<h2>Databases</h2>");
-        let rows: Vec<(&str, &Totals)> = dbs.iter().map(|(name, t)| (name.as_str(), t)).collect();
-        totals_table(&mut out, "database", &rows, deep);
-    }
-    out.push_str("<h2>Tables</h2>");
-    let rows: Vec<(&str, &Totals)> = r.tables.iter().map(|t| (t.scope.as_str(), t)).collect();
-    totals_table(&mut out, "table", &rows, deep);
-    if r.tables.len() > 1 {
-        out.push_str("<h3>Per table</h3><div class=\"charts\">");
-        let mut by_excess: Vec<&Totals> = r.tables.iter().filter(|t| t.files > 0).collect();
-        by_excess.sort_by_key(|t| std::cmp::Reverse(t.excess_files));
-        for t in by_excess.iter().take(TABLE_HISTOGRAMS) {
-            out.push_str(&histogram(
-                &t.files_by_size_before,
-                &t.files_by_size_after,
-                420,
-                &t.scope,
-            ));
+    let db_rows: Vec<(&str, &Totals)> = dbs.iter().map(|(name, t)| (name.as_str(), t)).collect();
+    let table_rows: Vec<(&str, &Totals)> = r.tables.iter().map(|t| (t.scope.as_str(), t)).collect();
+    let mut by_excess: Vec<&Totals> = r.tables.iter().filter(|t| t.files > 0).collect();
+    by_excess.sort_by_key(|t| std::cmp::Reverse(t.excess_files));
+    let all = format!(
+        "All tables: {} files now, {} after",
+        t.files_by_size_before.files(),
+        t.files_by_size_after.files()
+    );
+    html! {
+        h2 { "File sizes" }
+        div.charts {
+            (histogram(&t.files_by_size_before, &t.files_by_size_after, 640, &all))
+            @if tables.len() > 1 { (excess_chart(&tables)) }
         }
-        out.push_str("</div>");
+        @if dbs.len() > 1 {
+            h2 { "Databases" }
+            (totals_table("database", &db_rows, deep))
+        }
+        h2 { "Tables" }
+        (totals_table("table", &table_rows, deep))
+        @if r.tables.len() > 1 {
+            h3 { "Per table" }
+            div.charts {
+                @for t in by_excess.iter().take(TABLE_HISTOGRAMS) {
+                    (histogram(&t.files_by_size_before, &t.files_by_size_after, 420, &t.scope))
+                }
+            }
+        }
     }
+}
 
-    let refused: Vec<&PartitionAnalysis> = r.partitions.iter().filter(|p| !p.eligible).collect();
-    out.push_str("<h2>Refused and unreadable</h2>");
-    if refused.is_empty() {
-        out.push_str("<p>None: the tool may compact every partition surveyed.</p>");
-    } else {
-        // One row per table and rule: a refused table refuses all its partitions alike.
-        let mut by_rule: BTreeMap<(String, String), (usize, String)> = BTreeMap::new();
-        for p in &refused {
-            let rule = p
-                .rule
-                .map_or("error".to_string(), |r| r.as_str().to_string());
-            let e = by_rule
-                .entry((p.table.clone(), rule))
-                .or_insert((0, p.reason.clone().unwrap_or_default()));
-            e.0 += 1;
-        }
-        out.push_str(
-            "<div class=\"wide\"><table class=\"sortable refused\"><thead><tr><th class=\"t\">table</th><th class=\"t\">rule</th>\
-             <th>partitions</th><th class=\"t\">reason (the first)</th></tr></thead><tbody>",
-        );
-        for ((table, rule), (n, reason)) in &by_rule {
-            let _ = write!(
-                out,
-                "<tr><td class=\"t\">{}</td><td class=\"t\" data-col=\"rule\">{}</td>{}<td class=\"t\">{}</td></tr>",
-                esc(table),
-                esc(rule),
-                count("partitions", *n as u64),
-                esc(reason)
-            );
-        }
-        out.push_str("</tbody></table></div>");
+/// Refused and unreadable partitions, one row per table and rule: a refused table refuses all
+/// its partitions alike.
+fn refusals(r: &AnalyzeReport) -> Markup {
+    let mut by_rule: BTreeMap<(String, String), (usize, String)> = BTreeMap::new();
+    for p in r.partitions.iter().filter(|p| !p.eligible) {
+        let rule = p
+            .rule
+            .map_or("error".to_string(), |r| r.as_str().to_string());
+        let e = by_rule
+            .entry((p.table.clone(), rule))
+            .or_insert((0, p.reason.clone().unwrap_or_default()));
+        e.0 += 1;
     }
+    html! {
+        h2 { "Refused and unreadable" }
+        @if by_rule.is_empty() {
+            p { "None: the tool may compact every partition surveyed." }
+        } @else {
+            div.wide { table.sortable.refused {
+                thead { tr {
+                    th.t { "table" } th.t { "rule" } th { "partitions" }
+                    th.t { "reason (the first)" }
+                } }
+                tbody {
+                    @for ((table, rule), (n, reason)) in &by_rule {
+                        tr {
+                            td.t { (table) }
+                            td.t data-col="rule" { (rule) }
+                            (count("partitions", *n as u64))
+                            td.t { (reason) }
+                        }
+                    }
+                }
+            } }
+        }
+    }
+}
 
-    out.push_str("<h2>Worst partitions</h2><p class=\"note\">Eligible partitions with excess files, by the share of their files that are small (runts), then by excess files.</p>");
+/// The worst partitions, then every partition up to [`PARTITION_ROWS`].
+fn partitions(r: &AnalyzeReport, deep: bool) -> Markup {
     let mut worst: Vec<&PartitionAnalysis> = r
         .partitions
         .iter()
@@ -531,35 +464,47 @@ pub fn census_page(r: &AnalyzeReport, options: &AnalyzeOptions) -> String {
             .total_cmp(&ratio(a.small_files, a.files))
             .then(b.excess_files.cmp(&a.excess_files))
     });
-    out.push_str("<div class=\"wide\"><table class=\"sortable worst\">");
-    partition_header(&mut out, deep);
-    out.push_str("<tbody>");
-    for p in worst.iter().take(WORST) {
-        partition_row(&mut out, p, deep);
-    }
-    out.push_str("</tbody></table></div>");
-
-    let shown = r.partitions.len().min(PARTITION_ROWS);
-    let _ = write!(
-        out,
-        "<h2>Partitions</h2><p class=\"note\">{shown} of {} partitions, most excess files first{}. \
-         Click a column to sort.</p><div class=\"wide\"><table class=\"sortable partitions\">",
-        r.partitions.len(),
-        if shown < r.partitions.len() {
-            "; --json and --csv list them all"
-        } else {
-            ""
+    worst.truncate(WORST);
+    let listed: Vec<&PartitionAnalysis> = r.partitions.iter().take(PARTITION_ROWS).collect();
+    html! {
+        h2 { "Worst partitions" }
+        p.note {
+            "Eligible partitions with excess files, by the share of their files that are small \
+             (runts), then by excess files."
         }
-    );
-    partition_header(&mut out, deep);
-    out.push_str("<tbody>");
-    for p in r.partitions.iter().take(PARTITION_ROWS) {
-        partition_row(&mut out, p, deep);
+        (partition_table("worst", &worst, deep))
+        h2 { "Partitions" }
+        p.note {
+            (listed.len()) " of " (r.partitions.len()) " partitions, most excess files first"
+            @if listed.len() < r.partitions.len() { "; --json and --csv list them all" }
+            ". Click a column to sort."
+        }
+        (partition_table("partitions", &listed, deep))
     }
-    out.push_str("</tbody></table></div><script>");
-    out.push_str(SCRIPT);
-    out.push_str("</script></body></html>\n");
-    out
+}
+
+/// The census page: summary, charts, tables, refusals, worst partitions, every partition.
+pub fn census_page(r: &AnalyzeReport, options: &AnalyzeOptions) -> String {
+    let title = format!("Small-file census: {}", r.total.scope);
+    let page = html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width,initial-scale=1";
+                title { (title) }
+                style { (PreEscaped(STYLE)) }
+            }
+            body {
+                (summary(r, options, &title))
+                (charts_and_tables(r, options.deep))
+                (refusals(r))
+                (partitions(r, options.deep))
+                script { (PreEscaped(SCRIPT)) }
+            }
+        }
+    };
+    page.into_string() + "\n"
 }
 
 #[cfg(test)]
@@ -590,13 +535,26 @@ mod tests {
     }
 
     #[test]
-    fn labels_and_escapes() {
+    fn labels() {
         assert_eq!(bucket_label(0), "<1 KiB");
         assert_eq!(bucket_label(2), "4 KiB");
         assert_eq!(bucket_label(BUCKETS - 1), "4 GiB+");
-        assert_eq!(
-            esc("<a href='x'>&\"</a>"),
-            "&lt;a href=&#39;x&#39;&gt;&amp;&quot;&lt;/a&gt;"
-        );
+    }
+
+    /// Names come from the metastore and reasons from errors: markup in them stays text.
+    #[test]
+    fn names_and_reasons_are_escaped() {
+        let mut r = report();
+        let hostile = "<script>alert('x')</script> & \"q\"";
+        r.total.scope = hostile.into();
+        r.tables[0].scope = hostile.into();
+        for p in &mut r.partitions {
+            p.table = hostile.into();
+            p.reason = Some(hostile.into());
+        }
+        let page = census_page(&r, &options());
+        assert!(!page.contains("<script>alert"), "{page}");
+        assert_eq!(page.matches("<script>").count(), 1);
+        assert!(page.contains("&lt;script&gt;alert('x')&lt;/script&gt; &amp; &quot;q&quot;"));
     }
 }
