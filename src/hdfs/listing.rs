@@ -1,6 +1,7 @@
 //! Directory listings classified the way Hive's readers see them, a path's status, and whether
 //! two spellings of a directory are one.
 
+use hdfs_native::client::FileStatus;
 use hdfs_native::HdfsError;
 use serde::Serialize;
 
@@ -17,6 +18,21 @@ pub struct Entry {
     pub owner: String,
     pub group: String,
     pub permission: u16,
+}
+
+impl Entry {
+    /// The entry named `name` of what the NameNode said of it.
+    fn of(name: String, s: FileStatus) -> Entry {
+        Entry {
+            name,
+            length: s.length as u64,
+            block_size: s.blocksize,
+            modification_time: s.modification_time,
+            owner: s.owner,
+            group: s.group,
+            permission: s.permission,
+        }
+    }
 }
 
 /// A partition directory as Hive's readers see it.
@@ -109,15 +125,10 @@ impl Hdfs {
     pub async fn status(&self, target: &Location) -> Result<Option<Entry>, FsError> {
         let client = self.client(target)?;
         match client.get_file_info(&target.path).await {
-            Ok(s) => Ok(Some(Entry {
-                name: target.path.rsplit('/').next().unwrap_or("").to_string(),
-                length: s.length as u64,
-                block_size: s.blocksize,
-                modification_time: s.modification_time,
-                owner: s.owner,
-                group: s.group,
-                permission: s.permission,
-            })),
+            Ok(s) => Ok(Some(Entry::of(
+                target.path.rsplit('/').next().unwrap_or("").to_string(),
+                s,
+            ))),
             Err(HdfsError::FileNotFound(_)) => Ok(None),
             Err(e) => Err(Self::io("reading the status of", target)(e)),
         }
@@ -145,15 +156,7 @@ impl Hdfs {
             } else if s.isdir {
                 listing.subdirs.push(name);
             } else {
-                listing.files.push(Entry {
-                    name,
-                    length: s.length as u64,
-                    block_size: s.blocksize,
-                    modification_time: s.modification_time,
-                    owner: s.owner,
-                    group: s.group,
-                    permission: s.permission,
-                });
+                listing.files.push(Entry::of(name, s));
             }
         }
         listing.files.sort_by(|a, b| a.name.cmp(&b.name));
