@@ -3,7 +3,9 @@
 use hdfs_native::acl::AclEntry;
 use hdfs_native::{Client, HdfsError};
 
-use super::{FsError, Hdfs, Location};
+use super::client::Hdfs;
+use super::error::FsError;
+use super::location::Location;
 
 /// Who may do what with a path: what a copy must carry to be used like the original.
 #[derive(Debug, Clone, PartialEq)]

@@ -9,7 +9,10 @@ use bytes::Bytes;
 use futures::{Stream, TryStreamExt};
 use hdfs_native::HdfsError;
 
-use super::{Entry, Files, FsError, Listing, Location};
+use super::error::FsError;
+use super::files::Files;
+use super::listing::{Entry, Listing};
+use super::location::Location;
 
 #[derive(Default)]
 pub struct MemFiles {

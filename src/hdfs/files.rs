@@ -6,7 +6,10 @@ use std::io;
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
 
-use super::{FsError, Hdfs, Listing, Location};
+use super::client::Hdfs;
+use super::error::FsError;
+use super::listing::Listing;
+use super::location::Location;
 
 /// The HDFS calls of a compaction's last steps (the re-check, the swap, the journal, removing a
 /// stopped run's directories): the seam where their rules are unit-tested without a cluster

@@ -5,7 +5,9 @@ use hdfs_native::client::FileStatus;
 use hdfs_native::HdfsError;
 use serde::Serialize;
 
-use super::{FsError, Hdfs, Location, Probe};
+use super::client::{Hdfs, Probe};
+use super::error::FsError;
+use super::location::Location;
 
 /// One entry of a directory listing.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

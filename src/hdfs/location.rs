@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::FsError;
+use super::error::FsError;
 
 /// A metastore location split into its filesystem (`hdfs://nn:8020`) and its path.
 ///

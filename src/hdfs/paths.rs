@@ -10,9 +10,11 @@ use bytes::Bytes;
 use hdfs_native::file::{FileReader, FileWriter};
 use hdfs_native::{HdfsError, WriteOptions};
 
+use super::client::{Hdfs, LOG_TARGET};
+use super::error::FsError;
 use super::error::{ambiguous, describe, ez_rename_refusal, io_error};
 use super::location::ancestors;
-use super::{FsError, Hdfs, Location, LOG_TARGET};
+use super::location::Location;
 use crate::orc::{RangeRead, Sink};
 
 impl Hdfs {

@@ -4,7 +4,9 @@
 use bytes::Bytes;
 use serde::Serialize;
 
-use super::{FsError, Hdfs, Location, LOG_TARGET};
+use super::client::{Hdfs, LOG_TARGET};
+use super::error::FsError;
+use super::location::Location;
 
 /// How HDFS stores a file's bytes, as far as a client of hdfs-native 0.14 can tell: the crate
 /// exposes no erasure coding policy (its `FileStatus` drops `ecPolicy`, and it has no
