@@ -2,8 +2,8 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+use super::error::MetastoreError;
 use super::security::token::TokenLogin;
-use super::MetastoreError;
 
 /// HMS's own default port, used when a URI names none (as Hive's client does).
 const DEFAULT_PORT: u16 = 9083;
