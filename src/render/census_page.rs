@@ -16,7 +16,7 @@ use hive_orc_compactor::operations::analyze::{
 };
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 
-use super::size;
+use super::format::size;
 
 /// Partitions the sortable table lists at most (those with the most excess files): a page of
 /// 100,000 rows would not open; the JSON and CSV hold them all.

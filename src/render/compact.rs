@@ -11,7 +11,7 @@ use hive_orc_compactor::operations::compact::{
 use hive_orc_compactor::operations::on_yarn::{YarnPlan, YarnReport};
 use hive_orc_compactor::operations::outcome::Status;
 
-use super::{headline, json, plural, size, style, Format};
+use super::format::{headline, json, plural, size, style, Format};
 
 /// Follows a batch: one byte bar per running partition under a bar counting partitions, on
 /// stderr and only on a terminal (cron gets none); each report printed as it comes, above them.
