@@ -777,7 +777,7 @@ fn yarn_options(
         task_memory_mb: yarn
             .task_memory
             .map_or(default_task_memory_mb(options.parallel), |b| b >> 20),
-        run_id: hive_orc_compactor::layout::new_run_id(),
+        run_id: hive_orc_compactor::run_dirs::new_run_id(),
         metastore_token,
         keytab: keytab.map(|(_, k)| k),
         token_margin: yarn.yarn_token_margin,

@@ -52,7 +52,6 @@ use crate::exit::ExitCode;
 use crate::fleet::{self, Partitions, Selection, Tables};
 use crate::hdfs::{Hdfs, Location, Probe};
 use crate::journal::{self, file_name, Journal, JournalOutput};
-use crate::layout::{self, PARAM_PREVIOUS_LOCATION, PARAM_RUN_ID};
 use crate::lock::{self, LockOptions};
 use crate::metastore::{Metastore, MetastoreError};
 use crate::operations::compact::write::{copy_file, hash_file};
@@ -61,6 +60,7 @@ use crate::operations::verify;
 use crate::orc::ReadAhead;
 use crate::partition_spec::PartitionSpec;
 use crate::relocate::{set_location, RelocateError};
+use crate::run_dirs::{self, PARAM_PREVIOUS_LOCATION, PARAM_RUN_ID};
 use crate::snapshot::{Reads, Snapshot};
 use crate::table::{PartitionInfo, TableInfo};
 
@@ -347,7 +347,7 @@ pub async fn plan(
         let existing: BTreeSet<String> = table.candidates.iter().map(|c| c.name.clone()).collect();
         if table.table.table_type.eq_ignore_ascii_case("MANAGED_TABLE") {
             for spec in dropped_homes(hdfs, &table.table, &existing).await? {
-                let Some(home) = layout::canonical_home(&table.table, &spec) else {
+                let Some(home) = run_dirs::canonical_home(&table.table, &spec) else {
                     continue;
                 };
                 report.partitions_checked += 1;
@@ -477,20 +477,20 @@ async fn plan_partition(
         p.rebuilt.push((run.path, run.journal));
     }
     let mut journals = p.rebuilt.clone();
-    for home in layout::homes(&p.table_info, &p.spec, &p.current) {
-        let work = layout::work_dir(&home);
+    for home in run_dirs::homes(&p.table_info, &p.spec, &p.current) {
+        let work = run_dirs::work_dir(&home);
         let Some(listing) = hdfs.list(&work).await? else {
             continue;
         };
         let journal_names: BTreeSet<&str> = listing
             .files
             .iter()
-            .filter_map(|f| layout::journal_run_id(&f.name))
+            .filter_map(|f| run_dirs::journal_run_id(&f.name))
             .collect();
         // Runs that died before their swap: staging, or published but never pointed at.
         for dir in &listing.subdirs {
             let run_dir = work.child(dir);
-            let staging = layout::is_staging(dir);
+            let staging = run_dirs::is_staging(dir);
             if !staging && journal_names.contains(dir.as_str())
                 || params.get(PARAM_RUN_ID) == Some(dir)
                 || hdfs.within(&p.current, &run_dir, probe).await?
@@ -505,7 +505,7 @@ async fn plan_partition(
             }
         }
         for name in &journal_names {
-            let path = layout::journal_path(&home, name);
+            let path = run_dirs::journal_path(&home, name);
             if let Some(j) = journal::read(hdfs, &path).await? {
                 journals.push((path, j));
             }
@@ -553,7 +553,7 @@ async fn plan_partition(
             && r.journal.rehomed_at.is_none()
     });
     if options.rehome && rehome_ready {
-        p.rehomed_to = layout::canonical_home(&p.table_info, &p.spec).map(|h| h.to_string());
+        p.rehomed_to = run_dirs::canonical_home(&p.table_info, &p.spec).map(|h| h.to_string());
     }
     Ok(())
 }
@@ -605,7 +605,7 @@ async fn dropped_homes(
         let has_work_dir = hdfs
             .list(&dir)
             .await?
-            .is_some_and(|l| l.hidden.iter().any(|h| h == layout::WORK_DIR));
+            .is_some_and(|l| l.hidden.iter().any(|h| h == run_dirs::WORK_DIR));
         if let (true, Ok(spec)) = (has_work_dir, PartitionSpec::parse(&name, keys)) {
             dropped.push(spec);
         }
@@ -1007,7 +1007,7 @@ async fn settle_dropped(
             hdfs.delete(&run.journal_path, false).await?;
         }
     }
-    remove_if_empty(hdfs, &layout::work_dir(&p.current)).await?;
+    remove_if_empty(hdfs, &run_dirs::work_dir(&p.current)).await?;
     remove_if_empty(hdfs, &p.current).await?;
     Ok(())
 }
@@ -1126,7 +1126,7 @@ async fn execute_partition(
         let emptied = run
             .old_location
             .iter()
-            .filter(|old| layout::is_in_work_dir(old))
+            .filter(|old| run_dirs::is_in_work_dir(old))
             .chain(&run.run_dir);
         for dir in emptied {
             remove_if_empty(hdfs, dir).await?;
@@ -1209,7 +1209,7 @@ async fn rehome(
             run.run_id
         ));
     }
-    let staging = layout::work_dir(home).child(&format!("{}.rehome", run.run_id));
+    let staging = run_dirs::work_dir(home).child(&format!("{}.rehome", run.run_id));
     hdfs.mkdirs(&staging, 0o755).await?;
     let read_ahead = ReadAhead::default();
     let mut sent = BTreeMap::new();

@@ -13,7 +13,6 @@ use super::report::{CarriedFile, CompactReport, GroupReport, LayoutReport, Outpu
 use super::write::{choose, copy_stop, OutputWriter, Way, NOT_RE_ENCODABLE};
 use crate::eligibility::{self, Refusal, Rule};
 use crate::hdfs::{Hdfs, Location};
-use crate::layout;
 use crate::lock::{self, LockError, PartitionLock};
 use crate::metastore::Metastore;
 use crate::operations::outcome::{Status, Stop};
@@ -23,6 +22,7 @@ use crate::orc::{
 };
 use crate::partition_spec::PartitionSpec;
 use crate::resolve;
+use crate::run_dirs;
 use crate::snapshot::{DataFile, Reads, Snapshot, SnapshotError};
 use crate::table::{PartitionInfo, TableInfo};
 
@@ -212,7 +212,7 @@ async fn resolve(
     report.old_location = Some(location.to_string());
     let location = Location::parse(location)
         .map_err(|e| Stop::Refused(Refusal::new(Rule::NotHdfs, e.to_string())))?;
-    let home = layout::home_of(table, &spec, &location);
+    let home = run_dirs::home_of(table, &spec, &location);
     Ok(Resolved {
         spec,
         location,
