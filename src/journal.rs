@@ -15,7 +15,7 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use crate::hdfs::{Files, Hdfs, Listing, Location, Probe};
-use crate::layout::{self, PARAM_PREVIOUS_LOCATION, PARAM_RUN_ID};
+use crate::run_dirs::{self, PARAM_PREVIOUS_LOCATION, PARAM_RUN_ID};
 use crate::orc::{ColumnDigest, MergedOutput, ReencodedOutput};
 use crate::partition_spec::PartitionSpec;
 use crate::snapshot::{DataFile, Snapshot};
@@ -305,19 +305,19 @@ pub async fn read(hdfs: &Hdfs, path: &Location) -> anyhow::Result<Option<Journal
 
 /// The journals under `<home>/.hive-orc-compactor/`, oldest run first (run ids sort by time).
 pub async fn list(hdfs: &Hdfs, home: &Location) -> anyhow::Result<Vec<Location>> {
-    let work = layout::work_dir(home);
+    let work = run_dirs::work_dir(home);
     let Some(listing) = hdfs.list(&work).await? else {
         return Ok(vec![]);
     };
     Ok(listing
         .files
         .iter()
-        .filter(|f| layout::journal_run_id(&f.name).is_some())
+        .filter(|f| run_dirs::journal_run_id(&f.name).is_some())
         .map(|f| work.child(&f.name))
         .collect())
 }
 
-/// Every journal of a partition's runs, in each of its homes ([`layout::homes`]), once each
+/// Every journal of a partition's runs, in each of its homes ([`run_dirs::homes`]), once each
 /// (a home spelled two ways lists the same journals twice), oldest run first.
 pub async fn of_partition(
     hdfs: &Hdfs,
@@ -327,7 +327,7 @@ pub async fn of_partition(
 ) -> anyhow::Result<Vec<(Location, Journal)>> {
     let mut seen = BTreeSet::new();
     let mut out = vec![];
-    for home in layout::homes(table, spec, current) {
+    for home in run_dirs::homes(table, spec, current) {
         for path in list(hdfs, &home).await? {
             if let Some(j) = read(hdfs, &path).await? {
                 if seen.insert(j.run_id.clone()) {
@@ -407,10 +407,10 @@ pub async fn current_run(
     let Some(run_id) = parameters.get(PARAM_RUN_ID) else {
         return Ok(None);
     };
-    let Some(home) = layout::home_of_run(location, run_id) else {
+    let Some(home) = run_dirs::home_of_run(location, run_id) else {
         return Ok(None);
     };
-    let path = layout::journal_path(&home, run_id);
+    let path = run_dirs::journal_path(&home, run_id);
     let (journal, rebuilt) = match read(hdfs, &path).await? {
         Some(j) => (j, false),
         None => (

@@ -78,7 +78,7 @@ pub fn options(job: JobInputs) -> anyhow::Result<YarnOptions> {
         task_memory_mb: yarn
             .task_memory
             .map_or(default_task_memory_mb(job.batch.parallel), |b| b >> 20),
-        run_id: hive_orc_compactor::layout::new_run_id(),
+        run_id: hive_orc_compactor::run_dirs::new_run_id(),
         metastore_token,
         keytab: keytab.map(|(_, k)| k),
         token_margin: job.token_margin,

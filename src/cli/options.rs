@@ -13,7 +13,7 @@ use hive_orc_compactor::config;
 use hive_orc_compactor::fleet::{Partitions, Selection, Tables};
 use hive_orc_compactor::hdfs::{self, Hdfs};
 use hive_orc_compactor::lock::{self, LockMode, LockOptions};
-use hive_orc_compactor::metastore::{token, Metastore};
+use hive_orc_compactor::metastore::{security::token, Metastore};
 use hive_orc_compactor::operations::analyze::AnalyzeOptions;
 use hive_orc_compactor::operations::batch::{BatchOptions, Budget, Thresholds};
 use hive_orc_compactor::operations::cleanup::CleanupOptions;
@@ -33,7 +33,7 @@ use super::args::{
 use super::layouts::layouts;
 use super::on_yarn::{self, JobInputs};
 use super::settings::Settings;
-use crate::render::metrics::Recorder;
+use crate::render::metrics_file::Recorder;
 use crate::render::Format;
 
 /// A quarter of the default target: files this small are what compaction exists for.

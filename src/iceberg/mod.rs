@@ -3,8 +3,8 @@
 //! metastore definition Iceberg's `HiveCatalog` expects.
 
 pub mod catalog;
+pub mod column_metrics;
 pub mod hive_type;
-pub mod metrics;
 pub mod partition;
 pub mod schema;
 pub mod writer;

@@ -2,8 +2,8 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use super::token::TokenLogin;
-use super::MetastoreError;
+use super::error::MetastoreError;
+use super::security::token::TokenLogin;
 
 /// HMS's own default port, used when a URI names none (as Hive's client does).
 const DEFAULT_PORT: u16 = 9083;
@@ -125,7 +125,7 @@ pub struct MetastoreConfig {
     pub sasl_protection: Option<String>,
     /// Log in with this metastore delegation token (SASL DIGEST-MD5) instead of Kerberos, as a
     /// YARN task without a ticket does; used only with `sasl_principal` set (a SASL metastore).
-    /// [`super::token::from_environment`] finds it where YARN puts it.
+    /// [`super::security::token::from_environment`] finds it where YARN puts it.
     pub delegation_token: Option<TokenLogin>,
     /// `hive.metastore.token.signature`: the service of the metastore token to pick from a
     /// credentials file (empty by default, as in Hive).

@@ -13,13 +13,10 @@
 //! or acts on. Start from `None` fields, or from what the metastore returned.
 
 mod config;
-mod digest;
 mod error;
 mod gen;
-mod gssapi;
-mod sasl;
+pub mod security;
 mod session;
-pub mod token;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -32,7 +29,7 @@ pub use gen::{
     Partition, PrincipalPrivilegeSet, PrincipalType, PrivilegeGrantInfo, SerDeInfo,
     ShowLocksResponseElement, SkewedInfo, StorageDescriptor, Table,
 };
-pub use token::{DelegationToken, TokenLogin};
+pub use security::token::{DelegationToken, TokenLogin};
 
 use gen::TThriftHiveMetastoreSyncClient as _;
 use session::{Call, Client, Fallbacks, Session};
@@ -54,7 +51,7 @@ const PROCESSOR: &str = "hive-orc-compactor";
 /// The principal the ticket cache holds tickets for (`kinit`'s), or one line saying why there
 /// is none and what to do. Here because the GSSAPI library behind it is the metastore login's.
 pub fn cache_principal() -> std::result::Result<String, String> {
-    gssapi::cache_principal().map_err(|e| {
+    security::gssapi::cache_principal().map_err(|e| {
         format!(
             "no Kerberos ticket to act as ({e}): run `kinit user@REALM`, or pass --principal \
              with --keytab"

@@ -14,12 +14,12 @@ use thrift::transport::{
 use thrift::{ApplicationErrorKind, TransportErrorKind};
 
 use super::config::{MetastoreConfig, MetastoreUri, Transport};
-use super::digest::DigestMd5;
 use super::error::{one_line, MetastoreError};
 use super::gen::{self, TThriftHiveMetastoreSyncClient};
-use super::gssapi;
-use super::sasl::{self, Failure as SaslFailure, Mechanism as _};
-use super::token::TokenLogin;
+use super::security::digest_md5::DigestMd5;
+use super::security::gssapi;
+use super::security::sasl::{self, Failure as SaslFailure, Mechanism as _};
+use super::security::token::TokenLogin;
 
 pub(crate) type Client = gen::ThriftHiveMetastoreSyncClient<
     TBinaryInputProtocol<Box<dyn Read + Send>>,

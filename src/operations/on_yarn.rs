@@ -35,7 +35,7 @@ use serde::Serialize;
 use crate::binary_cache::{self, LocalBinary};
 use crate::fleet::Candidate;
 use crate::hdfs::{Hdfs, Location};
-use crate::metastore::token::write_credentials;
+use crate::metastore::security::token::write_credentials;
 use crate::metastore::{DelegationToken, Metastore};
 use crate::operations::batch::{BatchPlan, BatchSummary, Observer};
 use crate::operations::compact::CompactReport;

@@ -17,7 +17,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::metastore::token::Credentials;
+use crate::metastore::security::token::Credentials;
 use crate::metastore::{DelegationToken, Metastore};
 use crate::operations::batch::StartBy;
 

@@ -7,7 +7,7 @@ use hive_orc_compactor::operations::analyze::{
     self, AnalyzeOptions, AnalyzeReport, PartitionAnalysis, Totals,
 };
 
-use super::{json, plural, size, style, Format};
+use super::format::{json, plural, size, style, Format};
 
 /// The cells of one analyze row, in column order, for the table and the CSV alike.
 fn analyze_cells(p: &PartitionAnalysis, deep: bool, human: bool) -> Vec<String> {
@@ -82,7 +82,7 @@ pub fn analyze(
                 } }),
             )
         }
-        Format::Html => Ok(out.write_all(super::census_page(r, options).as_bytes())?),
+        Format::Html => Ok(out.write_all(super::census_page::census_page(r, options).as_bytes())?),
         Format::Csv => {
             let mut w = csv::Writer::from_writer(&mut *out);
             w.write_record(analyze_header(deep))?;

@@ -4,7 +4,7 @@ use std::io::Write;
 
 use hive_orc_compactor::operations::cleanup::{CleanupReport, RunAction};
 
-use super::{json, Format};
+use super::format::{json, Format};
 
 pub fn cleanup(out: &mut dyn Write, r: &CleanupReport, format: Format) -> anyhow::Result<()> {
     if format == Format::Json {

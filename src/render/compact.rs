@@ -5,11 +5,13 @@ use std::io::Write;
 
 use hive_orc_compactor::binary_cache::Action;
 use hive_orc_compactor::operations::batch::{self, BatchSummary};
-use hive_orc_compactor::operations::compact::{CompactReport, OutputWriter, Progress, VerifyLevel};
+use hive_orc_compactor::operations::compact::{
+    CompactReport, LayoutReport, OutputWriter, Progress, VerifyLevel,
+};
 use hive_orc_compactor::operations::on_yarn::{YarnPlan, YarnReport};
 use hive_orc_compactor::operations::outcome::Status;
 
-use super::{headline, json, plural, size, style, Format};
+use super::format::{headline, json, plural, size, style, Format};
 
 /// Follows a batch: one byte bar per running partition under a bar counting partitions, on
 /// stderr and only on a terminal (cron gets none); each report printed as it comes, above them.
@@ -141,6 +143,60 @@ pub fn compact(
             r.rows
         )?;
     }
+    groups(out, r)?;
+    for c in &r.carried {
+        writeln!(
+            out,
+            "  unchanged {} ({}): {}",
+            c.name,
+            size(c.bytes),
+            c.reason
+        )?;
+    }
+    if !r.dropped_empty.is_empty() {
+        writeln!(
+            out,
+            "  empty     {} (zero rows, not carried)",
+            r.dropped_empty.join(", ")
+        )?;
+    }
+    if let Some(l) = &r.new_location {
+        writeln!(out, "  location  {l}")?;
+        if let Some(old) = &r.old_location {
+            writeln!(out, "  was       {old} (old files kept until cleanup)")?;
+        }
+    }
+    verification(out, r)?;
+    if let Some(layout) = &r.layout {
+        layout_lines(out, layout)?;
+    }
+    if let Some(reason) = &r.outcome.reason {
+        writeln!(out, "  reason    {reason}")?;
+    }
+    for w in &r.outcome.warnings {
+        writeln!(out, "  warning   {w}")?;
+    }
+    writeln!(out, "  time      {:.1} s", r.seconds)?;
+    // Cron mails stderr: one line for anything that needs attention.
+    match r.outcome.status {
+        Status::Compacted | Status::NothingToDo | Status::DryRun | Status::Skipped => {}
+        _ => writeln!(
+            err,
+            "{status}: {} partition {}: {}{}",
+            r.outcome.table,
+            r.outcome.partition,
+            r.outcome.reason.as_deref().unwrap_or(""),
+            r.outcome
+                .rule
+                .map(|rule| format!(" [{}]", rule.as_str()))
+                .unwrap_or_default()
+        )?,
+    }
+    Ok(())
+}
+
+/// Each group of inputs and the outputs made from it.
+fn groups(out: &mut dyn Write, r: &CompactReport) -> anyhow::Result<()> {
     for (i, g) in r.groups.iter().enumerate() {
         writeln!(
             out,
@@ -170,28 +226,11 @@ pub fn compact(
             writeln!(out, "      {}: {}", o.made_by.as_str(), o.why)?;
         }
     }
-    for c in &r.carried {
-        writeln!(
-            out,
-            "  unchanged {} ({}): {}",
-            c.name,
-            size(c.bytes),
-            c.reason
-        )?;
-    }
-    if !r.dropped_empty.is_empty() {
-        writeln!(
-            out,
-            "  empty     {} (zero rows, not carried)",
-            r.dropped_empty.join(", ")
-        )?;
-    }
-    if let Some(l) = &r.new_location {
-        writeln!(out, "  location  {l}")?;
-        if let Some(old) = &r.old_location {
-            writeln!(out, "  was       {old} (old files kept until cleanup)")?;
-        }
-    }
+    Ok(())
+}
+
+/// How the outputs were verified, once they were (or would be).
+fn verification(out: &mut dyn Write, r: &CompactReport) -> anyhow::Result<()> {
     if let Some(level) = r.verify {
         if matches!(r.outcome.status, Status::Compacted | Status::DryRun) {
             let how = match level {
@@ -214,60 +253,39 @@ pub fn compact(
             }
         }
     }
-    if let Some(layout) = &r.layout {
-        writeln!(out, "  layout    {}", layout.layout)?;
-        for (column, share) in &layout.stripes_before {
-            writeln!(
-                out,
-                "            a lookup on {column} reads {:.1}% of the stripes now (their statistics)",
-                share * 100.0
-            )?;
-        }
-        for (column, after) in &layout.after {
-            let before = layout.before.get(column).copied().unwrap_or(f64::NAN);
-            writeln!(
-                out,
-                "            a lookup on {column} reads {:.1}% of row groups, was {:.1}%",
-                after * 100.0,
-                before * 100.0
-            )?;
-        }
-        if layout.spilled_runs > 0 {
-            writeln!(
-                out,
-                "            sorted in {} runs spilled to disk ({})",
-                layout.spilled_runs,
-                bytesize::ByteSize(layout.spilled_bytes).display().iec()
-            )?;
-        }
+    Ok(())
+}
+
+/// The row order asked for, and how much of the files a lookup reads before and after.
+fn layout_lines(out: &mut dyn Write, layout: &LayoutReport) -> anyhow::Result<()> {
+    writeln!(out, "  layout    {}", layout.layout)?;
+    for (column, share) in &layout.stripes_before {
+        writeln!(
+            out,
+            "            a lookup on {column} reads {:.1}% of the stripes now (their statistics)",
+            share * 100.0
+        )?;
     }
-    if let Some(reason) = &r.outcome.reason {
-        writeln!(out, "  reason    {reason}")?;
+    for (column, after) in &layout.after {
+        let before = layout.before.get(column).copied().unwrap_or(f64::NAN);
+        writeln!(
+            out,
+            "            a lookup on {column} reads {:.1}% of row groups, was {:.1}%",
+            after * 100.0,
+            before * 100.0
+        )?;
     }
-    for w in &r.outcome.warnings {
-        writeln!(out, "  warning   {w}")?;
-    }
-    writeln!(out, "  time      {:.1} s", r.seconds)?;
-    // Cron mails stderr: one line for anything that needs attention.
-    match r.outcome.status {
-        Status::Compacted | Status::NothingToDo | Status::DryRun | Status::Skipped => {}
-        _ => writeln!(
-            err,
-            "{status}: {} partition {}: {}{}",
-            r.outcome.table,
-            r.outcome.partition,
-            r.outcome.reason.as_deref().unwrap_or(""),
-            r.outcome
-                .rule
-                .map(|rule| format!(" [{}]", rule.as_str()))
-                .unwrap_or_default()
-        )?,
+    if layout.spilled_runs > 0 {
+        writeln!(
+            out,
+            "            sorted in {} runs spilled to disk ({})",
+            layout.spilled_runs,
+            bytesize::ByteSize(layout.spilled_bytes).display().iec()
+        )?;
     }
     Ok(())
 }
 
-/// The end of a batch: one line of counts (and the partitions that need a look), or one
-/// `{"summary": ...}` object after the partitions' JSON lines.
 /// What `compact --on-yarn --dry-run` would submit.
 pub fn yarn_plan(out: &mut dyn Write, p: &YarnPlan, format: Format) -> anyhow::Result<()> {
     if format == Format::Json {
@@ -303,6 +321,8 @@ pub fn yarn_plan(out: &mut dyn Write, p: &YarnPlan, format: Format) -> anyhow::R
     Ok(())
 }
 
+/// The end of a batch: one line of counts (and the partitions that need a look), or one
+/// `{"summary": ...}` object after the partitions' JSON lines.
 pub fn batch_summary(
     out: &mut dyn Write,
     s: &BatchSummary,

@@ -7,7 +7,7 @@ use hive_orc_compactor::eligibility::Refusal;
 use hive_orc_compactor::operations::iceberg::{CheckReport, MigrateReport, RevertReport};
 use hive_orc_compactor::operations::outcome::{Outcome, Status};
 
-use super::{json, Format};
+use super::format::{json, Format};
 
 fn blocks(out: &mut dyn Write, blocks: &[Refusal]) -> std::io::Result<()> {
     for b in blocks {

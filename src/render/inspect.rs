@@ -8,7 +8,7 @@ use hive_orc_compactor::operations::inspect::{DirectoryReport, InspectReport};
 use hive_orc_compactor::operations::outcome::{Outcome, Status};
 use hive_orc_compactor::snapshot::FileSizes;
 
-use super::{json, size, Format};
+use super::format::{json, size, Format};
 
 fn sizes(s: &FileSizes) -> String {
     if s.count == 0 {

@@ -4,7 +4,7 @@ use std::io::Write;
 
 use hive_orc_compactor::operations::rollback::RollbackReport;
 
-use super::{headline, json, Format};
+use super::format::{headline, json, Format};
 
 pub fn rollback(
     out: &mut dyn Write,

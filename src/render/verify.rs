@@ -4,7 +4,7 @@ use std::io::Write;
 
 use hive_orc_compactor::operations::verify::VerifyReport;
 
-use super::{headline, json, size, Format};
+use super::format::{headline, json, size, Format};
 
 pub fn verify(
     out: &mut dyn Write,

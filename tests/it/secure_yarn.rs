@@ -28,7 +28,7 @@ use crate::common::secure::{orc_table, token_login};
 use crate::common::{describe, reports, rt, stderr};
 use hive_orc_compactor::hdfs::{Hdfs, Location};
 use hive_orc_compactor::kerberos;
-use hive_orc_compactor::metastore::token::{read_credentials, DelegationToken};
+use hive_orc_compactor::metastore::security::token::{read_credentials, DelegationToken};
 use hive_orc_compactor::metastore::{Metastore, MetastoreConfig, MetastoreError};
 
 struct SecureYarn {

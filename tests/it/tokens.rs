@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::{describe, json, rt, stderr, stdout};
 use hive_orc_compactor::hdfs::{Hdfs, Location};
-use hive_orc_compactor::metastore::token::{
+use hive_orc_compactor::metastore::security::token::{
     read_credentials, write_credentials, DelegationToken, HIVE_DELEGATION_KIND,
 };
 use hive_orc_compactor::metastore::{Metastore, MetastoreConfig};

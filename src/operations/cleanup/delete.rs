@@ -13,7 +13,7 @@ use super::rehome::rehome;
 use super::report::{PartitionCleanup, RunAction, RunCleanup};
 use crate::hdfs::{Hdfs, Location, Probe};
 use crate::journal;
-use crate::layout;
+use crate::run_dirs;
 use crate::metastore::Metastore;
 
 /// Does `p`'s plan, made under the partition's lock: writes the rebuilt journals, removes dead
@@ -92,7 +92,7 @@ pub(super) async fn execute_partition(
         let emptied = run
             .old_location
             .iter()
-            .filter(|old| layout::is_in_work_dir(old))
+            .filter(|old| run_dirs::is_in_work_dir(old))
             .chain(&run.run_dir);
         for dir in emptied {
             remove_if_empty(hdfs, dir).await?;

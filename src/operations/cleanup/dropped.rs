@@ -9,7 +9,7 @@ use super::plan::outputs_in;
 use super::report::{PartitionCleanup, RunAction, RunCleanup};
 use crate::hdfs::{Hdfs, Location};
 use crate::journal::{self, file_name};
-use crate::layout;
+use crate::run_dirs;
 use crate::metastore::{Metastore, MetastoreError};
 use crate::partition_spec::PartitionSpec;
 use crate::table::TableInfo;
@@ -61,7 +61,7 @@ pub(super) async fn dropped_homes(
         let has_work_dir = hdfs
             .list(&dir)
             .await?
-            .is_some_and(|l| l.hidden.iter().any(|h| h == layout::WORK_DIR));
+            .is_some_and(|l| l.hidden.iter().any(|h| h == run_dirs::WORK_DIR));
         if let (true, Ok(spec)) = (has_work_dir, PartitionSpec::parse(&name, keys)) {
             dropped.push(spec);
         }
@@ -156,7 +156,7 @@ pub(super) async fn settle_dropped(
             hdfs.delete(&run.journal_path, false).await?;
         }
     }
-    remove_if_empty(hdfs, &layout::work_dir(&p.current)).await?;
+    remove_if_empty(hdfs, &run_dirs::work_dir(&p.current)).await?;
     remove_if_empty(hdfs, &p.current).await?;
     Ok(())
 }

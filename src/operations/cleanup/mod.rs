@@ -49,7 +49,7 @@ use tracing::Instrument;
 
 use crate::fleet::{self, Partitions, Selection, Tables};
 use crate::hdfs::{Hdfs, Probe};
-use crate::layout;
+use crate::run_dirs;
 use crate::lock;
 use crate::metastore::Metastore;
 use crate::partition_spec::PartitionSpec;
@@ -103,7 +103,7 @@ pub async fn plan(
         let existing: BTreeSet<String> = table.candidates.iter().map(|c| c.name.clone()).collect();
         if table.table.table_type.eq_ignore_ascii_case("MANAGED_TABLE") {
             for spec in dropped_homes(hdfs, &table.table, &existing).await? {
-                let Some(home) = layout::canonical_home(&table.table, &spec) else {
+                let Some(home) = run_dirs::canonical_home(&table.table, &spec) else {
                     continue;
                 };
                 report.partitions_checked += 1;

@@ -10,7 +10,7 @@ use super::options::CleanupOptions;
 use super::report::{PartitionCleanup, RunAction, RunCleanup};
 use crate::hdfs::{Hdfs, Location, Probe};
 use crate::journal::{self, file_name, Journal};
-use crate::layout::{self, PARAM_RUN_ID};
+use crate::run_dirs::{self, PARAM_RUN_ID};
 use crate::metastore::Metastore;
 use crate::partition_spec::PartitionSpec;
 use crate::table::{PartitionInfo, TableInfo};
@@ -79,20 +79,20 @@ pub(super) async fn plan_partition(
         p.rebuilt.push((run.path, run.journal));
     }
     let mut journals = p.rebuilt.clone();
-    for home in layout::homes(&p.table_info, &p.spec, &p.current) {
-        let work = layout::work_dir(&home);
+    for home in run_dirs::homes(&p.table_info, &p.spec, &p.current) {
+        let work = run_dirs::work_dir(&home);
         let Some(listing) = hdfs.list(&work).await? else {
             continue;
         };
         let journal_names: BTreeSet<&str> = listing
             .files
             .iter()
-            .filter_map(|f| layout::journal_run_id(&f.name))
+            .filter_map(|f| run_dirs::journal_run_id(&f.name))
             .collect();
         // Runs that died before their swap: staging, or published but never pointed at.
         for dir in &listing.subdirs {
             let run_dir = work.child(dir);
-            let staging = layout::is_staging(dir);
+            let staging = run_dirs::is_staging(dir);
             if !staging && journal_names.contains(dir.as_str())
                 || params.get(PARAM_RUN_ID) == Some(dir)
                 || hdfs.within(&p.current, &run_dir, probe).await?
@@ -107,7 +107,7 @@ pub(super) async fn plan_partition(
             }
         }
         for name in &journal_names {
-            let path = layout::journal_path(&home, name);
+            let path = run_dirs::journal_path(&home, name);
             if let Some(j) = journal::read(hdfs, &path).await? {
                 journals.push((path, j));
             }
@@ -155,7 +155,7 @@ pub(super) async fn plan_partition(
             && r.journal.rehomed_at.is_none()
     });
     if options.rehome && rehome_ready {
-        p.rehomed_to = layout::canonical_home(&p.table_info, &p.spec).map(|h| h.to_string());
+        p.rehomed_to = run_dirs::canonical_home(&p.table_info, &p.spec).map(|h| h.to_string());
     }
     Ok(())
 }

@@ -7,7 +7,7 @@ use anyhow::{anyhow, Context};
 use super::report::{PartitionCleanup, RunCleanup};
 use crate::hdfs::{Hdfs, Location};
 use crate::journal::{self, file_name, JournalOutput};
-use crate::layout::{self, PARAM_PREVIOUS_LOCATION, PARAM_RUN_ID};
+use crate::run_dirs::{self, PARAM_PREVIOUS_LOCATION, PARAM_RUN_ID};
 use crate::metastore::Metastore;
 use crate::operations::files::{copy_file, hash_file};
 use crate::operations::verify;
@@ -40,7 +40,7 @@ pub(super) async fn rehome(
         return Ok(());
     }
     check_home_empty(hdfs, home, &what).await?;
-    let staging = layout::work_dir(home).child(&format!("{}.rehome", run.run_id));
+    let staging = run_dirs::work_dir(home).child(&format!("{}.rehome", run.run_id));
     let copies = copy_in(hdfs, &p.current, run, &staging, &what).await?;
     swap_in(metastore, hdfs, p, home, &copies, &what).await?;
     hdfs.delete(&staging, false).await?;

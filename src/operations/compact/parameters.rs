@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::layout::{PARAM_PREVIOUS_LOCATION, PARAM_RUN_ID};
+use crate::run_dirs::{PARAM_PREVIOUS_LOCATION, PARAM_RUN_ID};
 
 /// Basic statistics this swap makes true; the rest of the parameters are kept as they were,
 /// except numbers we can no longer vouch for, which are dropped.

@@ -13,7 +13,6 @@ use super::report::{CarryReason, CompactReport};
 use super::write::{choose, OutputWriter, Way, NOT_RE_ENCODABLE};
 use crate::eligibility::{self, Refusal, Rule};
 use crate::hdfs::{Hdfs, Location};
-use crate::layout;
 use crate::lock::{self, LockError, PartitionLock};
 use crate::metastore::Metastore;
 use crate::operations::files::copy_stop;
@@ -24,6 +23,7 @@ use crate::orc::{
 };
 use crate::partition_spec::PartitionSpec;
 use crate::resolve;
+use crate::run_dirs;
 use crate::snapshot::{DataFile, Reads, Snapshot, SnapshotError};
 use crate::table::{PartitionInfo, TableInfo};
 
@@ -203,7 +203,7 @@ async fn resolve(
     report.old_location = Some(location.to_string());
     let location = Location::parse(location)
         .map_err(|e| Stop::Refused(Refusal::new(Rule::NotHdfs, e.to_string())))?;
-    let home = layout::home_of(table, &spec, &location);
+    let home = run_dirs::home_of(table, &spec, &location);
     Ok(Resolved {
         spec,
         location,

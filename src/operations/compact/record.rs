@@ -100,7 +100,7 @@ impl CompactReport {
     fn name_outputs(&mut self, run_id: &str) {
         let outputs = self.groups.iter_mut().flat_map(|g| g.outputs.iter_mut());
         for (n, out) in outputs.enumerate() {
-            out.name = crate::layout::output_name(run_id, n);
+            out.name = crate::run_dirs::output_name(run_id, n);
         }
     }
 

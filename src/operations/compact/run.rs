@@ -15,7 +15,6 @@ use super::report::CompactReport;
 use super::write::{write_clustered, OutputWriter, StagedOutput, Written};
 use crate::hdfs::{Access, Files, Hdfs, Location};
 use crate::journal::{self, Journal, JournalInput, JournalOutput};
-use crate::layout::{self, output_name, PARAM_PREVIOUS_LOCATION};
 use crate::lock::PartitionLock;
 use crate::metastore::Metastore;
 use crate::operations::files::{copy_file, hash_file};
@@ -24,6 +23,7 @@ use crate::orc::{
     digest_file, read_tail, verify_output, verify_tail, ClusterSummary, OrcError, VerifyFailure,
 };
 use crate::relocate::{set_location, PartitionStore, RelocateError};
+use crate::run_dirs::{self, output_name, PARAM_PREVIOUS_LOCATION};
 use crate::snapshot::DataFile;
 
 /// One compaction of a planned partition, from staging to journal. The steps from the re-check
@@ -101,7 +101,7 @@ impl<'a, M: PartitionStore, H: Files> Run<'a, M, H> {
         lock: Option<&'a mut PartitionLock>,
         progress: &'a dyn Progress,
     ) -> Self {
-        let id = layout::new_run_id();
+        let id = run_dirs::new_run_id();
         Run {
             metastore,
             hdfs,
@@ -109,8 +109,8 @@ impl<'a, M: PartitionStore, H: Files> Run<'a, M, H> {
             options,
             lock,
             progress,
-            staging: layout::staging_dir(&plan.home, &id),
-            published: layout::run_dir(&plan.home, &id),
+            staging: run_dirs::staging_dir(&plan.home, &id),
+            published: run_dirs::run_dir(&plan.home, &id),
             id,
             swapped: false,
         }
@@ -287,9 +287,9 @@ impl<'a> Run<'a> {
     /// is written. RS-LEGACY-6-3 lays files out as RS-6-3 does: it cannot be told apart here.
     async fn check_layout(&self) -> Result<Option<bool>, Stop> {
         use crate::eligibility::{Refusal, Rule};
-        use crate::hdfs::Layout;
-        match self.hdfs.new_file_layout(&self.staging).await? {
-            Some(Layout::Striped { parity: 1 }) => Err(Stop::Refused(Refusal::new(
+        use crate::hdfs::Redundancy;
+        match self.hdfs.new_file_redundancy(&self.staging).await? {
+            Some(Redundancy::Striped { parity: 1 }) => Err(Stop::Refused(Refusal::new(
                 Rule::ErasureCoding,
                 format!(
                     "new files in {} are erasure coded with one parity unit (XOR-2-1-1024k or \
@@ -299,8 +299,8 @@ impl<'a> Run<'a> {
                     self.plan.location, self.plan.location.path
                 ),
             ))),
-            Some(Layout::Striped { .. }) => Ok(Some(true)),
-            Some(Layout::Replicated) => Ok(Some(false)),
+            Some(Redundancy::Striped { .. }) => Ok(Some(true)),
+            Some(Redundancy::Replicated) => Ok(Some(false)),
             None => Ok(None),
         }
     }
@@ -387,7 +387,7 @@ impl<'a> Run<'a> {
             .await
             .map_err(|e| Stop::Failed(anyhow!("publishing {}: {e}", self.staging)))?;
         // Our work directory too: whoever owns the table must be able to use it later.
-        let work = layout::work_dir(&self.plan.home);
+        let work = run_dirs::work_dir(&self.plan.home);
         let targets: Vec<(&Location, &Access)> = [(&work, &inherited.dir)]
             .into_iter()
             .chain(std::iter::once((&self.published, &inherited.dir)))
@@ -610,7 +610,7 @@ impl<'a, M: PartitionStore, H: Files> Run<'a, M, H> {
             rehomed_at: None,
             run_dir_cleaned_at: None,
         });
-        let path = layout::journal_path(&plan.home, &self.id);
+        let path = run_dirs::journal_path(&plan.home, &self.id);
         if let Err(e) = journal::write(self.hdfs, &path, Arc::clone(&journal)).await {
             // The swap is done and correct; only the record is missing. Say so loudly.
             return Err(Stop::Failed(anyhow!(
@@ -647,7 +647,7 @@ impl<'a, M: PartitionStore, H: Files> Run<'a, M, H> {
                     .push(format!("could not remove {dir}: {e}; cleanup will"));
             }
         }
-        let work = layout::work_dir(&self.plan.home);
+        let work = run_dirs::work_dir(&self.plan.home);
         if let Err(e) = self.hdfs.delete(&work, false).await {
             tracing::debug!(%work, error = %e, "the work directory stays");
         }
@@ -762,7 +762,7 @@ mod tests {
             if let Err(stop) = run.swap_and_journal(&staged, 0, 0, &mut report).await {
                 run.stopped(stop, &mut report).await;
             }
-            let journal = layout::journal_path(&self.plan.home, &run.id);
+            let journal = run_dirs::journal_path(&self.plan.home, &run.id);
             (report, run.published.clone(), journal)
         }
     }
@@ -861,9 +861,9 @@ mod tests {
     async fn a_stopped_run_removes_the_work_directory_only_when_nothing_else_is_in_it() {
         for other_run in [false, true] {
             let p = Published::new();
-            let work = layout::work_dir(&p.plan.home);
+            let work = run_dirs::work_dir(&p.plan.home);
             p.files.mkdir(&work);
-            let other = layout::run_dir(&p.plan.home, "20260101T000000Z-0badcafe");
+            let other = run_dirs::run_dir(&p.plan.home, "20260101T000000Z-0badcafe");
             if other_run {
                 p.files.mkdir(&other);
             }
@@ -880,7 +880,7 @@ mod tests {
     async fn a_run_directory_that_cannot_be_removed_is_left_to_cleanup_with_a_warning() {
         let p = Published::new();
         p.metastore.alters(&[Alter::Refuse]);
-        p.files.fail("delete", &layout::work_dir(&p.plan.home));
+        p.files.fail("delete", &run_dirs::work_dir(&p.plan.home));
         let (report, published, _) = p.finish().await;
         assert_eq!(report.outcome.status, Status::Failed);
         assert!(p.files.exists(&published));
@@ -970,7 +970,7 @@ mod tests {
     #[tokio::test]
     async fn a_journal_that_cannot_be_written_fails_the_run_but_keeps_the_swap() {
         let p = Published::new();
-        p.files.fail("write", &layout::work_dir(&p.plan.home));
+        p.files.fail("write", &run_dirs::work_dir(&p.plan.home));
         let (report, published, _) = p.finish().await;
         assert_eq!(report.outcome.status, Status::Failed);
         let why = reason(&report);

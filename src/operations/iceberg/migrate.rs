@@ -18,8 +18,8 @@ use super::{unblocked, under_table_lock};
 use crate::eligibility::{Refusal, Rule};
 use crate::hdfs::{Hdfs, Location};
 use crate::iceberg::catalog;
+use crate::iceberg::column_metrics::{self, FileColumn};
 use crate::iceberg::hive_type::HiveType;
-use crate::iceberg::metrics::{self, FileColumn};
 use crate::iceberg::partition;
 use crate::iceberg::schema::{self, ColumnNote, Converted};
 use crate::iceberg::writer::{TableWriter, Written};
@@ -272,7 +272,7 @@ impl FileSink for Describe<'_, '_> {
                 }
             }
         }
-        let m = metrics::of_file(tail.rows, tail.writer_version, &cols);
+        let m = column_metrics::of_file(tail.rows, tail.writer_version, &cols);
         let partition = match &f.partition {
             Some(values) => Struct::from_iter(
                 self.key_types

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use hive_orc_compactor::hdfs::{Hdfs, Location};
 use hive_orc_compactor::kerberos;
-use hive_orc_compactor::metastore::token::{DelegationToken, TokenLogin};
+use hive_orc_compactor::metastore::security::token::{DelegationToken, TokenLogin};
 use hive_orc_compactor::metastore::{Metastore, MetastoreConfig};
 
 pub struct Secure {

@@ -8,12 +8,12 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use hive_orc_compactor::exit::ExitCode;
-use hive_orc_compactor::metrics::Textfile;
 use hive_orc_compactor::operations::analyze::AnalyzeReport;
 use hive_orc_compactor::operations::batch::{BatchSummary, Counts};
 use hive_orc_compactor::operations::cleanup::CleanupReport;
 use hive_orc_compactor::operations::iceberg::{CheckReport, Costs, MigrateReport, RevertReport};
 use hive_orc_compactor::operations::outcome::{Outcome, Status};
+use hive_orc_compactor::textfile::Textfile;
 
 const LAST_SUCCESS: &str = "hive_orc_compactor_last_success_timestamp_seconds";
 const LAST_SUCCESS_HELP: &str = "When the command last ended without a failure for the table \

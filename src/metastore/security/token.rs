@@ -17,8 +17,8 @@
 //!   by default (`writeTokenStorageFile`) and read both; 3.0 to 3.2 wrote version 1. We read
 //!   both and write version 0, which every Hadoop 2 and 3 reads.
 //!
-//! [`Metastore::delegation_token`]: super::Metastore::delegation_token
-//! [`MetastoreConfig::delegation_token`]: super::MetastoreConfig::delegation_token
+//! [`Metastore::delegation_token`]: crate::metastore::Metastore::delegation_token
+//! [`MetastoreConfig::delegation_token`]: crate::metastore::MetastoreConfig::delegation_token
 
 use std::fmt;
 use std::path::{Path, PathBuf};
