@@ -15,9 +15,9 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use crate::hdfs::{Files, Hdfs, Listing, Location, Probe};
-use crate::run_dirs::{self, PARAM_PREVIOUS_LOCATION, PARAM_RUN_ID};
 use crate::orc::{ColumnDigest, MergedOutput, ReencodedOutput};
 use crate::partition_spec::PartitionSpec;
+use crate::run_dirs::{self, PARAM_PREVIOUS_LOCATION, PARAM_RUN_ID};
 use crate::snapshot::{DataFile, Snapshot};
 use crate::table::TableInfo;
 

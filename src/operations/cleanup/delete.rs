@@ -13,8 +13,8 @@ use super::rehome::rehome;
 use super::report::{PartitionCleanup, RunAction, RunCleanup};
 use crate::hdfs::{Hdfs, Location, Probe};
 use crate::journal;
-use crate::run_dirs;
 use crate::metastore::Metastore;
+use crate::run_dirs;
 
 /// Does `p`'s plan, made under the partition's lock: writes the rebuilt journals, removes dead
 /// runs, then run by run (each after checking the partition has not moved) settles late files,

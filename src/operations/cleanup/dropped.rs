@@ -9,9 +9,9 @@ use super::plan::outputs_in;
 use super::report::{PartitionCleanup, RunAction, RunCleanup};
 use crate::hdfs::{Hdfs, Location};
 use crate::journal::{self, file_name};
-use crate::run_dirs;
 use crate::metastore::{Metastore, MetastoreError};
 use crate::partition_spec::PartitionSpec;
+use crate::run_dirs;
 use crate::table::TableInfo;
 
 /// Partitions of a managed table that the metastore no longer has but whose canonical

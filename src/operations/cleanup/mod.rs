@@ -49,10 +49,10 @@ use tracing::Instrument;
 
 use crate::fleet::{self, Partitions, Selection, Tables};
 use crate::hdfs::{Hdfs, Probe};
-use crate::run_dirs;
 use crate::lock;
 use crate::metastore::Metastore;
 use crate::partition_spec::PartitionSpec;
+use crate::run_dirs;
 
 mod adopt;
 mod binaries;

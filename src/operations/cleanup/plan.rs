@@ -10,9 +10,9 @@ use super::options::CleanupOptions;
 use super::report::{PartitionCleanup, RunAction, RunCleanup};
 use crate::hdfs::{Hdfs, Location, Probe};
 use crate::journal::{self, file_name, Journal};
-use crate::run_dirs::{self, PARAM_RUN_ID};
 use crate::metastore::Metastore;
 use crate::partition_spec::PartitionSpec;
+use crate::run_dirs::{self, PARAM_RUN_ID};
 use crate::table::{PartitionInfo, TableInfo};
 
 /// The partition's current location, if it has one this tool can read.

@@ -7,12 +7,12 @@ use anyhow::{anyhow, Context};
 use super::report::{PartitionCleanup, RunCleanup};
 use crate::hdfs::{Hdfs, Location};
 use crate::journal::{self, file_name, JournalOutput};
-use crate::run_dirs::{self, PARAM_PREVIOUS_LOCATION, PARAM_RUN_ID};
 use crate::metastore::Metastore;
 use crate::operations::files::{copy_file, hash_file};
 use crate::operations::verify;
 use crate::orc::ReadAhead;
 use crate::relocate::{set_location, RelocateError};
+use crate::run_dirs::{self, PARAM_PREVIOUS_LOCATION, PARAM_RUN_ID};
 use crate::snapshot::{Reads, Snapshot};
 
 /// `--rehome`: brings a partition whose run's inputs are gone back to its canonical directory,
