@@ -338,4 +338,27 @@ mod tests {
         std::fs::write(&p, "target-size = \"1GiB\"\n").unwrap();
         assert!(Settings::load(Some(&p)).is_err());
     }
+
+    /// The packaged example (packaging/hive-orc-compactor.toml) promises every setting,
+    /// commented out: uncommented, it must parse and name every key the file may hold.
+    #[test]
+    fn the_packaged_example_names_every_setting() {
+        let example = include_str!("../../packaging/hive-orc-compactor.toml");
+        let uncommented: String = example
+            .lines()
+            .filter_map(|l| l.strip_prefix('#'))
+            .filter(|l| l.starts_with('[') || l.split_once(" = ").is_some_and(|(k, _)| !k.contains(' ')))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let read: Settings = toml::from_str(&uncommented).expect("the example parses");
+        let written: toml::Table = toml::from_str(&read.to_toml().unwrap()).unwrap();
+        // serde names the keys it expects when it meets an unknown one.
+        let refusal = toml::from_str::<Settings>("not_a_key = 1").unwrap_err().to_string();
+        let expected = refusal.split("expected one of").nth(1).expect("serde lists the keys");
+        for key in expected.split(',').map(|k| k.trim().trim_matches('`')) {
+            assert!(written.contains_key(key), "the example lacks {key}");
+        }
+        assert!(!read.table.is_empty(), "the example shows a [table] section");
+    }
+
 }

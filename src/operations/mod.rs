@@ -6,7 +6,7 @@ pub mod analyze;
 pub mod batch;
 pub mod cleanup;
 pub mod compact;
-pub mod files;
+pub mod file_copy;
 pub mod iceberg;
 pub mod inspect;
 pub mod on_yarn;

@@ -9,8 +9,9 @@
 //!
 //! The areas share this process, its threads and `common`'s once-made values (the HDFS client,
 //! the tokio runtime): each makes databases named after itself, so none collides with another.
-//! Five areas cannot share it and skip themselves unless `HOC_TEST_ALONE` names them
-//! ([`common::alone`]): the fault areas stop and restart services every other test needs, and
+//! Six areas cannot share it and skip themselves unless `HOC_TEST_ALONE` names them
+//! ([`common::alone`]): the fault areas stop and restart services every other test needs,
+//! `read_ahead` loads the DataNodes with writers as no other test does (see its page), and
 //! the secured cluster's areas set this process's Kerberos login and HADOOP_CONF_DIR, which
 //! would reach every other test (and the login is set once: `kerberos` and `tokens` log in as
 //! the test client, `secure_yarn` as the YARN user; `tokens` restarts the secured metastore).
@@ -21,6 +22,7 @@ pub mod common;
 mod docs;
 
 // Each of these says `#![cfg(feature = "cluster-tests")]`: it needs the local clusters.
+mod census_page;
 mod clustering;
 mod compact;
 mod fleet;
@@ -31,6 +33,7 @@ mod kerberos;
 mod locks;
 mod metastore;
 mod metastore_faults;
+mod metrics_file;
 mod orc_merge;
 mod permissions;
 mod production_hdfs;

@@ -8,7 +8,7 @@ use super::report::{PartitionCleanup, RunCleanup};
 use crate::hdfs::{Hdfs, Location};
 use crate::journal::{self, file_name, JournalOutput};
 use crate::metastore::Metastore;
-use crate::operations::files::{copy_file, hash_file};
+use crate::operations::file_copy::{copy_file, hash_file};
 use crate::operations::verify;
 use crate::orc::ReadAhead;
 use crate::relocate::{set_location, RelocateError};

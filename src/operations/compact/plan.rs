@@ -15,7 +15,7 @@ use crate::eligibility::{self, Refusal, Rule};
 use crate::hdfs::{Hdfs, Location};
 use crate::lock::{self, LockError, PartitionLock};
 use crate::metastore::Metastore;
-use crate::operations::files::copy_stop;
+use crate::operations::file_copy::copy_stop;
 use crate::operations::outcome::Stop;
 use crate::orc::{
     self, group_tails, plan_group, schema_groups, GroupPlan, Grouping, MergeKey, OrcTail,

@@ -17,7 +17,7 @@ use crate::hdfs::{Access, Files, Hdfs, Location};
 use crate::journal::{self, Journal, JournalInput, JournalOutput};
 use crate::lock::PartitionLock;
 use crate::metastore::Metastore;
-use crate::operations::files::{copy_file, hash_file};
+use crate::operations::file_copy::{copy_file, hash_file};
 use crate::operations::outcome::Stop;
 use crate::orc::{
     digest_file, read_tail, verify_output, verify_tail, ClusterSummary, OrcError, VerifyFailure,
@@ -190,7 +190,7 @@ impl<'a> Run<'a> {
         self.hdfs
             .mkdirs(&self.staging, inherited.dir.permission)
             .await?;
-        let coded = self.check_layout().await?;
+        let coded = self.check_redundancy().await?;
         let to_write = plan.bytes_to_write();
         self.progress.planned(to_write);
         let mut outputs = Vec::new();
@@ -285,7 +285,7 @@ impl<'a> Run<'a> {
     /// hdfs-native writes Reed-Solomon parity whatever the policy says, so a policy with one
     /// parity unit (XOR-2-1, the only such built-in policy) is refused before a byte of output
     /// is written. RS-LEGACY-6-3 lays files out as RS-6-3 does: it cannot be told apart here.
-    async fn check_layout(&self) -> Result<Option<bool>, Stop> {
+    async fn check_redundancy(&self) -> Result<Option<bool>, Stop> {
         use crate::eligibility::{Refusal, Rule};
         use crate::hdfs::Redundancy;
         match self.hdfs.new_file_redundancy(&self.staging).await? {

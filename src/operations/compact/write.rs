@@ -1,6 +1,6 @@
 //! How a run makes its files: the seam between the protocol and the bytes. [`OutputWriter`]
 //! turns one planned output's inputs into the output file, the way the plan chose for it
-//! ([`Way`], from [`choose`]); carried files are copied whole by [`crate::operations::files`].
+//! ([`Way`], from [`choose`]); carried files are copied whole by [`crate::operations::file_copy`].
 //! The run calls these and knows nothing of how the bytes are made: a stripe copy and a re-encode are two writers behind one call, and what each proves
 //! ([`Written`]) is checked by step 5 in the way that fits it.
 
@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::options::{CompactOptions, Layout, Stripes};
 use crate::hdfs::{Hdfs, Location};
-use crate::operations::files::{close, copy_stop};
+use crate::operations::file_copy::{close, copy_stop};
 use crate::operations::outcome::Stop;
 use crate::orc::{
     self, ClusterOptions, ClusterSummary, MergedOutput, OrcError, OrcTail, OutputPlan, OutputShape,
