@@ -347,18 +347,27 @@ mod tests {
         let uncommented: String = example
             .lines()
             .filter_map(|l| l.strip_prefix('#'))
-            .filter(|l| l.starts_with('[') || l.split_once(" = ").is_some_and(|(k, _)| !k.contains(' ')))
+            .filter(|l| {
+                l.starts_with('[') || l.split_once(" = ").is_some_and(|(k, _)| !k.contains(' '))
+            })
             .map(|l| format!("{l}\n"))
             .collect();
         let read: Settings = toml::from_str(&uncommented).expect("the example parses");
         let written: toml::Table = toml::from_str(&read.to_toml().unwrap()).unwrap();
         // serde names the keys it expects when it meets an unknown one.
-        let refusal = toml::from_str::<Settings>("not_a_key = 1").unwrap_err().to_string();
-        let expected = refusal.split("expected one of").nth(1).expect("serde lists the keys");
+        let refusal = toml::from_str::<Settings>("not_a_key = 1")
+            .unwrap_err()
+            .to_string();
+        let expected = refusal
+            .split("expected one of")
+            .nth(1)
+            .expect("serde lists the keys");
         for key in expected.split(',').map(|k| k.trim().trim_matches('`')) {
             assert!(written.contains_key(key), "the example lacks {key}");
         }
-        assert!(!read.table.is_empty(), "the example shows a [table] section");
+        assert!(
+            !read.table.is_empty(),
+            "the example shows a [table] section"
+        );
     }
-
 }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::process::Command;
 
 use crate::common::*;
-use crate::fleet::{by_partition, split};
+use crate::fleet::split;
 use serde_json::Value;
 /// `s` with the entities an HTML serializer writes in attribute values and text undone.
 fn unescape(s: &str) -> String {

@@ -32,13 +32,13 @@ pub(crate) fn split(o: &Output) -> (Vec<Value>, Value) {
     (all, summary["summary"].clone())
 }
 
-pub(crate) fn by_partition(rows: &[Value]) -> BTreeMap<String, Value> {
+fn by_partition(rows: &[Value]) -> BTreeMap<String, Value> {
     rows.iter()
         .map(|r| (r["partition"].as_str().unwrap().to_string(), r.clone()))
         .collect()
 }
 
-pub(crate) fn with_status<'a>(rows: &'a [Value], status: &str) -> Vec<&'a Value> {
+fn with_status<'a>(rows: &'a [Value], status: &str) -> Vec<&'a Value> {
     rows.iter().filter(|r| r["status"] == status).collect()
 }
 

@@ -4,7 +4,7 @@
 #![cfg(feature = "cluster-tests")]
 
 use std::io::BufRead;
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
 
 use crate::common::*;
 use crate::fleet::split;
