@@ -257,6 +257,190 @@ pub async fn set_location<M: PartitionStore>(
     }
 }
 
+/// The parameters before and after a change of location.
+pub type Relocated = (BTreeMap<String, String>, BTreeMap<String, String>);
+
+/// The partition parameters a change of location sets, made from the current ones.
+pub type Parameters<'a> =
+    Box<dyn FnOnce(&BTreeMap<String, String>) -> BTreeMap<String, String> + Send + 'a>;
+
+/// One partition's change of location in [`set_locations`].
+pub struct Relocation<'a> {
+    pub spec: &'a PartitionSpec,
+    pub from: &'a Location,
+    pub to: Location,
+    pub params: Parameters<'a>,
+}
+
+/// [`set_location`] for several partitions of one table with one `alter_partitions`, which the
+/// metastore applies in one transaction: one read of them all first (a partition that moved
+/// meanwhile is left out and answered [`RelocateError::Moved`]), one alter of the rest, then
+/// read-backs of them all, each settled by the rules a single change follows ([`decide`]).
+/// Returns each relocation's outcome, in order.
+pub async fn set_locations(
+    metastore: &Metastore,
+    table: &TableInfo,
+    moves: Vec<Relocation<'_>>,
+) -> Vec<Result<Relocated, RelocateError>> {
+    let (db, name) = (&table.db, &table.name);
+    let names: Vec<String> = moves.iter().map(|m| m.spec.name()).collect();
+    let what = || format!("{} partitions of {}", moves.len(), table.qualified_name());
+    let mut current = match metastore.partitions_by_names(db, name, &names).await {
+        Ok(found) => by_name(table, found),
+        Err(e) => {
+            let e = format!("re-reading {} before changing their locations: {e}", what());
+            return moves
+                .iter()
+                .map(|_| Err(RelocateError::Failed(anyhow!("{e}"))))
+                .collect();
+        }
+    };
+    let mut results: Vec<Option<Result<Relocated, RelocateError>>> = Vec::new();
+    let mut sent = Vec::new();
+    let mut altered = Vec::new();
+    for (i, m) in moves.into_iter().enumerate() {
+        let Some(mut partition) = current.remove(&names[i]) else {
+            results.push(Some(Err(anyhow!(
+                "partition {} of {} vanished from the metastore before its swap",
+                names[i],
+                table.qualified_name()
+            )
+            .into())));
+            continue;
+        };
+        let location = partition.sd.as_ref().and_then(|sd| sd.location.clone());
+        if location
+            .as_deref()
+            .map(Location::parse)
+            .and_then(Result::ok)
+            .as_ref()
+            != Some(m.from)
+        {
+            results.push(Some(Err(RelocateError::Moved {
+                table: table.qualified_name(),
+                partition: names[i].clone(),
+                current: location.unwrap_or_default(),
+            })));
+            continue;
+        }
+        let before = partition.parameters.clone().unwrap_or_default();
+        let after = (m.params)(&before);
+        if let Some(sd) = partition.sd.as_mut() {
+            sd.location = Some(m.to.to_string());
+        }
+        partition.parameters = Some(after.clone());
+        altered.push(partition);
+        sent.push((i, m.to, (before, after)));
+        results.push(None);
+    }
+    if !altered.is_empty() {
+        let env = BTreeMap::from([(DO_NOT_UPDATE_STATS.to_string(), "true".to_string())]);
+        let at = tokio::time::Instant::now();
+        let result = metastore.alter_partitions(db, name, altered, env).await;
+        let settle = settle_after(&result);
+        let error = result.err().map(|e| format!(": {e}")).unwrap_or_default();
+        let targets: Vec<(String, Location)> = sent
+            .iter()
+            .map(|(i, to, _)| (names[*i].clone(), to.clone()))
+            .collect();
+        let outcomes = read_back_all(metastore, table, &targets, at, settle).await;
+        for ((i, to, params), outcome) in sent.into_iter().zip(outcomes) {
+            let what = format!("partition {} of {}", names[i], table.qualified_name());
+            results[i] = Some(match outcome {
+                SwapOutcome::Swapped => Ok(params),
+                SwapOutcome::NotSwapped { location } => Err(anyhow!(
+                    "setting the location of {what} to {to} with {} others did not take{error}; \
+                     it points at {location}",
+                    targets.len() - 1
+                )
+                .into()),
+                SwapOutcome::Unknown { last } => Err(RelocateError::Unconfirmed(format!(
+                    "setting the location of {what} to {to} with {} others{error}: the outcome \
+                     is unknown after {}s of reading back ({last})",
+                    targets.len() - 1,
+                    READ_BACK_FOR.as_secs()
+                ))),
+            });
+        }
+    }
+    results.into_iter().flatten().collect()
+}
+
+/// Partitions by their escaped name.
+fn by_name(
+    table: &TableInfo,
+    found: Vec<Partition>,
+) -> std::collections::HashMap<String, Partition> {
+    found
+        .into_iter()
+        .map(|p| {
+            let values = p.values.clone().unwrap_or_default();
+            (
+                PartitionSpec::from_values(&table.partition_keys, &values).name(),
+                p,
+            )
+        })
+        .collect()
+}
+
+/// [`read_back`] for the partitions `targets` names (escaped name, where it should point), one
+/// call for all of them per round, until each settles or [`READ_BACK_FOR`] has passed.
+async fn read_back_all(
+    metastore: &Metastore,
+    table: &TableInfo,
+    targets: &[(String, Location)],
+    sent: tokio::time::Instant,
+    settle: Duration,
+) -> Vec<SwapOutcome> {
+    let mut outcomes: Vec<Option<SwapOutcome>> = vec![None; targets.len()];
+    loop {
+        let pending: Vec<String> = targets
+            .iter()
+            .zip(&outcomes)
+            .filter(|(_, o)| o.is_none())
+            .map(|((n, _), _)| n.clone())
+            .collect();
+        let read = metastore
+            .partitions_by_names(&table.db, &table.name, &pending)
+            .await
+            .map(|found| by_name(table, found));
+        let mut last = vec![None; targets.len()];
+        for (((n, to), outcome), last) in targets.iter().zip(outcomes.iter_mut()).zip(&mut last) {
+            if outcome.is_some() {
+                continue;
+            }
+            let observation = match &read {
+                Ok(found) => match found.get(n).and_then(|p| p.sd.as_ref()?.location.clone()) {
+                    Some(l) => Observation::Points(l),
+                    None => Observation::Failed(format!("partition {n} was not found")),
+                },
+                Err(e) => Observation::Failed(e.to_string()),
+            };
+            *outcome = decide(&observation, to, sent.elapsed(), settle);
+            *last = Some(observation);
+        }
+        if outcomes.iter().all(Option::is_some) {
+            return outcomes.into_iter().flatten().collect();
+        }
+        if sent.elapsed() >= READ_BACK_FOR {
+            return outcomes
+                .into_iter()
+                .zip(last)
+                .map(|(o, last)| {
+                    o.unwrap_or_else(|| SwapOutcome::Unknown {
+                        last: match last {
+                            Some(Observation::Points(l)) => format!("it still points at {l}"),
+                            Some(Observation::Failed(e)) => format!("reading it back: {e}"),
+                            None => String::new(),
+                        },
+                    })
+                })
+                .collect();
+        }
+        tokio::time::sleep(READ_BACK_EVERY).await;
+    }
+}
+
 /// An in-memory metastore of one partition whose alters do what a test scripts: the double of
 /// [`PartitionStore`] for the unit tests here and in the compaction's run.
 #[cfg(test)]

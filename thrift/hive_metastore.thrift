@@ -651,7 +651,12 @@ service ThriftHiveMetastore {
   void alter_partition_with_environment_context(1: string db_name, 2: string tbl_name,
       3: Partition new_part, 4: EnvironmentContext environment_context)
       throws (1: InvalidOperationException o1, 2: MetaException o2)
+  // Many partitions of one table in one metastore transaction: all change or none does.
+  // The request form is HMS 4's; 2.3 and 3.1 take the legacy one.
   AlterPartitionsResponse alter_partitions_req(1: AlterPartitionsRequest req)
+      throws (1: InvalidOperationException o1, 2: MetaException o2)
+  void alter_partitions_with_environment_context(1: string db_name, 2: string tbl_name,
+      3: list<Partition> new_parts, 4: EnvironmentContext environment_context)
       throws (1: InvalidOperationException o1, 2: MetaException o2)
 
   LockResponse lock(1: LockRequest rqst)

@@ -469,6 +469,13 @@ pub struct CompactArgs {
     /// [env: HOC_PARALLEL]
     #[arg(long, value_name = "N", env = "HOC_PARALLEL", hide_env = true, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub parallel: Option<u16>,
+    /// Partitions of a table that share their metastore calls (default 50): one lock request,
+    /// one alter of their verified swaps, which the metastore applies in one transaction.
+    /// Larger batches spare the metastore; a batch's partitions stay locked against writers
+    /// from its first staging to its swap. 1 locks and swaps each partition on its own
+    /// [env: HOC_BATCH_SIZE]
+    #[arg(long, value_name = "N", env = "HOC_BATCH_SIZE", hide_env = true, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub batch_size: Option<u16>,
     /// Take only shard K of N of the candidates (stable hash of db.table/partition)
     #[arg(long, value_name = "K/N")]
     pub shard: Option<Shard>,

@@ -146,6 +146,7 @@ fn task_settings(job: &JobInputs, keytab: bool) -> Settings {
         target_size: Some(c.target_size.to_string()),
         min_age: job.min_age.map(seconds),
         parallel: Some(job.batch.parallel),
+        batch_size: Some(job.batch.batch_size),
         verify: Some(c.verify.as_str().into()),
         stripes: Some(c.stripes.as_str().into()),
         min_stripe_size: Some(c.min_stripe_size.to_string()),

@@ -67,6 +67,8 @@ pub struct Settings {
     pub max_avg_size: Option<String>,
     pub min_age: Option<String>,
     pub parallel: Option<usize>,
+    /// `--batch-size`.
+    pub batch_size: Option<usize>,
     pub verify: Option<String>,
     pub stripes: Option<String>,
     pub min_stripe_size: Option<String>,

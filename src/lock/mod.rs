@@ -219,7 +219,15 @@ pub async fn acquire<M: LockService>(
     warnings: &mut Vec<String>,
 ) -> Result<Option<PartitionLock<M>>, LockError> {
     let kinds = [LockType::EXCLUSIVE];
-    take(metastore, target, &kinds, options, cancel, warnings).await
+    take(
+        metastore,
+        std::slice::from_ref(target),
+        &kinds,
+        options,
+        cancel,
+        warnings,
+    )
+    .await
 }
 
 /// Takes the staging lock per `options`: writers wait for it, SHARED_READ readers do not (see
@@ -236,15 +244,34 @@ pub async fn acquire_staging<M: LockService>(
     // so the connection is unusable (no lock is made; seen with 3.1.3). A server without a
     // lock manager fails inside the call. Either way SHARED_WRITE is asked next, on a new
     // connection; it settles which of the two this server is.
+    acquire_staging_batch(
+        metastore,
+        std::slice::from_ref(target),
+        options,
+        cancel,
+        warnings,
+    )
+    .await
+}
+
+/// [`acquire_staging`] for several partitions in one request, which the metastore grants
+/// whole or not at all: one lock held (heartbeated, upgraded, released) for all of them.
+pub async fn acquire_staging_batch<M: LockService>(
+    metastore: &M,
+    targets: &[Target<'_>],
+    options: &LockOptions,
+    cancel: &CancellationToken,
+    warnings: &mut Vec<String>,
+) -> Result<Option<PartitionLock<M>>, LockError> {
     let kinds = [LockType::EXCL_WRITE, LockType::SHARED_WRITE];
-    take(metastore, target, &kinds, options, cancel, warnings).await
+    take(metastore, targets, &kinds, options, cancel, warnings).await
 }
 
 /// Asks for a lock of the first of `kinds` the server takes, trying the next (on a new
 /// connection) after a failure that may mean the server could not read the type.
 async fn take<M: LockService>(
     metastore: &M,
-    target: &Target<'_>,
+    targets: &[Target<'_>],
     kinds: &[LockType],
     options: &LockOptions,
     cancel: &CancellationToken,
@@ -254,7 +281,7 @@ async fn take<M: LockService>(
         return Ok(None);
     }
     for (i, &kind) in kinds.iter().enumerate() {
-        let request = request(target, kind, options);
+        let request = request_batch(targets, kind, options);
         let e = match metastore.lock(request.clone()).await {
             Ok(response) => {
                 return granted(metastore, response, (request, kind), options, cancel).await
@@ -263,7 +290,7 @@ async fn take<M: LockService>(
         };
         let settled = if unanswered(&e) {
             metastore.reconnect().await;
-            settle_unanswered(metastore, target, &request, &e).await?
+            settle_unanswered(metastore, &request_target(&request), &request, &e).await?
         } else {
             String::new()
         };
@@ -355,21 +382,29 @@ async fn settle_unanswered<M: LockService>(
 /// A lock request as the tool makes it: one partition, no transaction, `user@hostname` of
 /// `options` as its holder. Public so tests can act as another client.
 pub fn request(target: &Target<'_>, kind: LockType, options: &LockOptions) -> LockRequest {
+    request_batch(std::slice::from_ref(target), kind, options)
+}
+
+/// [`request`] for several partitions at once, a component each.
+fn request_batch(targets: &[Target<'_>], kind: LockType, options: &LockOptions) -> LockRequest {
     LockRequest {
-        component: vec![LockComponent {
-            type_: kind,
-            level: if target.partition.is_empty() {
-                LockLevel::TABLE
-            } else {
-                LockLevel::PARTITION
-            },
-            dbname: target.db.to_owned(),
-            tablename: Some(target.table.to_owned()),
-            partitionname: Some(target.partition.to_owned()).filter(|p| !p.is_empty()),
-            operation_type: Some(DataOperationType::NO_TXN),
-            is_transactional: Some(false),
-            is_dynamic_partition_write: Some(false),
-        }],
+        component: targets
+            .iter()
+            .map(|target| LockComponent {
+                type_: kind,
+                level: if target.partition.is_empty() {
+                    LockLevel::TABLE
+                } else {
+                    LockLevel::PARTITION
+                },
+                dbname: target.db.to_owned(),
+                tablename: Some(target.table.to_owned()),
+                partitionname: Some(target.partition.to_owned()).filter(|p| !p.is_empty()),
+                operation_type: Some(DataOperationType::NO_TXN),
+                is_transactional: Some(false),
+                is_dynamic_partition_write: Some(false),
+            })
+            .collect(),
         txnid: None,
         user: options.user.clone(),
         hostname: options.hostname.clone(),
@@ -390,7 +425,8 @@ fn request_agent_info() -> Option<String> {
     ))
 }
 
-/// What a request of ours locks (one component, made by [`request`]).
+/// What a request of ours locks: its first component, which is enough to find the request in
+/// `SHOW LOCKS` by its agent info.
 fn request_target(request: &LockRequest) -> Target<'_> {
     let component = request.component.first();
     Target {

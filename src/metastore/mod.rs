@@ -412,6 +412,53 @@ impl Metastore {
         .await
     }
 
+    /// [`Metastore::alter_partition`] for many partitions of one table at once: the metastore
+    /// applies them in one transaction, so either all change or none does. Never resent
+    /// automatically: on `Timeout`/`ConnectionLost` the outcome is unknown, so read them back.
+    pub async fn alter_partitions(
+        &self,
+        db: &str,
+        table: &str,
+        mut partitions: Vec<Partition>,
+        env: BTreeMap<String, String>,
+    ) -> Result<()> {
+        for p in &mut partitions {
+            p.parameters.get_or_insert_with(BTreeMap::new);
+        }
+        let (db, table) = (db.to_owned(), table.to_owned());
+        let what = format!("{} partitions of {db}.{table}", partitions.len());
+        let env = EnvironmentContext {
+            properties: Some(env),
+        };
+        self.run("alter_partitions_req", what, Call::Once, move |c, fb| {
+            fb.call(
+                c,
+                "alter_partitions_req",
+                |c| {
+                    c.alter_partitions_req(gen::AlterPartitionsRequest {
+                        cat_name: Some(DEFAULT_CATALOG.to_owned()),
+                        db_name: db.clone(),
+                        table_name: table.clone(),
+                        partitions: partitions.clone(),
+                        environment_context: Some(env.clone()),
+                        write_id: None,
+                        valid_write_id_list: None,
+                    })
+                    .map(|_| ())
+                },
+                |c| {
+                    c.alter_partitions_with_environment_context(
+                        db.clone(),
+                        table.clone(),
+                        partitions.clone(),
+                        env.clone(),
+                    )
+                },
+            )
+        })
+        .await
+    }
+
     pub async fn create_database(&self, database: Database) -> Result<()> {
         let what = format!("database {}", database.name.as_deref().unwrap_or_default());
         self.run("create_database", what, Call::Once, move |c, _| {

@@ -5,9 +5,12 @@
 //! Promises:
 //! 1. Every partition the run considers gets exactly one report: compacted or not, and a
 //!    partition left out by a threshold or budget is `skipped` with the reason.
-//! 2. Each partition is compacted by [`compact_partition`], with all of its promises; one
-//!    partition's failure does not stop the others.
-//! 3. At most `parallel` partitions run at once, each on its own metastore connection.
+//! 2. Each partition is compacted by the protocol of [`crate::operations::compact`], with all
+//!    of its promises: planned without a lock (one with nothing to do is never locked), then
+//!    locked, staged and swapped in a batch of partitions of its table
+//!    ([`crate::operations::compact::batch`]); one partition's failure does not stop the
+//!    others.
+//! 3. At most `parallel` partitions are planned or staged at once.
 //! 4. Once `cancel` fires no partition starts (those left are reported skipped), and running
 //!    ones stop at their next safe point before the swap, or finish if already past it: no
 //!    partition is left half swapped, and the run counts as failed.
@@ -24,7 +27,9 @@ use crate::exit::ExitCode;
 use crate::fleet::{self, Candidate, Selection, Survey};
 use crate::hdfs::Hdfs;
 use crate::metastore::{Metastore, MetastorePool};
-use crate::operations::compact::{compact_partition, CompactOptions, CompactReport, Progress};
+use crate::operations::compact::{
+    compact_batch, plan_partition, CompactOptions, CompactReport, Planned, Planning, Progress,
+};
 use crate::operations::outcome::Status;
 
 /// Partitions a run leaves alone, judged from their listing.
@@ -92,6 +97,8 @@ pub struct BatchOptions {
     pub budget: Budget,
     /// Partitions compacted at once.
     pub parallel: usize,
+    /// Partitions of a table that share their lock request and their swap's metastore call.
+    pub batch_size: usize,
     /// No partition is started after this (a YARN task whose delegation tokens are ending).
     pub start_by: Option<StartBy>,
 }
@@ -354,7 +361,9 @@ impl BatchSummary {
     }
 }
 
-/// Reports the decided partitions, then compacts the planned ones, `parallel` at a time.
+/// Reports the decided partitions, then compacts the planned ones: each planned without a lock,
+/// `parallel` at a time, and those with work in batches of `batch_size` partitions of one table
+/// ([`compact_batch`]). Partitions are taken table by table, each table's in plan order.
 pub async fn execute(
     pool: &MetastorePool,
     hdfs: &Hdfs,
@@ -364,58 +373,122 @@ pub async fn execute(
 ) -> BatchSummary {
     let started = Instant::now();
     let mut summary = BatchSummary::default();
-    for r in &plan.decided {
+    let mut report = |r: &CompactReport| {
         observer.finished(r);
         summary.add(r);
+    };
+    for r in &plan.decided {
+        report(r);
     }
-    let cancel = &options.compact.cancel;
-    let mut reports = futures::stream::iter(plan.runs)
+    let planned = futures::stream::iter(by_table(plan.runs))
         .map(|c| async move {
-            let table = c.table.qualified_name();
-            if cancel.is_cancelled() {
-                return CompactReport::not_run(
-                    &table,
-                    &c.name,
-                    Status::Skipped,
-                    "not started: the run was interrupted".into(),
-                    None,
-                );
-            }
-            if let Some(late) = options
-                .start_by
-                .as_ref()
-                .filter(|s| std::time::SystemTime::now() >= s.at)
-            {
-                return CompactReport::not_run(
-                    &table,
-                    &c.name,
-                    Status::Failed,
-                    late.reason.clone(),
-                    None,
-                );
+            if let Some(not) = not_started(options) {
+                return Planning::Done(not.report(&c.table.qualified_name(), &c.name));
             }
             let metastore = pool.get().await;
-            let progress = observer.started(&c.key());
-            compact_partition(
-                &metastore,
-                hdfs,
-                &c.table,
-                &c.name,
-                c.partition.as_ref(),
-                &options.compact,
-                &*progress,
-            )
-            .await
+            let (table, known) = (&c.table, c.partition.as_ref());
+            plan_partition(&metastore, hdfs, table, &c.name, known, &options.compact).await
         })
-        .buffer_unordered(options.parallel.max(1));
-    while let Some(r) = reports.next().await {
-        observer.finished(&r);
-        summary.add(&r);
+        .buffered(options.parallel.max(1));
+    let mut planned = std::pin::pin!(planned);
+    let mut batch: Vec<Planned> = Vec::new();
+    let size = options.batch_size.max(1);
+    loop {
+        let next = planned.next().await;
+        let full = batch.len() >= size;
+        let other_table = match &next {
+            Some(Planning::Work(w)) => batch.first().is_some_and(|b| b.table() != w.table()),
+            _ => false,
+        };
+        if !batch.is_empty() && (next.is_none() || full || other_table) {
+            for r in compact(pool, hdfs, std::mem::take(&mut batch), options, observer).await {
+                report(&r);
+            }
+        }
+        match next {
+            None => break,
+            Some(Planning::Done(r)) => report(&r),
+            Some(Planning::Work(w)) => batch.push(*w),
+        }
     }
-    summary.interrupted = cancel.is_cancelled();
+    summary.interrupted = options.compact.cancel.is_cancelled();
     summary.exit_code = summary.exit().code();
     summary.seconds = started.elapsed().as_secs_f64();
     summary
+}
+
+/// The runs with each table's partitions together, tables in the order of their first run.
+fn by_table(runs: Vec<Candidate>) -> Vec<Candidate> {
+    let mut tables: Vec<(String, Vec<Candidate>)> = Vec::new();
+    for c in runs {
+        let name = c.table.qualified_name();
+        match tables.iter_mut().find(|(t, _)| *t == name) {
+            Some((_, runs)) => runs.push(c),
+            None => tables.push((name, vec![c])),
+        }
+    }
+    tables.into_iter().flat_map(|(_, runs)| runs).collect()
+}
+
+/// Why no partition may start now, if none may.
+enum NotStarted<'a> {
+    Interrupted,
+    Late(&'a StartBy),
+}
+
+impl NotStarted<'_> {
+    fn report(&self, table: &str, partition: &str) -> CompactReport {
+        match self {
+            NotStarted::Interrupted => CompactReport::not_run(
+                table,
+                partition,
+                Status::Skipped,
+                "not started: the run was interrupted".into(),
+                None,
+            ),
+            NotStarted::Late(late) => {
+                CompactReport::not_run(table, partition, Status::Failed, late.reason.clone(), None)
+            }
+        }
+    }
+}
+
+fn not_started(options: &BatchOptions) -> Option<NotStarted<'_>> {
+    if options.compact.cancel.is_cancelled() {
+        return Some(NotStarted::Interrupted);
+    }
+    options
+        .start_by
+        .as_ref()
+        .filter(|s| std::time::SystemTime::now() >= s.at)
+        .map(NotStarted::Late)
+}
+
+/// One batch, unless no partition may start any more.
+async fn compact(
+    pool: &MetastorePool,
+    hdfs: &Hdfs,
+    batch: Vec<Planned>,
+    options: &BatchOptions,
+    observer: &dyn Observer,
+) -> Vec<CompactReport> {
+    if let Some(not) = not_started(options) {
+        return batch
+            .iter()
+            .map(|p| not.report(&p.table(), &p.partition()))
+            .collect();
+    }
+    let metastore = pool.get().await;
+    let progress = |key: &str| observer.started(key);
+    compact_batch(
+        &metastore,
+        hdfs,
+        batch,
+        &options.compact,
+        options.parallel,
+        &progress,
+    )
+    .await
 }
 
 #[cfg(test)]

@@ -455,6 +455,9 @@ fn sigterm_mid_batch_leaves_no_partition_half_done() {
             "0s",
             "--parallel",
             "2",
+            // Partitions swapped one by one, so the signal falls between two of them.
+            "--batch-size",
+            "1",
             "--json",
         ])
         .env("FAILPOINTS", "compact::before-swap=sleep(1500)")

@@ -8992,6 +8992,13 @@ pub trait TThriftHiveMetastoreSyncClient {
         &mut self,
         req: AlterPartitionsRequest,
     ) -> thrift::Result<AlterPartitionsResponse>;
+    fn alter_partitions_with_environment_context(
+        &mut self,
+        db_name: String,
+        tbl_name: String,
+        new_parts: Vec<Partition>,
+        environment_context: EnvironmentContext,
+    ) -> thrift::Result<()>;
     fn lock(&mut self, rqst: LockRequest) -> thrift::Result<LockResponse>;
     fn check_lock(&mut self, rqst: CheckLockRequest) -> thrift::Result<LockResponse>;
     fn unlock(&mut self, rqst: UnlockRequest) -> thrift::Result<()>;
@@ -10089,6 +10096,50 @@ impl<C: TThriftClient + TThriftHiveMetastoreSyncClientMarker> TThriftHiveMetasto
             result.ok_or()
         }
     }
+    fn alter_partitions_with_environment_context(
+        &mut self,
+        db_name: String,
+        tbl_name: String,
+        new_parts: Vec<Partition>,
+        environment_context: EnvironmentContext,
+    ) -> thrift::Result<()> {
+        ({
+            self.increment_sequence_number();
+            let message_ident = TMessageIdentifier::new(
+                "alter_partitions_with_environment_context",
+                TMessageType::Call,
+                self.sequence_number(),
+            );
+            let call_args = ThriftHiveMetastoreAlterPartitionsWithEnvironmentContextArgs {
+                db_name,
+                tbl_name,
+                new_parts,
+                environment_context,
+            };
+            self.o_prot_mut().write_message_begin(&message_ident)?;
+            call_args.write_to_out_protocol(self.o_prot_mut())?;
+            self.o_prot_mut().write_message_end()?;
+            self.o_prot_mut().flush()
+        })?;
+        {
+            let message_ident = self.i_prot_mut().read_message_begin()?;
+            verify_expected_sequence_number(self.sequence_number(), message_ident.sequence_number)?;
+            verify_expected_service_call(
+                "alter_partitions_with_environment_context",
+                &message_ident.name,
+            )?;
+            if message_ident.message_type == TMessageType::Exception {
+                let remote_error =
+                    thrift::Error::read_application_error_from_in_protocol(self.i_prot_mut())?;
+                self.i_prot_mut().read_message_end()?;
+                return Err(thrift::Error::Application(remote_error));
+            }
+            verify_expected_message_type(TMessageType::Reply, message_ident.message_type)?;
+            let result = ThriftHiveMetastoreAlterPartitionsWithEnvironmentContextResult::read_from_in_protocol(self.i_prot_mut())?;
+            self.i_prot_mut().read_message_end()?;
+            result.ok_or()
+        }
+    }
     fn lock(&mut self, rqst: LockRequest) -> thrift::Result<LockResponse> {
         ({
             self.increment_sequence_number();
@@ -10450,6 +10501,13 @@ pub trait ThriftHiveMetastoreSyncHandler {
         &self,
         req: AlterPartitionsRequest,
     ) -> thrift::Result<AlterPartitionsResponse>;
+    fn handle_alter_partitions_with_environment_context(
+        &self,
+        db_name: String,
+        tbl_name: String,
+        new_parts: Vec<Partition>,
+        environment_context: EnvironmentContext,
+    ) -> thrift::Result<()>;
     fn handle_lock(&self, rqst: LockRequest) -> thrift::Result<LockResponse>;
     fn handle_check_lock(&self, rqst: CheckLockRequest) -> thrift::Result<LockResponse>;
     fn handle_unlock(&self, rqst: UnlockRequest) -> thrift::Result<()>;
@@ -10843,6 +10901,19 @@ impl<H: ThriftHiveMetastoreSyncHandler> ThriftHiveMetastoreSyncProcessor<H> {
         o_prot: &mut dyn TOutputProtocol,
     ) -> thrift::Result<()> {
         TThriftHiveMetastoreProcessFunctions::process_alter_partitions_req(
+            &self.handler,
+            incoming_sequence_number,
+            i_prot,
+            o_prot,
+        )
+    }
+    fn process_alter_partitions_with_environment_context(
+        &self,
+        incoming_sequence_number: i32,
+        i_prot: &mut dyn TInputProtocol,
+        o_prot: &mut dyn TOutputProtocol,
+    ) -> thrift::Result<()> {
+        TThriftHiveMetastoreProcessFunctions::process_alter_partitions_with_environment_context(
             &self.handler,
             incoming_sequence_number,
             i_prot,
@@ -14069,6 +14140,123 @@ impl TThriftHiveMetastoreProcessFunctions {
             },
         }
     }
+    pub fn process_alter_partitions_with_environment_context<H: ThriftHiveMetastoreSyncHandler>(
+        handler: &H,
+        incoming_sequence_number: i32,
+        i_prot: &mut dyn TInputProtocol,
+        o_prot: &mut dyn TOutputProtocol,
+    ) -> thrift::Result<()> {
+        let args =
+            ThriftHiveMetastoreAlterPartitionsWithEnvironmentContextArgs::read_from_in_protocol(
+                i_prot,
+            )?;
+        match handler.handle_alter_partitions_with_environment_context(
+            args.db_name,
+            args.tbl_name,
+            args.new_parts,
+            args.environment_context,
+        ) {
+            Ok(_) => {
+                let message_ident = TMessageIdentifier::new(
+                    "alter_partitions_with_environment_context",
+                    TMessageType::Reply,
+                    incoming_sequence_number,
+                );
+                o_prot.write_message_begin(&message_ident)?;
+                let ret = ThriftHiveMetastoreAlterPartitionsWithEnvironmentContextResult {
+                    o1: None,
+                    o2: None,
+                };
+                ret.write_to_out_protocol(o_prot)?;
+                o_prot.write_message_end()?;
+                o_prot.flush()
+            }
+            Err(e) => match e {
+                thrift::Error::User(usr_err) => {
+                    if usr_err
+                        .downcast_ref::<InvalidOperationException>()
+                        .is_some()
+                    {
+                        let err = usr_err
+                            .downcast::<InvalidOperationException>()
+                            .expect("downcast already checked");
+                        let ret_err =
+                            ThriftHiveMetastoreAlterPartitionsWithEnvironmentContextResult {
+                                o1: Some(*err),
+                                o2: None,
+                            };
+                        let message_ident = TMessageIdentifier::new(
+                            "alter_partitions_with_environment_context",
+                            TMessageType::Reply,
+                            incoming_sequence_number,
+                        );
+                        o_prot.write_message_begin(&message_ident)?;
+                        ret_err.write_to_out_protocol(o_prot)?;
+                        o_prot.write_message_end()?;
+                        o_prot.flush()
+                    } else if usr_err.downcast_ref::<MetaException>().is_some() {
+                        let err = usr_err
+                            .downcast::<MetaException>()
+                            .expect("downcast already checked");
+                        let ret_err =
+                            ThriftHiveMetastoreAlterPartitionsWithEnvironmentContextResult {
+                                o1: None,
+                                o2: Some(*err),
+                            };
+                        let message_ident = TMessageIdentifier::new(
+                            "alter_partitions_with_environment_context",
+                            TMessageType::Reply,
+                            incoming_sequence_number,
+                        );
+                        o_prot.write_message_begin(&message_ident)?;
+                        ret_err.write_to_out_protocol(o_prot)?;
+                        o_prot.write_message_end()?;
+                        o_prot.flush()
+                    } else {
+                        let ret_err = {
+                            ApplicationError::new(
+                                ApplicationErrorKind::Unknown,
+                                usr_err.to_string(),
+                            )
+                        };
+                        let message_ident = TMessageIdentifier::new(
+                            "alter_partitions_with_environment_context",
+                            TMessageType::Exception,
+                            incoming_sequence_number,
+                        );
+                        o_prot.write_message_begin(&message_ident)?;
+                        thrift::Error::write_application_error_to_out_protocol(&ret_err, o_prot)?;
+                        o_prot.write_message_end()?;
+                        o_prot.flush()
+                    }
+                }
+                thrift::Error::Application(app_err) => {
+                    let message_ident = TMessageIdentifier::new(
+                        "alter_partitions_with_environment_context",
+                        TMessageType::Exception,
+                        incoming_sequence_number,
+                    );
+                    o_prot.write_message_begin(&message_ident)?;
+                    thrift::Error::write_application_error_to_out_protocol(&app_err, o_prot)?;
+                    o_prot.write_message_end()?;
+                    o_prot.flush()
+                }
+                _ => {
+                    let ret_err =
+                        { ApplicationError::new(ApplicationErrorKind::Unknown, e.to_string()) };
+                    let message_ident = TMessageIdentifier::new(
+                        "alter_partitions_with_environment_context",
+                        TMessageType::Exception,
+                        incoming_sequence_number,
+                    );
+                    o_prot.write_message_begin(&message_ident)?;
+                    thrift::Error::write_application_error_to_out_protocol(&ret_err, o_prot)?;
+                    o_prot.write_message_end()?;
+                    o_prot.flush()
+                }
+            },
+        }
+    }
     pub fn process_lock<H: ThriftHiveMetastoreSyncHandler>(
         handler: &H,
         incoming_sequence_number: i32,
@@ -14939,6 +15127,12 @@ impl<H: ThriftHiveMetastoreSyncHandler> TProcessor for ThriftHiveMetastoreSyncPr
             "alter_partitions_req" => {
                 self.process_alter_partitions_req(message_ident.sequence_number, i_prot, o_prot)
             }
+            "alter_partitions_with_environment_context" => self
+                .process_alter_partitions_with_environment_context(
+                    message_ident.sequence_number,
+                    i_prot,
+                    o_prot,
+                ),
             "lock" => self.process_lock(message_ident.sequence_number, i_prot, o_prot),
             "check_lock" => self.process_check_lock(message_ident.sequence_number, i_prot, o_prot),
             "unlock" => self.process_unlock(message_ident.sequence_number, i_prot, o_prot),
@@ -19427,6 +19621,194 @@ impl ThriftHiveMetastoreAlterPartitionsReqResult {
             fld_var.write_to_out_protocol(o_prot)?;
             o_prot.write_field_end()?
         }
+        if let Some(ref fld_var) = self.o1 {
+            o_prot.write_field_begin(&TFieldIdentifier::new("o1", TType::Struct, 1))?;
+            fld_var.write_to_out_protocol(o_prot)?;
+            o_prot.write_field_end()?
+        }
+        if let Some(ref fld_var) = self.o2 {
+            o_prot.write_field_begin(&TFieldIdentifier::new("o2", TType::Struct, 2))?;
+            fld_var.write_to_out_protocol(o_prot)?;
+            o_prot.write_field_end()?
+        }
+        o_prot.write_field_stop()?;
+        o_prot.write_struct_end()
+    }
+}
+
+//
+// ThriftHiveMetastoreAlterPartitionsWithEnvironmentContextArgs
+//
+
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+struct ThriftHiveMetastoreAlterPartitionsWithEnvironmentContextArgs {
+    db_name: String,
+    tbl_name: String,
+    new_parts: Vec<Partition>,
+    environment_context: EnvironmentContext,
+}
+
+impl ThriftHiveMetastoreAlterPartitionsWithEnvironmentContextArgs {
+    fn read_from_in_protocol(
+        i_prot: &mut dyn TInputProtocol,
+    ) -> thrift::Result<ThriftHiveMetastoreAlterPartitionsWithEnvironmentContextArgs> {
+        i_prot.read_struct_begin()?;
+        let mut f_1: Option<String> = None;
+        let mut f_2: Option<String> = None;
+        let mut f_3: Option<Vec<Partition>> = None;
+        let mut f_4: Option<EnvironmentContext> = None;
+        loop {
+            let field_ident = i_prot.read_field_begin()?;
+            if field_ident.field_type == TType::Stop {
+                break;
+            }
+            let field_id = field_id(&field_ident)?;
+            match field_id {
+                1 => {
+                    let val = i_prot.read_string()?;
+                    f_1 = Some(val);
+                }
+                2 => {
+                    let val = i_prot.read_string()?;
+                    f_2 = Some(val);
+                }
+                3 => {
+                    let list_ident = i_prot.read_list_begin()?;
+                    let mut val: Vec<Partition> = Vec::with_capacity(list_ident.size as usize);
+                    for _ in 0..list_ident.size {
+                        let list_elem_65 = Partition::read_from_in_protocol(i_prot)?;
+                        val.push(list_elem_65);
+                    }
+                    i_prot.read_list_end()?;
+                    f_3 = Some(val);
+                }
+                4 => {
+                    let val = EnvironmentContext::read_from_in_protocol(i_prot)?;
+                    f_4 = Some(val);
+                }
+                _ => {
+                    i_prot.skip(field_ident.field_type)?;
+                }
+            };
+            i_prot.read_field_end()?;
+        }
+        i_prot.read_struct_end()?;
+        verify_required_field_exists(
+            "ThriftHiveMetastoreAlterPartitionsWithEnvironmentContextArgs.db_name",
+            &f_1,
+        )?;
+        verify_required_field_exists(
+            "ThriftHiveMetastoreAlterPartitionsWithEnvironmentContextArgs.tbl_name",
+            &f_2,
+        )?;
+        verify_required_field_exists(
+            "ThriftHiveMetastoreAlterPartitionsWithEnvironmentContextArgs.new_parts",
+            &f_3,
+        )?;
+        verify_required_field_exists(
+            "ThriftHiveMetastoreAlterPartitionsWithEnvironmentContextArgs.environment_context",
+            &f_4,
+        )?;
+        let ret = ThriftHiveMetastoreAlterPartitionsWithEnvironmentContextArgs {
+            db_name: f_1
+                .expect("auto-generated code should have checked for presence of required fields"),
+            tbl_name: f_2
+                .expect("auto-generated code should have checked for presence of required fields"),
+            new_parts: f_3
+                .expect("auto-generated code should have checked for presence of required fields"),
+            environment_context: f_4
+                .expect("auto-generated code should have checked for presence of required fields"),
+        };
+        Ok(ret)
+    }
+    fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+        let struct_ident = TStructIdentifier::new("alter_partitions_with_environment_context_args");
+        o_prot.write_struct_begin(&struct_ident)?;
+        o_prot.write_field_begin(&TFieldIdentifier::new("db_name", TType::String, 1))?;
+        o_prot.write_string(&self.db_name)?;
+        o_prot.write_field_end()?;
+        o_prot.write_field_begin(&TFieldIdentifier::new("tbl_name", TType::String, 2))?;
+        o_prot.write_string(&self.tbl_name)?;
+        o_prot.write_field_end()?;
+        o_prot.write_field_begin(&TFieldIdentifier::new("new_parts", TType::List, 3))?;
+        o_prot.write_list_begin(&TListIdentifier::new(
+            TType::Struct,
+            self.new_parts.len() as i32,
+        ))?;
+        for e in &self.new_parts {
+            e.write_to_out_protocol(o_prot)?;
+        }
+        o_prot.write_list_end()?;
+        o_prot.write_field_end()?;
+        o_prot.write_field_begin(&TFieldIdentifier::new(
+            "environment_context",
+            TType::Struct,
+            4,
+        ))?;
+        self.environment_context.write_to_out_protocol(o_prot)?;
+        o_prot.write_field_end()?;
+        o_prot.write_field_stop()?;
+        o_prot.write_struct_end()
+    }
+}
+
+//
+// ThriftHiveMetastoreAlterPartitionsWithEnvironmentContextResult
+//
+
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+struct ThriftHiveMetastoreAlterPartitionsWithEnvironmentContextResult {
+    o1: Option<InvalidOperationException>,
+    o2: Option<MetaException>,
+}
+
+impl ThriftHiveMetastoreAlterPartitionsWithEnvironmentContextResult {
+    fn ok_or(self) -> thrift::Result<()> {
+        if self.o1.is_some() {
+            Err(thrift::Error::User(Box::new(self.o1.unwrap())))
+        } else if self.o2.is_some() {
+            Err(thrift::Error::User(Box::new(self.o2.unwrap())))
+        } else {
+            Ok(())
+        }
+    }
+    fn read_from_in_protocol(
+        i_prot: &mut dyn TInputProtocol,
+    ) -> thrift::Result<ThriftHiveMetastoreAlterPartitionsWithEnvironmentContextResult> {
+        i_prot.read_struct_begin()?;
+        let mut f_1: Option<InvalidOperationException> = None;
+        let mut f_2: Option<MetaException> = None;
+        loop {
+            let field_ident = i_prot.read_field_begin()?;
+            if field_ident.field_type == TType::Stop {
+                break;
+            }
+            let field_id = field_id(&field_ident)?;
+            match field_id {
+                1 => {
+                    let val = InvalidOperationException::read_from_in_protocol(i_prot)?;
+                    f_1 = Some(val);
+                }
+                2 => {
+                    let val = MetaException::read_from_in_protocol(i_prot)?;
+                    f_2 = Some(val);
+                }
+                _ => {
+                    i_prot.skip(field_ident.field_type)?;
+                }
+            };
+            i_prot.read_field_end()?;
+        }
+        i_prot.read_struct_end()?;
+        let ret =
+            ThriftHiveMetastoreAlterPartitionsWithEnvironmentContextResult { o1: f_1, o2: f_2 };
+        Ok(ret)
+    }
+    fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+        let struct_ident = TStructIdentifier::new(
+            "ThriftHiveMetastoreAlterPartitionsWithEnvironmentContextResult",
+        );
+        o_prot.write_struct_begin(&struct_ident)?;
         if let Some(ref fld_var) = self.o1 {
             o_prot.write_field_begin(&TFieldIdentifier::new("o1", TType::Struct, 1))?;
             fld_var.write_to_out_protocol(o_prot)?;

@@ -28,13 +28,8 @@
 //! step's result), [`progress`] (what a run tells the progress bar), and the small rules the
 //! run applies ([`access`], [`parameters`]).
 
-use std::time::Instant;
-
-use tracing::Instrument;
-
 use crate::hdfs::Hdfs;
 use crate::metastore::Metastore;
-use crate::operations::outcome::Stop;
 use crate::table::{PartitionInfo, TableInfo};
 
 /// Test builds can fail or pause at each step (`FAILPOINTS=compact::before-swap=return`), to
@@ -48,6 +43,7 @@ macro_rules! failpoint {
 }
 
 mod access;
+pub mod batch;
 pub mod options;
 mod parameters;
 mod plan;
@@ -57,6 +53,7 @@ pub mod report;
 mod run;
 pub mod write;
 
+pub use batch::{compact_batch, plan_partition, Planned, Planning};
 pub use options::{
     CompactOptions, Layout, Stripes, VerifyLevel, DEFAULT_MIN_STRIPE_SIZE, DEFAULT_SORT_MEMORY,
     DEFAULT_STRIPE_SIZE, WRITE_IN_PROGRESS_AGE,
@@ -67,9 +64,10 @@ pub use report::{
 };
 pub use write::{OutputWriter, Way, NOT_RE_ENCODABLE};
 
-/// Compacts one partition: plan, then (unless a dry run) run. `spec` names the partition;
-/// `known` is the partition as the caller already read it from the metastore (else it is read
-/// here). Never returns an error: every outcome is a report, whose status gives the exit code.
+/// Compacts one partition: plan, then (unless a dry run, or nothing to do) a batch of one.
+/// `spec` names the partition; `known` is the partition as the caller already read it from the
+/// metastore (else it is read here). Never returns an error: every outcome is a report, whose
+/// status gives the exit code.
 pub async fn compact_partition(
     metastore: &Metastore,
     hdfs: &Hdfs,
@@ -79,76 +77,27 @@ pub async fn compact_partition(
     options: &CompactOptions,
     progress: &dyn Progress,
 ) -> CompactReport {
-    // Lines of parallel runs name their partition.
-    let span = tracing::info_span!("partition", table = %table.qualified_name(), partition = spec);
-    compact(metastore, hdfs, table, spec, known, options, progress)
-        .instrument(span)
-        .await
+    match plan_partition(metastore, hdfs, table, spec, known, options).await {
+        Planning::Done(report) => report,
+        Planning::Work(planned) => {
+            let lent = |_: &str| -> Box<dyn Progress + '_> { Box::new(Lent(progress)) };
+            let mut reports =
+                compact_batch(metastore, hdfs, vec![*planned], options, 1, &lent).await;
+            reports
+                .pop()
+                .unwrap_or_else(|| CompactReport::new(&table.qualified_name(), spec))
+        }
+    }
 }
 
-async fn compact(
-    metastore: &Metastore,
-    hdfs: &Hdfs,
-    table: &TableInfo,
-    spec: &str,
-    known: Option<&PartitionInfo>,
-    options: &CompactOptions,
-    progress: &dyn Progress,
-) -> CompactReport {
-    let started = Instant::now();
-    let mut report = CompactReport::new(&table.qualified_name(), spec);
-    let mut lock = None;
-    let which = match known {
-        Some(p) => plan::Which::Read(p),
-        None => plan::Which::Spec(spec),
-    };
-    let done: Result<(), Stop> = async {
-        let plan = plan::plan(
-            metastore,
-            hdfs,
-            table,
-            which,
-            options,
-            &mut lock,
-            &mut report,
-        )
-        .await?;
-        report.record_plan(&plan, options);
-        if plan.outputs.is_empty() {
-            report.record_nothing_to_do(&plan);
-            return Ok(());
-        }
-        if let Some(layout) = &plan.layout {
-            let before = plan::stripe_lookups(hdfs, &plan, layout).await?;
-            report.record_layout(layout, before);
-        }
-        if options.dry_run {
-            report.record_dry_run(&plan, options);
-            return Ok(());
-        }
-        tracing::debug!(
-            files = plan.snapshot.files.len(),
-            seconds = started.elapsed().as_secs_f64(),
-            "planned"
-        );
-        run::Run::new(metastore, hdfs, &plan, options, lock.as_mut(), progress)
-            .execute(&mut report)
-            .await;
-        Ok(())
+/// A caller's progress display, lent to a batch of one.
+struct Lent<'a>(&'a dyn Progress);
+
+impl Progress for Lent<'_> {
+    fn planned(&self, bytes_to_write: u64) {
+        self.0.planned(bytes_to_write)
     }
-    .await;
-    if let Err(stop) = done {
-        report.outcome.stop(stop);
+    fn written(&self, bytes: u64) {
+        self.0.written(bytes)
     }
-    // Every path ends here, so the lock is released whatever happened.
-    if let Some(lock) = lock {
-        if let Err(e) = lock.release().await {
-            report.outcome.warnings.push(format!(
-                "could not release the metastore lock ({e}); it expires when the metastore \
-                 times it out (hive.txn.timeout)"
-            ));
-        }
-    }
-    report.seconds = started.elapsed().as_secs_f64();
-    report
 }

@@ -1,6 +1,9 @@
-//! Steps 1 to 3 of the protocol and the merge plan: resolve and refuse, lock, snapshot the files
-//! and their tails, group them by merge key and plan the outputs. No side effects but the lock.
-//! The plan is data: what `--dry-run` prints is made from it ([`super::record`]).
+//! Steps 1 to 3 of the protocol and the merge plan: resolve and refuse, snapshot the files and
+//! their tails, group them by merge key and plan the outputs. No side effects, no lock: a
+//! partition with nothing to do costs no lock, and one with work is locked by its batch, listed
+//! again under the lock and planned again only if a writer changed it meanwhile
+//! ([`super::batch`]). The plan is data: what `--dry-run` prints is made from it
+//! ([`super::record`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -13,7 +16,7 @@ use super::report::{CarryReason, CompactReport};
 use super::write::{choose, OutputWriter, Way, NOT_RE_ENCODABLE};
 use crate::eligibility::{self, Refusal, Rule};
 use crate::hdfs::{Hdfs, Location};
-use crate::lock::{self, LockError, PartitionLock};
+use crate::lock::LockError;
 use crate::metastore::Metastore;
 use crate::operations::file_copy::copy_stop;
 use crate::operations::outcome::Stop;
@@ -110,23 +113,15 @@ struct Resolved {
 }
 
 /// Resolves, checks and plans one partition (with no outputs when there is nothing to do).
-/// Unless a dry run, it takes the partition's metastore lock into `lock` before the
-/// snapshot; the caller releases it.
 pub(super) async fn plan(
     metastore: &Metastore,
     hdfs: &Hdfs,
     table: &TableInfo,
     partition: Which<'_>,
     options: &CompactOptions,
-    lock: &mut Option<PartitionLock>,
     report: &mut CompactReport,
 ) -> Result<PartitionPlan, Stop> {
     let found = resolve(metastore, table, partition, report).await?;
-    // Lock before the snapshot, so what we list is what no lock-taking writer changes until
-    // the swap.
-    if !options.dry_run {
-        *lock = take_lock(metastore, table, &found.spec, options, report).await?;
-    }
     let started = Instant::now();
     let snapshot = take_snapshot(hdfs, &found.location, !options.dry_run).await?;
     tracing::debug!(
@@ -307,39 +302,15 @@ fn mixed(which: String, give: &str) -> Stop {
     ))
 }
 
-/// The partition's staging lock (writers wait for it, readers do not), held until the journal
-/// is written; the run upgrades it to EXCLUSIVE for the re-check and the swap.
-async fn take_lock(
-    metastore: &Metastore,
-    table: &TableInfo,
-    spec: &PartitionSpec,
-    options: &CompactOptions,
-    report: &mut CompactReport,
-) -> Result<Option<PartitionLock>, Stop> {
-    let target = lock::Target {
-        db: &table.db,
-        table: &table.name,
-        partition: &spec.name(),
-    };
-    lock::acquire_staging(
-        metastore,
-        &target,
-        &options.lock,
-        &options.cancel,
-        &mut report.outcome.warnings,
-    )
-    .await
-    .map_err(lock_stop)
-}
-
-/// What a lock error means for the run: someone else (or a lost lock) is busy.
-pub(super) fn lock_stop(e: LockError) -> Stop {
+/// What a lock error means for the run: someone else (or a lost lock) is busy. One error may
+/// stop every partition of a batch, so it is read, not taken.
+pub(super) fn lock_stop(e: &LockError) -> Stop {
     match e {
         LockError::Busy { .. } | LockError::Lost(_) | LockError::Unanswered { .. } => {
             Stop::Busy(e.to_string())
         }
         LockError::Interrupted => Stop::Interrupted,
-        LockError::Unsupported(_) | LockError::Failed(_) => Stop::Failed(e.into()),
+        LockError::Unsupported(_) | LockError::Failed(_) => Stop::Failed(anyhow!("{e}")),
     }
 }
 
@@ -671,9 +642,9 @@ mod tests {
             holder: None,
             waited: Duration::from_secs(60),
         };
-        assert!(matches!(lock_stop(busy), Stop::Busy(_)));
+        assert!(matches!(lock_stop(&busy), Stop::Busy(_)));
         assert!(matches!(
-            lock_stop(LockError::Lost("timed out".into())),
+            lock_stop(&LockError::Lost("timed out".into())),
             Stop::Busy(_)
         ));
         let unanswered = LockError::Unanswered {
@@ -685,13 +656,13 @@ mod tests {
             },
             settled: "the metastore holds no lock from that call".into(),
         };
-        assert!(matches!(lock_stop(unanswered), Stop::Busy(_)));
+        assert!(matches!(lock_stop(&unanswered), Stop::Busy(_)));
         assert!(matches!(
-            lock_stop(LockError::Interrupted),
+            lock_stop(&LockError::Interrupted),
             Stop::Interrupted
         ));
         assert!(matches!(
-            lock_stop(LockError::Failed("x".into())),
+            lock_stop(&LockError::Failed("x".into())),
             Stop::Failed(_)
         ));
     }

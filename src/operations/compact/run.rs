@@ -1,4 +1,8 @@
-//! Steps 4 to 9 of the protocol, one method each, in the order [`Run::steps`] calls them.
+//! Steps 4 to 9 of the protocol for one partition, one method each: [`Run::prepare`] stages,
+//! verifies and publishes (4 to 6), [`Run::swap_and_journal`] re-checks, swaps and writes the
+//! journal (7 to 9). The batch around them ([`super::batch`]) holds the metastore lock and, for
+//! a batch of several partitions, swaps them all with one call ([`Run::landed`] then takes each
+//! partition's swap from there).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -15,7 +19,6 @@ use super::report::CompactReport;
 use super::write::{write_clustered, OutputWriter, StagedOutput, Written};
 use crate::hdfs::{Access, Files, Hdfs, Location};
 use crate::journal::{self, Journal, JournalInput, JournalOutput};
-use crate::lock::PartitionLock;
 use crate::metastore::Metastore;
 use crate::operations::file_copy::{copy_file, hash_file};
 use crate::operations::outcome::Stop;
@@ -34,9 +37,6 @@ pub(super) struct Run<'a, M = Metastore, H = Hdfs> {
     hdfs: &'a H,
     plan: &'a PartitionPlan,
     options: &'a CompactOptions,
-    /// The partition's metastore lock, when one was taken: the staging lock until the
-    /// re-check, EXCLUSIVE from then on.
-    lock: Option<&'a mut PartitionLock>,
     progress: &'a dyn Progress,
     id: String,
     staging: Location,
@@ -54,7 +54,7 @@ struct Inherited {
 }
 
 /// What step 4 wrote into the staging directory.
-struct Staged<'p> {
+pub(super) struct Staged<'p> {
     /// Merged outputs, in plan order, with what the writer proved of each.
     outputs: Vec<(Location, StagedOutput)>,
     /// Carried files: staged copy, source, XXH3 of the bytes handed to the writer.
@@ -93,12 +93,16 @@ struct Swapped {
 }
 
 impl<'a, M: PartitionStore, H: Files> Run<'a, M, H> {
+    /// The directory the new files are published as, which the swap points the partition at.
+    pub(super) fn published(&self) -> &Location {
+        &self.published
+    }
+
     pub fn new(
         metastore: &'a M,
         hdfs: &'a H,
         plan: &'a PartitionPlan,
         options: &'a CompactOptions,
-        lock: Option<&'a mut PartitionLock>,
         progress: &'a dyn Progress,
     ) -> Self {
         let id = run_dirs::new_run_id();
@@ -107,7 +111,6 @@ impl<'a, M: PartitionStore, H: Files> Run<'a, M, H> {
             hdfs,
             plan,
             options,
-            lock,
             progress,
             staging: run_dirs::staging_dir(&plan.home, &id),
             published: run_dirs::run_dir(&plan.home, &id),
@@ -117,19 +120,27 @@ impl<'a, M: PartitionStore, H: Files> Run<'a, M, H> {
     }
 }
 
-impl<'a> Run<'a> {
-    /// Runs steps 4 to 9 into `report`; if anything fails before the swap, removes what the run
-    /// wrote, so the partition is exactly as it was.
-    pub async fn execute(mut self, report: &mut CompactReport) {
-        report.record_run(&self.id, self.options);
-        if let Err(stop) = self.steps(report).await {
-            self.stopped(stop, report).await;
-        }
-    }
+/// What steps 4 to 6 leave for the swap: the new files, staged, verified and published.
+pub(super) struct Prepared<'p> {
+    pub staged: Staged<'p>,
+    inherited: Inherited,
+    /// The new files, published.
+    pub files: usize,
+    /// The rows they hold, verified.
+    pub rows: u64,
+    /// Access the new paths could not be given.
+    not_kept: Vec<crate::hdfs::NotKept>,
+}
 
-    /// The protocol from staging on, top to bottom. Between the steps before the swap it stops
-    /// where a test asks it to (failpoints) or a signal did (checkpoints).
-    async fn steps(&mut self, report: &mut CompactReport) -> Result<(), Stop> {
+impl<'a> Run<'a> {
+    /// Steps 4 to 6, top to bottom: stage, verify, publish. Between them it stops where a test
+    /// asks it to (failpoints) or a signal did (checkpoints); on a stop the caller calls
+    /// [`Run::stopped`], which removes what the run wrote.
+    pub(super) async fn prepare(
+        &mut self,
+        report: &mut CompactReport,
+    ) -> Result<Prepared<'a>, Stop> {
+        report.record_run(&self.id, self.options);
         let inherited = self.inherited_access().await?;
         failpoint!("compact::before-stage");
         self.checkpoint()?;
@@ -151,16 +162,33 @@ impl<'a> Run<'a> {
         self.checkpoint()?;
 
         let new_files = staged.published_paths(&self.published);
-        let mut not_kept = self.publish(&new_files, &inherited).await?;
+        let not_kept = self.publish(&new_files, &inherited).await?;
         failpoint!("compact::after-publish");
         self.checkpoint()?;
+        Ok(Prepared {
+            staged,
+            inherited,
+            files: new_files.len(),
+            rows,
+            not_kept,
+        })
+    }
 
-        let journal_path = self
-            .swap_and_journal(&staged, new_files.len(), rows, report)
-            .await?;
-        not_kept.extend(self.hdfs.copy_access(&journal_path, &inherited.file).await);
+    /// After step 9: the journal gets the files' access, and what could not be kept of the new
+    /// paths' access becomes a warning.
+    pub(super) async fn finish(
+        &self,
+        prepared: Prepared<'_>,
+        journal: &Location,
+        report: &mut CompactReport,
+    ) {
+        let mut not_kept = prepared.not_kept;
+        not_kept.extend(
+            self.hdfs
+                .copy_access(journal, &prepared.inherited.file)
+                .await,
+        );
         report.outcome.warnings.extend(not_kept_warning(&not_kept));
-        Ok(())
     }
 
     /// The access of the partition's directory and of its first file.
@@ -407,30 +435,63 @@ impl<'a, M: PartitionStore, H: Files> Run<'a, M, H> {
         Ok(())
     }
 
-    /// Steps 7 to 9, once the new files are published: the re-check and the swap under
-    /// EXCLUSIVE and the swap gate, then the journal; returns where the journal was written.
-    async fn swap_and_journal(
+    /// Steps 7 to 9 for a partition swapped on its own, once its new files are published and
+    /// the batch holds EXCLUSIVE and the swap gate: the re-check, the swap, the journal;
+    /// returns where the journal was written.
+    pub(super) async fn swap_and_journal(
         &mut self,
         staged: &Staged<'_>,
         files: usize,
         rows: u64,
         report: &mut CompactReport,
     ) -> Result<Location, Stop> {
-        // EXCLUSIVE before the swap gate: a writer that queued behind the staging lock gets in
-        // first and we wait for it, and only this partition's run should wait for that.
-        self.exclusive().await?;
-        // One swap at a time per process, from this re-check on (see `CompactOptions::swap_gate`).
-        let _swap_turn = self.options.swap_gate.lock().await;
+        self.ready_to_swap().await?;
+        let plan = self.plan;
+        let result = set_location(
+            self.metastore,
+            &plan.table,
+            &plan.spec,
+            &plan.location,
+            &self.published.to_string(),
+            self.parameters(staged, files, rows),
+        )
+        .await;
+        self.landed(result, staged, files, rows, report).await
+    }
+
+    /// Step 7 and the last safe point before the swap: after it, readers may see the new files.
+    pub(super) async fn ready_to_swap(&self) -> Result<(), Stop> {
         self.recheck().await?;
         failpoint!("compact::before-swap");
-        self.checkpoint()?;
-        self.check_lock()?;
+        self.checkpoint()
+    }
 
-        let swapped = self.swap(files, staged.bytes(), rows, staged.coded).await?;
+    /// The partition parameters step 8 sets, made from the current ones.
+    pub(super) fn parameters(
+        &self,
+        staged: &Staged<'_>,
+        files: usize,
+        rows: u64,
+    ) -> impl FnOnce(&BTreeMap<String, String>) -> BTreeMap<String, String> + Send + '_ {
+        let old_location = self.plan.location.to_string();
+        let (bytes, coded) = (staged.bytes(), staged.coded);
+        move |p| new_parameters(p, &old_location, files, bytes, rows, coded, &self.id)
+    }
+
+    /// Where the published directory is once the swap was sent (alone or with its batch), and
+    /// the step 9 that follows; returns where the journal was written.
+    pub(super) async fn landed(
+        &mut self,
+        result: Result<(BTreeMap<String, String>, BTreeMap<String, String>), RelocateError>,
+        staged: &Staged<'_>,
+        files: usize,
+        rows: u64,
+        report: &mut CompactReport,
+    ) -> Result<Location, Stop> {
+        let swapped = self.swapped(result).await?;
         report.record_swapped(&self.published, files, staged.bytes(), rows);
         tracing::debug!("swapped");
         failpoint!("compact::after-swap");
-
         self.journal(staged, swapped).await
     }
 
@@ -446,28 +507,6 @@ impl<'a, M: PartitionStore, H: Files> Run<'a, M, H> {
         Ok(())
     }
 
-    /// Upgrades the staging lock, which let readers in during staging and verification, to
-    /// EXCLUSIVE for the re-check and the swap. A lost lock stops the run busy.
-    async fn exclusive(&mut self) -> Result<(), Stop> {
-        match self.lock.as_deref_mut() {
-            Some(lock) => lock
-                .upgrade(&self.options.cancel)
-                .await
-                .map_err(super::plan::lock_stop),
-            None => Ok(()),
-        }
-    }
-
-    /// A lock the metastore timed out no longer keeps writers away: do not swap without it.
-    fn check_lock(&self) -> Result<(), Stop> {
-        match self.lock.as_deref().and_then(PartitionLock::lost) {
-            Some(why) => Err(Stop::Busy(format!(
-                "the metastore lock was lost during the run ({why}); retry later"
-            ))),
-            None => Ok(()),
-        }
-    }
-
     /// What changed in the partition's directory since the snapshot (empty: nothing).
     async fn changes_since_snapshot(&self) -> Result<Vec<String>, Stop> {
         let location = &self.plan.location;
@@ -477,27 +516,15 @@ impl<'a, M: PartitionStore, H: Files> Run<'a, M, H> {
         }
     }
 
-    /// Step 8: point the partition at the published directory, with the statistics we can
-    /// vouch for; swap back at once if a writer slipped in.
-    async fn swap(
+    /// Step 8's outcome: the partition points at the published directory (with the
+    /// statistics we can vouch for) or the run stops; swaps back at once if a writer slipped in.
+    async fn swapped(
         &mut self,
-        files: usize,
-        bytes: u64,
-        rows: u64,
-        coded: Option<bool>,
+        swap: Result<(BTreeMap<String, String>, BTreeMap<String, String>), RelocateError>,
     ) -> Result<Swapped, Stop> {
         let plan = self.plan;
         let new_location = self.published.to_string();
         let old_location = plan.location.to_string();
-        let swap = set_location(
-            self.metastore,
-            &plan.table,
-            &plan.spec,
-            &plan.location,
-            &new_location,
-            |p| new_parameters(p, &old_location, files, bytes, rows, coded, &self.id),
-        )
-        .await;
         let (before, after) = match swap {
             Ok(params) => params,
             Err(RelocateError::Unconfirmed(why)) => {
@@ -626,7 +653,7 @@ impl<'a, M: PartitionStore, H: Files> Run<'a, M, H> {
 
     /// A stopped run: unless the metastore may point at the published directory, nothing
     /// readers see points at the run's directories, and they are removed.
-    async fn stopped(&self, stop: Stop, report: &mut CompactReport) {
+    pub(super) async fn stopped(&self, stop: Stop, report: &mut CompactReport) {
         if !self.swapped {
             self.remove_run_dirs(report).await;
             report.new_location = None;
@@ -748,7 +775,6 @@ mod tests {
                 &self.files,
                 &self.plan,
                 &self.options,
-                None,
                 &Quiet,
             );
             self.files.mkdir(&run.published);
