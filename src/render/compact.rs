@@ -291,6 +291,13 @@ pub fn yarn_plan(out: &mut dyn Write, p: &YarnPlan, format: Format) -> anyhow::R
     if format == Format::Json {
         return json(out, &serde_json::json!({ "yarn_plan": p }));
     }
+    if p.work_list.is_empty() {
+        writeln!(
+            out,
+            "dry run: would submit no YARN job: no partition has work to do"
+        )?;
+        return Ok(());
+    }
     writeln!(
         out,
         "dry run: would submit YARN job '{}': {} in {} of up to {} each",
@@ -335,7 +342,9 @@ pub fn batch_summary(
             None => json(out, &serde_json::json!({ "summary": s })),
         };
     }
-    if let Some(y) = yarn {
+    if let Some(why) = yarn.and_then(|y| y.no_job.as_deref()) {
+        writeln!(out, "yarn: no job submitted: {why}")?;
+    } else if let Some(y) = yarn {
         writeln!(
             out,
             "yarn: job {} (application {}) {} in {:.1} s, {}",
