@@ -544,4 +544,38 @@ mod tests {
         assert_eq!(v["summary"]["compacted"], 2);
         assert_eq!(v["summary"]["exit_code"], 1);
     }
+
+    #[test]
+    fn a_run_that_submits_no_job_says_so_in_one_line() {
+        let s = BatchSummary {
+            counts: Counts {
+                partitions: 2,
+                nothing_to_do: 2,
+                ..Counts::default()
+            },
+            ..BatchSummary::default()
+        };
+        let y = YarnReport {
+            no_job: Some("none of the 2 partitions has work to do".into()),
+            ..YarnReport::default()
+        };
+        let (out, _) = printed(|o, _| batch_summary(o, &s, Some(&y), Format::Text));
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines[0],
+            "yarn: no job submitted: none of the 2 partitions has work to do"
+        );
+        assert!(
+            lines[1].starts_with("summary: 0 compacted, 2 nothing to do"),
+            "{out}"
+        );
+        assert_eq!(lines.len(), 2, "{out}");
+        let (out, _) = printed(|o, _| batch_summary(o, &s, Some(&y), Format::Json));
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(
+            v["yarn"]["no_job"],
+            "none of the 2 partitions has work to do"
+        );
+        assert!(v["yarn"]["application"].is_null(), "{v}");
+    }
 }
