@@ -131,6 +131,30 @@ fn set_mtime(path: &str, days_ago: u64) {
         .unwrap_or_else(|e| panic!("{e}"));
 }
 
+/// The partition's metastore lock, as another client holds it: a compaction that asks for it
+/// is `busy`.
+fn hold_lock(part: &Part) -> hive_orc_compactor::lock::PartitionLock {
+    use hive_orc_compactor::lock::{self, LockMode, LockOptions, Target};
+    rt().block_on(lock::acquire(
+        &common::metastore::metastore(&env("HMS_URI")),
+        &Target {
+            db: &part.db,
+            table: &part.table,
+            partition: &part.spec,
+        },
+        &LockOptions {
+            mode: LockMode::Required,
+            wait: Duration::ZERO,
+            user: "yarn-test".into(),
+            ..LockOptions::default()
+        },
+        &tokio_util::sync::CancellationToken::new(),
+        &mut vec![],
+    ))
+    .expect("the test takes the lock")
+    .expect("HMS 4 has locks")
+}
+
 #[test]
 fn forty_partitions_of_three_tables_over_four_tasks() {
     if skipped() {
@@ -433,31 +457,11 @@ fn busy_and_refused_partitions_are_reported_and_the_others_go_on() {
     if skipped() {
         return;
     }
-    use hive_orc_compactor::lock::{self, LockMode, LockOptions, Target};
     let _turn = one_job_at_a_time();
     let db = database("yarn_mixed");
     let parts = &parts(&db, &["yarn_c"])[..3];
     let locked = &parts[2];
-    let ms = common::metastore::metastore(&env("HMS_URI"));
-    let held = rt()
-        .block_on(lock::acquire(
-            &ms,
-            &Target {
-                db: &locked.db,
-                table: &locked.table,
-                partition: &locked.spec,
-            },
-            &LockOptions {
-                mode: LockMode::Required,
-                wait: Duration::ZERO,
-                user: "yarn-test".into(),
-                ..LockOptions::default()
-            },
-            &tokio_util::sync::CancellationToken::new(),
-            &mut vec![],
-        ))
-        .expect("the test takes the lock")
-        .expect("HMS 4 has locks");
+    let held = hold_lock(locked);
     let locked_before = locked.state(true);
     // A partition of a full-ACID table of the shared fixtures: refused where it runs.
     let fx = fixtures();
@@ -535,7 +539,6 @@ fn only_partitions_with_work_are_sent_and_a_healthy_selection_submits_nothing() 
     if skipped() {
         return;
     }
-    use hive_orc_compactor::lock::{self, LockMode, LockOptions, Target};
     let _turn = one_job_at_a_time();
     let db = database("yarn_sift");
     let parts = parts(&db, &["yarn_c"]);
@@ -637,26 +640,7 @@ fn only_partitions_with_work_are_sent_and_a_healthy_selection_submits_nothing() 
     );
 
     // Another client holds a healthy partition's lock throughout: no task or check asks for it.
-    let held_part = healthy[0];
-    let held = rt()
-        .block_on(lock::acquire(
-            &common::metastore::metastore(&env("HMS_URI")),
-            &Target {
-                db: &held_part.db,
-                table: &held_part.table,
-                partition: &held_part.spec,
-            },
-            &LockOptions {
-                mode: LockMode::Required,
-                wait: Duration::ZERO,
-                user: "yarn-test".into(),
-                ..LockOptions::default()
-            },
-            &tokio_util::sync::CancellationToken::new(),
-            &mut vec![],
-        ))
-        .expect("the test takes the lock")
-        .expect("HMS 4 has locks");
+    let held = hold_lock(healthy[0]);
 
     // The run sends the unhealthy half only.
     let o = on_yarn(&with(
@@ -691,7 +675,7 @@ fn only_partitions_with_work_are_sent_and_a_healthy_selection_submits_nothing() 
     assert_work_dir_removed(&yarn);
 
     // A second run: nothing to do anywhere, so no job, no binary, no work directory.
-    let o = on_yarn(&with(
+    let again = with(
         &selection,
         &[
             "--on-yarn",
@@ -701,9 +685,9 @@ fn only_partitions_with_work_are_sent_and_a_healthy_selection_submits_nothing() 
             mapred,
             "--yarn-dir",
             &yarn,
-            "--json",
         ],
-    ));
+    );
+    let o = on_yarn(&with(&again, &["--json"]));
     assert_eq!(code(&o), 0, "{}", describe(&o));
     let (by_key, last) = reports(&o);
     assert_eq!(by_key.len(), parts.len(), "{last}");
@@ -719,18 +703,7 @@ fn only_partitions_with_work_are_sent_and_a_healthy_selection_submits_nothing() 
     }
     assert_eq!(yarn_report["tasks"], 0, "{last}");
     assert_work_dir_removed(&yarn);
-    let o = on_yarn(&with(
-        &selection,
-        &[
-            "--on-yarn",
-            "--lock-timeout",
-            "0",
-            "--hadoop-cmd",
-            mapred,
-            "--yarn-dir",
-            &yarn,
-        ],
-    ));
+    let o = on_yarn(&again);
     assert_eq!(code(&o), 0, "{}", describe(&o));
     let printed = stdout(&o);
     let no_job: Vec<&str> = printed.lines().filter(|l| l.starts_with("yarn:")).collect();
