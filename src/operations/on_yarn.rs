@@ -1,8 +1,9 @@
 //! `compact --on-yarn`: the partitions a batch plan chose, and whose unlocked plan finds work,
 //! are compacted by the tasks of one map-only YARN job, the way DistCp copies: this host plans
-//! and reports, the cluster does the I/O. Each task runs this same binary's `compact` on its share of the work list, with the
-//! settings this host resolved in one file shipped beside it, so every partition gets the one
-//! protocol with all of its promises and the same settings, wherever it runs.
+//! and reports, the cluster does the I/O. Each task runs this same binary's `compact` on its
+//! share of the work list, with the settings this host resolved in one file shipped beside it,
+//! so every partition gets the one protocol with all of its promises and the same settings,
+//! wherever it runs.
 //!
 //! Promises:
 //! 1. Every partition of the plan gets exactly one report: the one its task printed, or, when
@@ -34,11 +35,10 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use bytes::Bytes;
+use futures::StreamExt;
 use serde::Serialize;
 
 use crate::binary_cache::{self, LocalBinary};
-use futures::StreamExt;
-
 use crate::fleet::{Candidate, LISTINGS_IN_FLIGHT};
 use crate::hdfs::{Hdfs, Location};
 use crate::metastore::security::token::write_credentials;
