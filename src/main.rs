@@ -296,8 +296,8 @@ fn keep_task_alive() {
     });
 }
 
-/// `--on-yarn`: the plan's partitions go to the tasks of one YARN job (a dry run prints the
-/// job instead); their reports come back into the usual summary.
+/// `--on-yarn`: the plan's partitions that have work go to the tasks of one YARN job (a dry run
+/// prints the job instead); their reports come back into the usual summary.
 async fn run_on_yarn(
     options: &Options,
     metastore: &hive_orc_compactor::metastore::Metastore,
@@ -305,6 +305,7 @@ async fn run_on_yarn(
     batch_options: &BatchOptions,
     yarn: &YarnOptions,
 ) -> anyhow::Result<ExitCode> {
+    let plan = on_yarn::sift(metastore, &options.hdfs(), plan, &batch_options.compact).await;
     let mut job = on_yarn::plan(&plan, yarn);
     if batch_options.compact.dry_run {
         job.look_in_cache(&options.hdfs(), yarn).await?;

@@ -528,9 +528,10 @@ pub struct Scope {
 #[derive(Args)]
 pub struct YarnArgs {
     /// Compact the selected partitions in a map-only YARN job (Hadoop Streaming, as DistCp
-    /// runs): this host plans, writes the work list to HDFS (and itself, unless the cache in
-    /// --yarn-dir has this build), submits the job with the Hadoop client's `mapred`, follows
-    /// it and prints the usual reports and summary
+    /// runs): this host plans each partition as --dry-run does (no lock), writes the work list
+    /// of those with work to HDFS (and itself, unless the cache in --yarn-dir has this build),
+    /// submits the job with the Hadoop client's `mapred`, follows it and prints the usual
+    /// reports and summary. With no partition to compact, no job is submitted
     #[arg(long)]
     pub on_yarn: bool,
     /// With --on-yarn: map tasks, each compacting an equal share of the partitions, --parallel

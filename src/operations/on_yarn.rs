@@ -1,8 +1,9 @@
-//! `compact --on-yarn`: the partitions a batch plan chose are compacted by the tasks of one
-//! map-only YARN job, the way DistCp copies: this host plans and reports, the cluster does the
-//! I/O. Each task runs this same binary's `compact` on its share of the work list, with the
-//! settings this host resolved in one file shipped beside it, so every partition gets the one
-//! protocol with all of its promises and the same settings, wherever it runs.
+//! `compact --on-yarn`: the partitions a batch plan chose, and whose unlocked plan finds work,
+//! are compacted by the tasks of one map-only YARN job, the way DistCp copies: this host plans
+//! and reports, the cluster does the I/O. Each task runs this same binary's `compact` on its
+//! share of the work list, with the settings this host resolved in one file shipped beside it,
+//! so every partition gets the one protocol with all of its promises and the same settings,
+//! wherever it runs.
 //!
 //! Promises:
 //! 1. Every partition of the plan gets exactly one report: the one its task printed, or, when
@@ -25,20 +26,25 @@
 //!    (their maximum lifetime): those are reported failed, untouched ([`token_lifetime`]).
 //! 8. Unless `--yarn-binary` names a build, the tasks run this program from the cache of
 //!    [`binary_cache`] beside the work directories: uploaded only when the cache lacks it.
+//! 9. The work list holds only the partitions the same selection run here would compact: those
+//!    whose plan without a lock finds work ([`sift`]). The others are reported here as that
+//!    plan says, so a task never locks a partition only to find nothing to do, and a selection
+//!    with no work submits no job and takes no lock.
 
 use std::path::PathBuf;
 use std::time::Instant;
 
 use bytes::Bytes;
+use futures::StreamExt;
 use serde::Serialize;
 
 use crate::binary_cache::{self, LocalBinary};
-use crate::fleet::Candidate;
+use crate::fleet::{Candidate, LISTINGS_IN_FLIGHT};
 use crate::hdfs::{Hdfs, Location};
 use crate::metastore::security::token::write_credentials;
 use crate::metastore::{DelegationToken, Metastore};
 use crate::operations::batch::{BatchPlan, BatchSummary, Observer};
-use crate::operations::compact::CompactReport;
+use crate::operations::compact::{compact_partition, CompactOptions, CompactReport, Quiet};
 use crate::operations::outcome::Status;
 use crate::operations::token_lifetime;
 use crate::yarn::{self, Event, StreamingJob};
@@ -158,7 +164,87 @@ pub struct YarnReport {
     pub logs: Option<String>,
     /// Why the job could not be run or its output read, when that happened.
     pub error: Option<String>,
+    /// Why no job was submitted although nothing went wrong: no partition had work for it.
+    pub no_job: Option<String>,
     pub seconds: f64,
+}
+
+/// Narrows the plan's runs to the partitions whose unlocked plan finds work: each is planned as
+/// `compact --dry-run` plans it (its listing and its files' tails, with neither a lock nor a
+/// write), [`LISTINGS_IN_FLIGHT`] at a time and in the plan's order. The others join the
+/// decided partitions with the report that plan gives (nothing to do, or refused, busy,
+/// failed), as a run on this host would report them. Only each partition's verdict is kept:
+/// what grows with the selection is its names, not its files.
+pub async fn sift(
+    metastore: &Metastore,
+    hdfs: &Hdfs,
+    batch: BatchPlan,
+    options: &CompactOptions,
+) -> BatchPlan {
+    let started = Instant::now();
+    let dry = CompactOptions {
+        dry_run: true,
+        ..options.clone()
+    };
+    let BatchPlan { runs, mut decided } = batch;
+    let planned = runs.len();
+    let mut verdicts = futures::stream::iter(runs)
+        .map(|c| {
+            let dry = &dry;
+            async move {
+                if dry.cancel.is_cancelled() {
+                    return (c, None);
+                }
+                let r = compact_partition(
+                    metastore,
+                    hdfs,
+                    &c.table,
+                    &c.name,
+                    c.partition.as_ref(),
+                    dry,
+                    &Quiet,
+                )
+                .await;
+                let verdict = (r.outcome.status != Status::DryRun).then(|| without_plan(r));
+                (c, verdict)
+            }
+        })
+        .buffered(LISTINGS_IN_FLIGHT);
+    let mut runs = Vec::new();
+    while let Some((c, verdict)) = verdicts.next().await {
+        match verdict {
+            Some(r) => decided.push(r),
+            None => runs.push(c),
+        }
+    }
+    if options.cancel.is_cancelled() {
+        // Interrupted while planning: the job is not submitted at all.
+        decided.extend(runs.drain(..).map(|c| {
+            CompactReport::not_run(
+                &c.table.qualified_name(),
+                &c.name,
+                Status::Skipped,
+                "not started: the run was interrupted".into(),
+                None,
+            )
+        }));
+    }
+    tracing::info!(
+        "planned {planned} partitions here without locks in {:.1} s: {} have work for the job",
+        started.elapsed().as_secs_f64(),
+        runs.len()
+    );
+    BatchPlan { runs, decided }
+}
+
+/// A partition's verdict without the plan behind it: its status, reason and counts stay, the
+/// lists of its files go.
+fn without_plan(mut r: CompactReport) -> CompactReport {
+    r.groups = Vec::new();
+    r.carried = Vec::new();
+    r.dropped_empty = Vec::new();
+    r.layout = None;
+    r
 }
 
 /// The job for the planned partitions; no side effects.
@@ -324,7 +410,12 @@ pub async fn execute(
         summary.add(r);
     }
     let mut reports = Vec::new();
-    if !job.work_list.is_empty() {
+    if job.work_list.is_empty() {
+        report.no_job = Some(match batch.decided.len() {
+            0 => "the selection holds no partition".to_string(),
+            n => format!("none of the {n} partitions has work to do"),
+        });
+    } else {
         match submit(metastore, hdfs, &job, options, progress, &mut report).await {
             Ok(done) => reports = done,
             Err(e) => {

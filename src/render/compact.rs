@@ -291,6 +291,13 @@ pub fn yarn_plan(out: &mut dyn Write, p: &YarnPlan, format: Format) -> anyhow::R
     if format == Format::Json {
         return json(out, &serde_json::json!({ "yarn_plan": p }));
     }
+    if p.work_list.is_empty() {
+        writeln!(
+            out,
+            "dry run: would submit no YARN job: no partition has work to do"
+        )?;
+        return Ok(());
+    }
     writeln!(
         out,
         "dry run: would submit YARN job '{}': {} in {} of up to {} each",
@@ -335,7 +342,9 @@ pub fn batch_summary(
             None => json(out, &serde_json::json!({ "summary": s })),
         };
     }
-    if let Some(y) = yarn {
+    if let Some(why) = yarn.and_then(|y| y.no_job.as_deref()) {
+        writeln!(out, "yarn: no job submitted: {why}")?;
+    } else if let Some(y) = yarn {
         writeln!(
             out,
             "yarn: job {} (application {}) {} in {:.1} s, {}",
@@ -534,5 +543,39 @@ mod tests {
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
         assert_eq!(v["summary"]["compacted"], 2);
         assert_eq!(v["summary"]["exit_code"], 1);
+    }
+
+    #[test]
+    fn a_run_that_submits_no_job_says_so_in_one_line() {
+        let s = BatchSummary {
+            counts: Counts {
+                partitions: 2,
+                nothing_to_do: 2,
+                ..Counts::default()
+            },
+            ..BatchSummary::default()
+        };
+        let y = YarnReport {
+            no_job: Some("none of the 2 partitions has work to do".into()),
+            ..YarnReport::default()
+        };
+        let (out, _) = printed(|o, _| batch_summary(o, &s, Some(&y), Format::Text));
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines[0],
+            "yarn: no job submitted: none of the 2 partitions has work to do"
+        );
+        assert!(
+            lines[1].starts_with("summary: 0 compacted, 2 nothing to do"),
+            "{out}"
+        );
+        assert_eq!(lines.len(), 2, "{out}");
+        let (out, _) = printed(|o, _| batch_summary(o, &s, Some(&y), Format::Json));
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(
+            v["yarn"]["no_job"],
+            "none of the 2 partitions has work to do"
+        );
+        assert!(v["yarn"]["application"].is_null(), "{v}");
     }
 }

@@ -1,7 +1,8 @@
 //! `compact --on-yarn` against the local cluster's YARN (`scripts/cluster start --yarn`: a
 //! MiniMRYarnCluster beside HDFS and the metastore, and a `mapred` command in
 //! `$HADOOP_HOME/bin`): the job's tasks compact with the same protocol, the client reports
-//! every partition, retries lose and double nothing, and a dry run submits nothing.
+//! every partition, retries lose and double nothing, a dry run submits nothing, and only the
+//! partitions with work to do are sent.
 //!
 //! One job at a time: the minicluster's one NodeManager holds one job's tasks.
 
@@ -128,6 +129,30 @@ fn set_mtime(path: &str, days_ago: u64) {
     let t = chrono::Utc::now().timestamp_millis() as u64 - days_ago * 86_400_000;
     rt().block_on(common::hdfs::hdfs().set_modification_time(&common::hdfs::loc(path), t))
         .unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// The partition's metastore lock, as another client holds it: a compaction that asks for it
+/// is `busy`.
+fn hold_lock(part: &Part) -> hive_orc_compactor::lock::PartitionLock {
+    use hive_orc_compactor::lock::{self, LockMode, LockOptions, Target};
+    rt().block_on(lock::acquire(
+        &common::metastore::metastore(&env("HMS_URI")),
+        &Target {
+            db: &part.db,
+            table: &part.table,
+            partition: &part.spec,
+        },
+        &LockOptions {
+            mode: LockMode::Required,
+            wait: Duration::ZERO,
+            user: "yarn-test".into(),
+            ..LockOptions::default()
+        },
+        &tokio_util::sync::CancellationToken::new(),
+        &mut vec![],
+    ))
+    .expect("the test takes the lock")
+    .expect("HMS 4 has locks")
 }
 
 #[test]
@@ -432,31 +457,11 @@ fn busy_and_refused_partitions_are_reported_and_the_others_go_on() {
     if skipped() {
         return;
     }
-    use hive_orc_compactor::lock::{self, LockMode, LockOptions, Target};
     let _turn = one_job_at_a_time();
     let db = database("yarn_mixed");
     let parts = &parts(&db, &["yarn_c"])[..3];
     let locked = &parts[2];
-    let ms = common::metastore::metastore(&env("HMS_URI"));
-    let held = rt()
-        .block_on(lock::acquire(
-            &ms,
-            &Target {
-                db: &locked.db,
-                table: &locked.table,
-                partition: &locked.spec,
-            },
-            &LockOptions {
-                mode: LockMode::Required,
-                wait: Duration::ZERO,
-                user: "yarn-test".into(),
-                ..LockOptions::default()
-            },
-            &tokio_util::sync::CancellationToken::new(),
-            &mut vec![],
-        ))
-        .expect("the test takes the lock")
-        .expect("HMS 4 has locks");
+    let held = hold_lock(locked);
     let locked_before = locked.state(true);
     // A partition of a full-ACID table of the shared fixtures: refused where it runs.
     let fx = fixtures();
@@ -520,6 +525,199 @@ fn busy_and_refused_partitions_are_reported_and_the_others_go_on() {
         "a refused partition",
     );
     assert_work_dir_removed(&dir);
+}
+
+/// The work list holds only what a run on this host would compact. Half of a table is
+/// compacted first (here, to spare a job): the dry run's work list is exactly the other half,
+/// the partitions a local dry run would compact, and every partition has one report. The run
+/// then sends only those; a partition left out is never locked by a task, which a lock held on
+/// one of them by another client shows (it would be `busy`). After that run, a second one
+/// submits no job at all: its `mapred` is never called, no binary is shipped, no work
+/// directory made, and it says so in one line.
+#[test]
+fn only_partitions_with_work_are_sent_and_a_healthy_selection_submits_nothing() {
+    if skipped() {
+        return;
+    }
+    let _turn = one_job_at_a_time();
+    let db = database("yarn_sift");
+    let parts = parts(&db, &["yarn_c"]);
+    let table = db.fixtures.qualified("yarn_c");
+    let key = |p: &Part| format!("{}/{}", p.qualified(), p.spec);
+    let selection = ["compact", "--table", &table, "--all", "--min-age", "0s"];
+    fn with<'a>(selection: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
+        [selection, extra].concat()
+    }
+
+    let half = parts.len() / 2;
+    let limit = half.to_string();
+    let o = run(&with(&selection, &["--limit", &limit, "--json"]));
+    assert_eq!(code(&o), 0, "{}", describe(&o));
+    let (by_key, _) = reports(&o);
+    let (healthy, unhealthy): (Vec<&Part>, Vec<&Part>) = parts
+        .iter()
+        .partition(|p| by_key[&key(p)]["status"] == "compacted");
+    assert_eq!(healthy.len(), half, "{}", describe(&o));
+
+    // A `mapred` that records being called and submits nothing.
+    let dir = tempfile::tempdir().unwrap();
+    let called = dir.path().join("called");
+    let mapred = dir.path().join("mapred");
+    std::fs::write(
+        &mapred,
+        format!("#!/bin/sh\ntouch '{}'\nexit 1\n", called.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&mapred, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mapred = mapred.to_str().unwrap();
+    let yarn = shared_yarn_dir();
+    let sorted = |mut keys: Vec<String>| {
+        keys.sort();
+        keys
+    };
+    let unhealthy_keys = sorted(unhealthy.iter().map(|p| key(p)).collect());
+
+    // The dry run: the unhealthy half, as a local dry run sees it; the rest reported here.
+    let local = run(&with(&selection, &["--dry-run", "--json"]));
+    let (local_by_key, _) = reports(&local);
+    let would = |by_key: &std::collections::BTreeMap<String, Value>| {
+        sorted(
+            (by_key.iter())
+                .filter(|(_, r)| r["status"] == "dry-run")
+                .map(|(k, _)| k.clone())
+                .collect(),
+        )
+    };
+    assert_eq!(would(&local_by_key), unhealthy_keys, "{}", describe(&local));
+    let o = on_yarn(&with(
+        &selection,
+        &[
+            "--on-yarn",
+            "--tasks",
+            "4",
+            "--hadoop-cmd",
+            mapred,
+            "--yarn-dir",
+            &yarn,
+            "--dry-run",
+            "--json",
+        ],
+    ));
+    assert_eq!(code(&o), 0, "{}", describe(&o));
+    let lines: Vec<Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let work_list: Vec<String> = lines[0]["yarn_plan"]["work_list"]
+        .as_array()
+        .unwrap_or_else(|| panic!("the plan first: {}", describe(&o)))
+        .iter()
+        .map(|k| k.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        sorted(work_list.clone()),
+        unhealthy_keys,
+        "{}",
+        describe(&o)
+    );
+    let here: Vec<String> = lines[1..]
+        .iter()
+        .map(|r| {
+            assert_eq!(r["status"], "nothing-to-do", "{r}");
+            format!(
+                "{}/{}",
+                r["table"].as_str().unwrap(),
+                r["partition"].as_str().unwrap()
+            )
+        })
+        .collect();
+    let mut every = [work_list, here].concat();
+    every.sort();
+    assert_eq!(
+        every,
+        sorted(parts.iter().map(key).collect()),
+        "one report each"
+    );
+
+    // Another client holds a healthy partition's lock throughout: no task or check asks for it.
+    let held = hold_lock(healthy[0]);
+
+    // The run sends the unhealthy half only.
+    let o = on_yarn(&with(
+        &selection,
+        &[
+            "--on-yarn",
+            "--tasks",
+            "4",
+            "--lock-timeout",
+            "0",
+            "--yarn-dir",
+            &yarn,
+            "--json",
+        ],
+    ));
+    assert_eq!(code(&o), 0, "{}", describe(&o));
+    let (by_key, last) = reports(&o);
+    assert_eq!(by_key.len(), parts.len(), "{last}");
+    for p in &unhealthy {
+        assert_eq!(by_key[&key(p)]["status"], "compacted", "{}", key(p));
+    }
+    for p in &healthy {
+        assert_eq!(by_key[&key(p)]["status"], "nothing-to-do", "{}", key(p));
+    }
+    let yarn_report = &last["yarn"];
+    assert_eq!(yarn_report["succeeded"], true, "{last}");
+    assert_eq!(
+        yarn_report["tasks"],
+        unhealthy.len(),
+        "a task per sent partition: {last}"
+    );
+    assert_work_dir_removed(&yarn);
+
+    // A second run: nothing to do anywhere, so no job, no binary, no work directory.
+    let again = with(
+        &selection,
+        &[
+            "--on-yarn",
+            "--lock-timeout",
+            "0",
+            "--hadoop-cmd",
+            mapred,
+            "--yarn-dir",
+            &yarn,
+        ],
+    );
+    let o = on_yarn(&with(&again, &["--json"]));
+    assert_eq!(code(&o), 0, "{}", describe(&o));
+    let (by_key, last) = reports(&o);
+    assert_eq!(by_key.len(), parts.len(), "{last}");
+    assert_eq!(last["summary"]["nothing_to_do"], parts.len(), "{last}");
+    let yarn_report = &last["yarn"];
+    assert_eq!(
+        yarn_report["no_job"],
+        format!("none of the {} partitions has work to do", parts.len()),
+        "{last}"
+    );
+    for field in ["application", "job", "binary", "error"] {
+        assert!(yarn_report[field].is_null(), "{field}: {last}");
+    }
+    assert_eq!(yarn_report["tasks"], 0, "{last}");
+    assert_work_dir_removed(&yarn);
+    let o = on_yarn(&again);
+    assert_eq!(code(&o), 0, "{}", describe(&o));
+    let printed = stdout(&o);
+    let no_job: Vec<&str> = printed.lines().filter(|l| l.starts_with("yarn:")).collect();
+    assert_eq!(
+        no_job,
+        [format!(
+            "yarn: no job submitted: none of the {} partitions has work to do",
+            parts.len()
+        )],
+        "{}",
+        describe(&o)
+    );
+    rt().block_on(held.release()).expect("unlock");
+    assert!(!called.exists(), "mapred was called");
 }
 
 /// What a task runs, on an empty share: nothing to report, exit 0.
