@@ -1,0 +1,58 @@
+#![cfg(feature = "cluster-tests")]
+//! The swap as the metastore's listeners see it (Impala's catalog, Atlas, Hive replication):
+//! each partition `compact` swaps, and each one `rollback` puts back, is announced in the
+//! notification log with its new location, on HMS 4.0.1 and 3.1.3 (both run a notification
+//! listener: see scripts/cluster's `select_hms`).
+
+use crate::common::events::{altered_partitions, current_id};
+use crate::common::metastore::metastore;
+use crate::common::partition::Part;
+use crate::common::{env, fixtures};
+
+/// Two partitions compacted by two runs (one `alter_partition` each), then one rolled back.
+fn swaps_are_announced(hms_uri: &str, hdfs_url: &str, db: &str) {
+    let fx = fixtures::load(db, "codecs", hms_uri, hdfs_url);
+    let parts = [
+        Part::of(&fx, hms_uri, "codecs", "codec=zstd"),
+        Part::of(&fx, hms_uri, "codecs", "codec=snappy"),
+    ];
+    let ms = metastore(hms_uri);
+
+    let start = current_id(&ms);
+    for p in &parts {
+        p.ok("compact", &[], 0);
+    }
+    let swapped: Vec<_> = parts
+        .iter()
+        .map(|p| (p.values.clone(), p.location()))
+        .collect();
+    for (p, (_, location)) in parts.iter().zip(&swapped) {
+        assert_ne!(location, &p.home, "{} {}: compact did not move it", db, p.spec);
+    }
+    assert_eq!(
+        altered_partitions(&ms, start, db, "codecs"),
+        swapped,
+        "the log after event {start} should announce each swap once, with its new location"
+    );
+
+    let start = current_id(&ms);
+    parts[0].ok("rollback", &[], 0);
+    assert_eq!(
+        altered_partitions(&ms, start, db, "codecs"),
+        vec![(parts[0].values.clone(), parts[0].location())],
+        "the log after event {start} should announce the rollback of {}",
+        parts[0].spec
+    );
+}
+
+#[test]
+fn swaps_and_rollback_are_announced_on_hms_4() {
+    let db = format!("events4_{}", std::process::id());
+    swaps_are_announced(&env("HMS_URI"), &env("HDFS_URL"), &db);
+}
+
+#[test]
+fn swaps_and_rollback_are_announced_on_hms_3_1() {
+    let db = format!("events31_{}", std::process::id());
+    swaps_are_announced(&env("HMS31_URI"), &env("HDFS31_URL"), &db);
+}
