@@ -26,8 +26,8 @@ pub use error::MetastoreError;
 pub use gen::{
     CheckLockRequest, ColumnStatistics, DataOperationType, Database, EnvironmentContext,
     FieldSchema, LockComponent, LockLevel, LockRequest, LockResponse, LockState, LockType,
-    NotificationEvent, Order, Partition, PrincipalPrivilegeSet, PrincipalType, PrivilegeGrantInfo, SerDeInfo,
-    ShowLocksResponseElement, SkewedInfo, StorageDescriptor, Table,
+    NotificationEvent, Order, Partition, PrincipalPrivilegeSet, PrincipalType, PrivilegeGrantInfo,
+    SerDeInfo, ShowLocksResponseElement, SkewedInfo, StorageDescriptor, Table,
 };
 pub use security::token::{DelegationToken, TokenLogin};
 
@@ -652,9 +652,12 @@ impl Metastore {
         };
         let what = format!("the notification log after event {after}");
         let response = self
-            .run("get_next_notification", what, Call::Idempotent, move |c, _| {
-                c.get_next_notification(request.clone())
-            })
+            .run(
+                "get_next_notification",
+                what,
+                Call::Idempotent,
+                move |c, _| c.get_next_notification(request.clone()),
+            )
             .await?;
         Ok(response.events)
     }

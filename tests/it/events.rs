@@ -27,7 +27,11 @@ fn swaps_are_announced(hms_uri: &str, hdfs_url: &str, db: &str) {
         .map(|p| (p.values.clone(), p.location()))
         .collect();
     for (p, (_, location)) in parts.iter().zip(&swapped) {
-        assert_ne!(location, &p.home, "{} {}: compact did not move it", db, p.spec);
+        assert_ne!(
+            location, &p.home,
+            "{db} {}: compact did not move it",
+            p.spec
+        );
     }
     assert_eq!(
         altered_partitions(&ms, start, db, "codecs"),

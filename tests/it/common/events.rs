@@ -60,13 +60,16 @@ pub fn altered_partitions(
         if !ours {
             continue;
         }
-        let what = format!("event {} ({}) of {db}.{table}", event.event_id, event.event_type);
+        let what = format!(
+            "event {} ({}) of {db}.{table}",
+            event.event_id, event.event_type
+        );
         let message = message(&event, &what);
         // Each partition is in the message as Thrift's JSON protocol writes a Partition.
         let partitions: Vec<&str> = match event.event_type.as_str() {
-            "ALTER_PARTITION" => vec![message["partitionObjAfterJson"].as_str().unwrap_or_else(
-                || panic!("{what}: no partitionObjAfterJson in {message}"),
-            )],
+            "ALTER_PARTITION" => vec![message["partitionObjAfterJson"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{what}: no partitionObjAfterJson in {message}"))],
             "ALTER_PARTITIONS" => message["partitionListJson"]
                 .as_array()
                 .and_then(|list| list.iter().map(Value::as_str).collect())
