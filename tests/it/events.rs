@@ -2,11 +2,15 @@
 //! The swap as the metastore's listeners see it (Impala's catalog, Atlas, Hive replication):
 //! each partition `compact` swaps, and each one `rollback` puts back, is announced in the
 //! notification log with its new location, on HMS 4.0.1 and 3.1.3 (both run a notification
-//! listener: see scripts/cluster's `select_hms`).
+//! listener: see scripts/cluster's `select_hms`); a run that swaps nothing announces nothing.
 
 use crate::common::events::{altered_partitions, current_id};
+#[cfg(feature = "failpoints")]
+use crate::common::failpoints::run_with_failpoints;
 use crate::common::metastore::metastore;
 use crate::common::partition::Part;
+#[cfg(feature = "failpoints")]
+use crate::common::{code, describe};
 use crate::common::{env, fixtures};
 
 /// Two partitions compacted by two runs (one `alter_partition` each), then one rolled back.
@@ -46,6 +50,29 @@ fn swaps_are_announced(hms_uri: &str, hdfs_url: &str, db: &str) {
         vec![(parts[0].values.clone(), parts[0].location())],
         "the log after event {start} should announce the rollback of {}",
         parts[0].spec
+    );
+
+    // Runs that swap nothing announce nothing: one that finds nothing to do, and (with the
+    // failpoints) one that fails just before the swap.
+    let start = current_id(&ms);
+    let r = parts[1].ok("compact", &[], 0);
+    assert_eq!(r["status"], "nothing-to-do", "{r}");
+    #[cfg(feature = "failpoints")]
+    {
+        let part = Part::of(&fx, hms_uri, "codecs", "codec=lz4");
+        let out = run_with_failpoints(&part, "compact::before-swap=return");
+        assert_eq!(code(&out), 1, "{}", describe(&out));
+        assert_eq!(
+            part.location(),
+            part.home,
+            "a failed run moved {}",
+            part.spec
+        );
+    }
+    assert_eq!(
+        altered_partitions(&ms, start, db, "codecs"),
+        vec![],
+        "the log after event {start} should announce no partition of {db}.codecs"
     );
 }
 
