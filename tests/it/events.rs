@@ -26,6 +26,12 @@ fn swaps_are_announced(hms_uri: &str, hdfs_url: &str, db: &str) {
     for p in &parts {
         p.ok("compact", &[], 0);
     }
+    assert!(
+        current_id(&ms) > start,
+        "the metastore at {hms_uri} logged no event for two swaps: it runs no notification \
+         listener (metastore.transactional.event.listeners); start it with this checkout's \
+         scripts/cluster, which configures one"
+    );
     let swapped: Vec<_> = parts
         .iter()
         .map(|p| (p.values.clone(), p.location()))
