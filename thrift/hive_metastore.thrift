@@ -547,7 +547,7 @@ struct NotificationEvent {
   1: required i64 eventId,
   // Seconds since the epoch.
   2: required i32 eventTime,
-  // ALTER_PARTITION, ALTER_PARTITIONS (newer HMS 4), ADD_PARTITION, ...
+  // ALTER_PARTITION, ALTER_PARTITIONS (HMS 4.1 and later), ADD_PARTITION, ...
   3: required string eventType,
   4: optional string dbName,
   5: optional string tableName,

@@ -39,8 +39,8 @@ pub fn events_since(ms: &Metastore, after: i64) -> Vec<NotificationEvent> {
 /// location each event gives them, in the order of the log: a pair per partition of each
 /// ALTER_PARTITION event (HMS 2.3, 3.1 and 4.0.1 fire one per partition, for
 /// `alter_partition` and for each partition of a batched `alter_partitions`) and of each
-/// ALTER_PARTITIONS event (newer Hive 4: one per batch). Panics, naming the event, on one it
-/// cannot read.
+/// ALTER_PARTITIONS event (Hive 4.1 and later: one per batch). Panics, naming the event, on one
+/// it cannot read.
 pub fn altered_partitions(
     ms: &Metastore,
     after: i64,
