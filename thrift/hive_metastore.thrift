@@ -533,6 +533,39 @@ struct ShowLocksResponse {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The notification log: what a metastore with a notification listener
+// (metastore.transactional.event.listeners) records of each change, read by Impala's catalog,
+// Atlas and Hive replication. Read-only for us: only the request's first two fields are sent
+// (HMS 4's filters by database and table are left to the reader, 2.x/3.x lack them).
+
+struct NotificationEventRequest {
+  1: required i64 lastEvent,
+  2: optional i32 maxEvents,
+}
+
+struct NotificationEvent {
+  1: required i64 eventId,
+  // Seconds since the epoch.
+  2: required i32 eventTime,
+  // ALTER_PARTITION, ALTER_PARTITIONS (HMS 4.1 and later), ADD_PARTITION, ...
+  3: required string eventType,
+  4: optional string dbName,
+  5: optional string tableName,
+  // JSON, or base64 of gzipped JSON: messageFormat says which.
+  6: required string message,
+  7: optional string messageFormat,
+  8: optional string catName,
+}
+
+struct NotificationEventResponse {
+  1: required list<NotificationEvent> events,
+}
+
+struct CurrentNotificationEventId {
+  1: required i64 eventId,
+}
+
+// ---------------------------------------------------------------------------------------------
 // Exceptions
 
 exception MetaException {
@@ -668,6 +701,10 @@ service ThriftHiveMetastore {
   void heartbeat(1: HeartbeatRequest ids)
       throws (1: NoSuchLockException o1, 2: NoSuchTxnException o2, 3: TxnAbortedException o3)
   ShowLocksResponse show_locks(1: ShowLocksRequest rqst)
+
+  // Events after lastEvent, oldest first, at most maxEvents; the id of the newest one.
+  NotificationEventResponse get_next_notification(1: NotificationEventRequest rqst)
+  CurrentNotificationEventId get_current_notificationEventId()
 
   // Delegation tokens, for tasks without a Kerberos ticket (SASL DIGEST-MD5); asked for over
   // Kerberos (GSSAPI). The token travels in Hadoop's URL-safe string form.

@@ -25,9 +25,9 @@ pub use config::{parse_uris, MetastoreConfig, MetastoreUri, Transport};
 pub use error::MetastoreError;
 pub use gen::{
     CheckLockRequest, ColumnStatistics, DataOperationType, Database, EnvironmentContext,
-    FieldSchema, LockComponent, LockLevel, LockRequest, LockResponse, LockState, LockType, Order,
-    Partition, PrincipalPrivilegeSet, PrincipalType, PrivilegeGrantInfo, SerDeInfo,
-    ShowLocksResponseElement, SkewedInfo, StorageDescriptor, Table,
+    FieldSchema, LockComponent, LockLevel, LockRequest, LockResponse, LockState, LockType,
+    NotificationEvent, Order, Partition, PrincipalPrivilegeSet, PrincipalType, PrivilegeGrantInfo,
+    SerDeInfo, ShowLocksResponseElement, SkewedInfo, StorageDescriptor, Table,
 };
 pub use security::token::{DelegationToken, TokenLogin};
 
@@ -670,6 +670,43 @@ impl Metastore {
             })
             .await?;
         Ok(response.locks.unwrap_or_default())
+    }
+
+    /// The id of the newest event in the metastore's notification log: 0 while it is empty,
+    /// and it stays so on a metastore without a notification listener.
+    pub async fn current_notification_id(&self) -> Result<i64> {
+        let current = self
+            .run(
+                "get_current_notificationEventId",
+                "the notification log".into(),
+                Call::Idempotent,
+                |c, _| c.get_current_notification_event_id(),
+            )
+            .await?;
+        Ok(current.event_id)
+    }
+
+    /// At most `max` events of the notification log that came after event `after`, oldest
+    /// first. The metastore keeps them for its listener's time to live (a day by default).
+    pub async fn notifications_since(
+        &self,
+        after: i64,
+        max: i32,
+    ) -> Result<Vec<NotificationEvent>> {
+        let request = gen::NotificationEventRequest {
+            last_event: after,
+            max_events: Some(max),
+        };
+        let what = format!("the notification log after event {after}");
+        let response = self
+            .run(
+                "get_next_notification",
+                what,
+                Call::Idempotent,
+                move |c, _| c.get_next_notification(request.clone()),
+            )
+            .await?;
+        Ok(response.events)
     }
 
     pub async fn unlock(&self, lock_id: i64) -> Result<()> {

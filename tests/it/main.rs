@@ -25,6 +25,7 @@ mod docs;
 mod census_page;
 mod clustering;
 mod compact;
+mod events;
 mod fleet;
 mod hdfs_faults;
 mod iceberg;

@@ -7988,6 +7988,372 @@ impl Default for ShowLocksResponse {
 }
 
 //
+// NotificationEventRequest
+//
+
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct NotificationEventRequest {
+    pub last_event: i64,
+    pub max_events: Option<i32>,
+}
+
+impl NotificationEventRequest {
+    pub fn new<F2>(last_event: i64, max_events: F2) -> NotificationEventRequest
+    where
+        F2: Into<Option<i32>>,
+    {
+        NotificationEventRequest {
+            last_event,
+            max_events: max_events.into(),
+        }
+    }
+}
+
+impl TSerializable for NotificationEventRequest {
+    fn read_from_in_protocol(
+        i_prot: &mut dyn TInputProtocol,
+    ) -> thrift::Result<NotificationEventRequest> {
+        i_prot.read_struct_begin()?;
+        let mut f_1: Option<i64> = None;
+        let mut f_2: Option<i32> = None;
+        loop {
+            let field_ident = i_prot.read_field_begin()?;
+            if field_ident.field_type == TType::Stop {
+                break;
+            }
+            let field_id = field_id(&field_ident)?;
+            match field_id {
+                1 => {
+                    let val = i_prot.read_i64()?;
+                    f_1 = Some(val);
+                }
+                2 => {
+                    let val = i_prot.read_i32()?;
+                    f_2 = Some(val);
+                }
+                _ => {
+                    i_prot.skip(field_ident.field_type)?;
+                }
+            };
+            i_prot.read_field_end()?;
+        }
+        i_prot.read_struct_end()?;
+        verify_required_field_exists("NotificationEventRequest.last_event", &f_1)?;
+        let ret = NotificationEventRequest {
+            last_event: f_1
+                .expect("auto-generated code should have checked for presence of required fields"),
+            max_events: f_2,
+        };
+        Ok(ret)
+    }
+    fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+        let struct_ident = TStructIdentifier::new("NotificationEventRequest");
+        o_prot.write_struct_begin(&struct_ident)?;
+        o_prot.write_field_begin(&TFieldIdentifier::new("lastEvent", TType::I64, 1))?;
+        o_prot.write_i64(self.last_event)?;
+        o_prot.write_field_end()?;
+        if let Some(fld_var) = self.max_events {
+            o_prot.write_field_begin(&TFieldIdentifier::new("maxEvents", TType::I32, 2))?;
+            o_prot.write_i32(fld_var)?;
+            o_prot.write_field_end()?
+        }
+        o_prot.write_field_stop()?;
+        o_prot.write_struct_end()
+    }
+}
+
+//
+// NotificationEvent
+//
+
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct NotificationEvent {
+    pub event_id: i64,
+    pub event_time: i32,
+    pub event_type: String,
+    pub db_name: Option<String>,
+    pub table_name: Option<String>,
+    pub message: String,
+    pub message_format: Option<String>,
+    pub cat_name: Option<String>,
+}
+
+impl NotificationEvent {
+    pub fn new<F4, F5, F7, F8>(
+        event_id: i64,
+        event_time: i32,
+        event_type: String,
+        db_name: F4,
+        table_name: F5,
+        message: String,
+        message_format: F7,
+        cat_name: F8,
+    ) -> NotificationEvent
+    where
+        F4: Into<Option<String>>,
+        F5: Into<Option<String>>,
+        F7: Into<Option<String>>,
+        F8: Into<Option<String>>,
+    {
+        NotificationEvent {
+            event_id,
+            event_time,
+            event_type,
+            db_name: db_name.into(),
+            table_name: table_name.into(),
+            message,
+            message_format: message_format.into(),
+            cat_name: cat_name.into(),
+        }
+    }
+}
+
+impl TSerializable for NotificationEvent {
+    fn read_from_in_protocol(i_prot: &mut dyn TInputProtocol) -> thrift::Result<NotificationEvent> {
+        i_prot.read_struct_begin()?;
+        let mut f_1: Option<i64> = None;
+        let mut f_2: Option<i32> = None;
+        let mut f_3: Option<String> = None;
+        let mut f_4: Option<String> = None;
+        let mut f_5: Option<String> = None;
+        let mut f_6: Option<String> = None;
+        let mut f_7: Option<String> = None;
+        let mut f_8: Option<String> = None;
+        loop {
+            let field_ident = i_prot.read_field_begin()?;
+            if field_ident.field_type == TType::Stop {
+                break;
+            }
+            let field_id = field_id(&field_ident)?;
+            match field_id {
+                1 => {
+                    let val = i_prot.read_i64()?;
+                    f_1 = Some(val);
+                }
+                2 => {
+                    let val = i_prot.read_i32()?;
+                    f_2 = Some(val);
+                }
+                3 => {
+                    let val = i_prot.read_string()?;
+                    f_3 = Some(val);
+                }
+                4 => {
+                    let val = i_prot.read_string()?;
+                    f_4 = Some(val);
+                }
+                5 => {
+                    let val = i_prot.read_string()?;
+                    f_5 = Some(val);
+                }
+                6 => {
+                    let val = i_prot.read_string()?;
+                    f_6 = Some(val);
+                }
+                7 => {
+                    let val = i_prot.read_string()?;
+                    f_7 = Some(val);
+                }
+                8 => {
+                    let val = i_prot.read_string()?;
+                    f_8 = Some(val);
+                }
+                _ => {
+                    i_prot.skip(field_ident.field_type)?;
+                }
+            };
+            i_prot.read_field_end()?;
+        }
+        i_prot.read_struct_end()?;
+        verify_required_field_exists("NotificationEvent.event_id", &f_1)?;
+        verify_required_field_exists("NotificationEvent.event_time", &f_2)?;
+        verify_required_field_exists("NotificationEvent.event_type", &f_3)?;
+        verify_required_field_exists("NotificationEvent.message", &f_6)?;
+        let ret = NotificationEvent {
+            event_id: f_1
+                .expect("auto-generated code should have checked for presence of required fields"),
+            event_time: f_2
+                .expect("auto-generated code should have checked for presence of required fields"),
+            event_type: f_3
+                .expect("auto-generated code should have checked for presence of required fields"),
+            db_name: f_4,
+            table_name: f_5,
+            message: f_6
+                .expect("auto-generated code should have checked for presence of required fields"),
+            message_format: f_7,
+            cat_name: f_8,
+        };
+        Ok(ret)
+    }
+    fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+        let struct_ident = TStructIdentifier::new("NotificationEvent");
+        o_prot.write_struct_begin(&struct_ident)?;
+        o_prot.write_field_begin(&TFieldIdentifier::new("eventId", TType::I64, 1))?;
+        o_prot.write_i64(self.event_id)?;
+        o_prot.write_field_end()?;
+        o_prot.write_field_begin(&TFieldIdentifier::new("eventTime", TType::I32, 2))?;
+        o_prot.write_i32(self.event_time)?;
+        o_prot.write_field_end()?;
+        o_prot.write_field_begin(&TFieldIdentifier::new("eventType", TType::String, 3))?;
+        o_prot.write_string(&self.event_type)?;
+        o_prot.write_field_end()?;
+        if let Some(ref fld_var) = self.db_name {
+            o_prot.write_field_begin(&TFieldIdentifier::new("dbName", TType::String, 4))?;
+            o_prot.write_string(fld_var)?;
+            o_prot.write_field_end()?
+        }
+        if let Some(ref fld_var) = self.table_name {
+            o_prot.write_field_begin(&TFieldIdentifier::new("tableName", TType::String, 5))?;
+            o_prot.write_string(fld_var)?;
+            o_prot.write_field_end()?
+        }
+        o_prot.write_field_begin(&TFieldIdentifier::new("message", TType::String, 6))?;
+        o_prot.write_string(&self.message)?;
+        o_prot.write_field_end()?;
+        if let Some(ref fld_var) = self.message_format {
+            o_prot.write_field_begin(&TFieldIdentifier::new("messageFormat", TType::String, 7))?;
+            o_prot.write_string(fld_var)?;
+            o_prot.write_field_end()?
+        }
+        if let Some(ref fld_var) = self.cat_name {
+            o_prot.write_field_begin(&TFieldIdentifier::new("catName", TType::String, 8))?;
+            o_prot.write_string(fld_var)?;
+            o_prot.write_field_end()?
+        }
+        o_prot.write_field_stop()?;
+        o_prot.write_struct_end()
+    }
+}
+
+//
+// NotificationEventResponse
+//
+
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct NotificationEventResponse {
+    pub events: Vec<NotificationEvent>,
+}
+
+impl NotificationEventResponse {
+    pub fn new(events: Vec<NotificationEvent>) -> NotificationEventResponse {
+        NotificationEventResponse { events }
+    }
+}
+
+impl TSerializable for NotificationEventResponse {
+    fn read_from_in_protocol(
+        i_prot: &mut dyn TInputProtocol,
+    ) -> thrift::Result<NotificationEventResponse> {
+        i_prot.read_struct_begin()?;
+        let mut f_1: Option<Vec<NotificationEvent>> = None;
+        loop {
+            let field_ident = i_prot.read_field_begin()?;
+            if field_ident.field_type == TType::Stop {
+                break;
+            }
+            let field_id = field_id(&field_ident)?;
+            match field_id {
+                1 => {
+                    let list_ident = i_prot.read_list_begin()?;
+                    let mut val: Vec<NotificationEvent> =
+                        Vec::with_capacity(list_ident.size as usize);
+                    for _ in 0..list_ident.size {
+                        let list_elem_51 = NotificationEvent::read_from_in_protocol(i_prot)?;
+                        val.push(list_elem_51);
+                    }
+                    i_prot.read_list_end()?;
+                    f_1 = Some(val);
+                }
+                _ => {
+                    i_prot.skip(field_ident.field_type)?;
+                }
+            };
+            i_prot.read_field_end()?;
+        }
+        i_prot.read_struct_end()?;
+        verify_required_field_exists("NotificationEventResponse.events", &f_1)?;
+        let ret = NotificationEventResponse {
+            events: f_1
+                .expect("auto-generated code should have checked for presence of required fields"),
+        };
+        Ok(ret)
+    }
+    fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+        let struct_ident = TStructIdentifier::new("NotificationEventResponse");
+        o_prot.write_struct_begin(&struct_ident)?;
+        o_prot.write_field_begin(&TFieldIdentifier::new("events", TType::List, 1))?;
+        o_prot.write_list_begin(&TListIdentifier::new(
+            TType::Struct,
+            self.events.len() as i32,
+        ))?;
+        for e in &self.events {
+            e.write_to_out_protocol(o_prot)?;
+        }
+        o_prot.write_list_end()?;
+        o_prot.write_field_end()?;
+        o_prot.write_field_stop()?;
+        o_prot.write_struct_end()
+    }
+}
+
+//
+// CurrentNotificationEventId
+//
+
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct CurrentNotificationEventId {
+    pub event_id: i64,
+}
+
+impl CurrentNotificationEventId {
+    pub fn new(event_id: i64) -> CurrentNotificationEventId {
+        CurrentNotificationEventId { event_id }
+    }
+}
+
+impl TSerializable for CurrentNotificationEventId {
+    fn read_from_in_protocol(
+        i_prot: &mut dyn TInputProtocol,
+    ) -> thrift::Result<CurrentNotificationEventId> {
+        i_prot.read_struct_begin()?;
+        let mut f_1: Option<i64> = None;
+        loop {
+            let field_ident = i_prot.read_field_begin()?;
+            if field_ident.field_type == TType::Stop {
+                break;
+            }
+            let field_id = field_id(&field_ident)?;
+            match field_id {
+                1 => {
+                    let val = i_prot.read_i64()?;
+                    f_1 = Some(val);
+                }
+                _ => {
+                    i_prot.skip(field_ident.field_type)?;
+                }
+            };
+            i_prot.read_field_end()?;
+        }
+        i_prot.read_struct_end()?;
+        verify_required_field_exists("CurrentNotificationEventId.event_id", &f_1)?;
+        let ret = CurrentNotificationEventId {
+            event_id: f_1
+                .expect("auto-generated code should have checked for presence of required fields"),
+        };
+        Ok(ret)
+    }
+    fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+        let struct_ident = TStructIdentifier::new("CurrentNotificationEventId");
+        o_prot.write_struct_begin(&struct_ident)?;
+        o_prot.write_field_begin(&TFieldIdentifier::new("eventId", TType::I64, 1))?;
+        o_prot.write_i64(self.event_id)?;
+        o_prot.write_field_end()?;
+        o_prot.write_field_stop()?;
+        o_prot.write_struct_end()
+    }
+}
+
+//
 // MetaException
 //
 
@@ -9004,6 +9370,11 @@ pub trait TThriftHiveMetastoreSyncClient {
     fn unlock(&mut self, rqst: UnlockRequest) -> thrift::Result<()>;
     fn heartbeat(&mut self, ids: HeartbeatRequest) -> thrift::Result<()>;
     fn show_locks(&mut self, rqst: ShowLocksRequest) -> thrift::Result<ShowLocksResponse>;
+    fn get_next_notification(
+        &mut self,
+        rqst: NotificationEventRequest,
+    ) -> thrift::Result<NotificationEventResponse>;
+    fn get_current_notification_event_id(&mut self) -> thrift::Result<CurrentNotificationEventId>;
     fn get_delegation_token(
         &mut self,
         token_owner: String,
@@ -10278,6 +10649,74 @@ impl<C: TThriftClient + TThriftHiveMetastoreSyncClientMarker> TThriftHiveMetasto
             result.ok_or()
         }
     }
+    fn get_next_notification(
+        &mut self,
+        rqst: NotificationEventRequest,
+    ) -> thrift::Result<NotificationEventResponse> {
+        ({
+            self.increment_sequence_number();
+            let message_ident = TMessageIdentifier::new(
+                "get_next_notification",
+                TMessageType::Call,
+                self.sequence_number(),
+            );
+            let call_args = ThriftHiveMetastoreGetNextNotificationArgs { rqst };
+            self.o_prot_mut().write_message_begin(&message_ident)?;
+            call_args.write_to_out_protocol(self.o_prot_mut())?;
+            self.o_prot_mut().write_message_end()?;
+            self.o_prot_mut().flush()
+        })?;
+        {
+            let message_ident = self.i_prot_mut().read_message_begin()?;
+            verify_expected_sequence_number(self.sequence_number(), message_ident.sequence_number)?;
+            verify_expected_service_call("get_next_notification", &message_ident.name)?;
+            if message_ident.message_type == TMessageType::Exception {
+                let remote_error =
+                    thrift::Error::read_application_error_from_in_protocol(self.i_prot_mut())?;
+                self.i_prot_mut().read_message_end()?;
+                return Err(thrift::Error::Application(remote_error));
+            }
+            verify_expected_message_type(TMessageType::Reply, message_ident.message_type)?;
+            let result = ThriftHiveMetastoreGetNextNotificationResult::read_from_in_protocol(
+                self.i_prot_mut(),
+            )?;
+            self.i_prot_mut().read_message_end()?;
+            result.ok_or()
+        }
+    }
+    fn get_current_notification_event_id(&mut self) -> thrift::Result<CurrentNotificationEventId> {
+        ({
+            self.increment_sequence_number();
+            let message_ident = TMessageIdentifier::new(
+                "get_current_notificationEventId",
+                TMessageType::Call,
+                self.sequence_number(),
+            );
+            let call_args = ThriftHiveMetastoreGetCurrentNotificationEventIdArgs {};
+            self.o_prot_mut().write_message_begin(&message_ident)?;
+            call_args.write_to_out_protocol(self.o_prot_mut())?;
+            self.o_prot_mut().write_message_end()?;
+            self.o_prot_mut().flush()
+        })?;
+        {
+            let message_ident = self.i_prot_mut().read_message_begin()?;
+            verify_expected_sequence_number(self.sequence_number(), message_ident.sequence_number)?;
+            verify_expected_service_call("get_current_notificationEventId", &message_ident.name)?;
+            if message_ident.message_type == TMessageType::Exception {
+                let remote_error =
+                    thrift::Error::read_application_error_from_in_protocol(self.i_prot_mut())?;
+                self.i_prot_mut().read_message_end()?;
+                return Err(thrift::Error::Application(remote_error));
+            }
+            verify_expected_message_type(TMessageType::Reply, message_ident.message_type)?;
+            let result =
+                ThriftHiveMetastoreGetCurrentNotificationEventIdResult::read_from_in_protocol(
+                    self.i_prot_mut(),
+                )?;
+            self.i_prot_mut().read_message_end()?;
+            result.ok_or()
+        }
+    }
     fn get_delegation_token(
         &mut self,
         token_owner: String,
@@ -10513,6 +10952,13 @@ pub trait ThriftHiveMetastoreSyncHandler {
     fn handle_unlock(&self, rqst: UnlockRequest) -> thrift::Result<()>;
     fn handle_heartbeat(&self, ids: HeartbeatRequest) -> thrift::Result<()>;
     fn handle_show_locks(&self, rqst: ShowLocksRequest) -> thrift::Result<ShowLocksResponse>;
+    fn handle_get_next_notification(
+        &self,
+        rqst: NotificationEventRequest,
+    ) -> thrift::Result<NotificationEventResponse>;
+    fn handle_get_current_notification_event_id(
+        &self,
+    ) -> thrift::Result<CurrentNotificationEventId>;
     fn handle_get_delegation_token(
         &self,
         token_owner: String,
@@ -10979,6 +11425,32 @@ impl<H: ThriftHiveMetastoreSyncHandler> ThriftHiveMetastoreSyncProcessor<H> {
         o_prot: &mut dyn TOutputProtocol,
     ) -> thrift::Result<()> {
         TThriftHiveMetastoreProcessFunctions::process_show_locks(
+            &self.handler,
+            incoming_sequence_number,
+            i_prot,
+            o_prot,
+        )
+    }
+    fn process_get_next_notification(
+        &self,
+        incoming_sequence_number: i32,
+        i_prot: &mut dyn TInputProtocol,
+        o_prot: &mut dyn TOutputProtocol,
+    ) -> thrift::Result<()> {
+        TThriftHiveMetastoreProcessFunctions::process_get_next_notification(
+            &self.handler,
+            incoming_sequence_number,
+            i_prot,
+            o_prot,
+        )
+    }
+    fn process_get_current_notification_event_id(
+        &self,
+        incoming_sequence_number: i32,
+        i_prot: &mut dyn TInputProtocol,
+        o_prot: &mut dyn TOutputProtocol,
+    ) -> thrift::Result<()> {
+        TThriftHiveMetastoreProcessFunctions::process_get_current_notification_event_id(
             &self.handler,
             incoming_sequence_number,
             i_prot,
@@ -14766,6 +15238,107 @@ impl TThriftHiveMetastoreProcessFunctions {
             },
         }
     }
+    pub fn process_get_next_notification<H: ThriftHiveMetastoreSyncHandler>(
+        handler: &H,
+        incoming_sequence_number: i32,
+        i_prot: &mut dyn TInputProtocol,
+        o_prot: &mut dyn TOutputProtocol,
+    ) -> thrift::Result<()> {
+        let args = ThriftHiveMetastoreGetNextNotificationArgs::read_from_in_protocol(i_prot)?;
+        match handler.handle_get_next_notification(args.rqst) {
+            Ok(handler_return) => {
+                let message_ident = TMessageIdentifier::new(
+                    "get_next_notification",
+                    TMessageType::Reply,
+                    incoming_sequence_number,
+                );
+                o_prot.write_message_begin(&message_ident)?;
+                let ret = ThriftHiveMetastoreGetNextNotificationResult {
+                    result_value: Some(handler_return),
+                };
+                ret.write_to_out_protocol(o_prot)?;
+                o_prot.write_message_end()?;
+                o_prot.flush()
+            }
+            Err(e) => match e {
+                thrift::Error::Application(app_err) => {
+                    let message_ident = TMessageIdentifier::new(
+                        "get_next_notification",
+                        TMessageType::Exception,
+                        incoming_sequence_number,
+                    );
+                    o_prot.write_message_begin(&message_ident)?;
+                    thrift::Error::write_application_error_to_out_protocol(&app_err, o_prot)?;
+                    o_prot.write_message_end()?;
+                    o_prot.flush()
+                }
+                _ => {
+                    let ret_err =
+                        { ApplicationError::new(ApplicationErrorKind::Unknown, e.to_string()) };
+                    let message_ident = TMessageIdentifier::new(
+                        "get_next_notification",
+                        TMessageType::Exception,
+                        incoming_sequence_number,
+                    );
+                    o_prot.write_message_begin(&message_ident)?;
+                    thrift::Error::write_application_error_to_out_protocol(&ret_err, o_prot)?;
+                    o_prot.write_message_end()?;
+                    o_prot.flush()
+                }
+            },
+        }
+    }
+    pub fn process_get_current_notification_event_id<H: ThriftHiveMetastoreSyncHandler>(
+        handler: &H,
+        incoming_sequence_number: i32,
+        i_prot: &mut dyn TInputProtocol,
+        o_prot: &mut dyn TOutputProtocol,
+    ) -> thrift::Result<()> {
+        let _ =
+            ThriftHiveMetastoreGetCurrentNotificationEventIdArgs::read_from_in_protocol(i_prot)?;
+        match handler.handle_get_current_notification_event_id() {
+            Ok(handler_return) => {
+                let message_ident = TMessageIdentifier::new(
+                    "get_current_notificationEventId",
+                    TMessageType::Reply,
+                    incoming_sequence_number,
+                );
+                o_prot.write_message_begin(&message_ident)?;
+                let ret = ThriftHiveMetastoreGetCurrentNotificationEventIdResult {
+                    result_value: Some(handler_return),
+                };
+                ret.write_to_out_protocol(o_prot)?;
+                o_prot.write_message_end()?;
+                o_prot.flush()
+            }
+            Err(e) => match e {
+                thrift::Error::Application(app_err) => {
+                    let message_ident = TMessageIdentifier::new(
+                        "get_current_notificationEventId",
+                        TMessageType::Exception,
+                        incoming_sequence_number,
+                    );
+                    o_prot.write_message_begin(&message_ident)?;
+                    thrift::Error::write_application_error_to_out_protocol(&app_err, o_prot)?;
+                    o_prot.write_message_end()?;
+                    o_prot.flush()
+                }
+                _ => {
+                    let ret_err =
+                        { ApplicationError::new(ApplicationErrorKind::Unknown, e.to_string()) };
+                    let message_ident = TMessageIdentifier::new(
+                        "get_current_notificationEventId",
+                        TMessageType::Exception,
+                        incoming_sequence_number,
+                    );
+                    o_prot.write_message_begin(&message_ident)?;
+                    thrift::Error::write_application_error_to_out_protocol(&ret_err, o_prot)?;
+                    o_prot.write_message_end()?;
+                    o_prot.flush()
+                }
+            },
+        }
+    }
     pub fn process_get_delegation_token<H: ThriftHiveMetastoreSyncHandler>(
         handler: &H,
         incoming_sequence_number: i32,
@@ -15138,6 +15711,14 @@ impl<H: ThriftHiveMetastoreSyncHandler> TProcessor for ThriftHiveMetastoreSyncPr
             "unlock" => self.process_unlock(message_ident.sequence_number, i_prot, o_prot),
             "heartbeat" => self.process_heartbeat(message_ident.sequence_number, i_prot, o_prot),
             "show_locks" => self.process_show_locks(message_ident.sequence_number, i_prot, o_prot),
+            "get_next_notification" => {
+                self.process_get_next_notification(message_ident.sequence_number, i_prot, o_prot)
+            }
+            "get_current_notificationEventId" => self.process_get_current_notification_event_id(
+                message_ident.sequence_number,
+                i_prot,
+                o_prot,
+            ),
             "get_delegation_token" => {
                 self.process_get_delegation_token(message_ident.sequence_number, i_prot, o_prot)
             }
@@ -15355,8 +15936,8 @@ impl ThriftHiveMetastoreGetAllDatabasesResult {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<String> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_51 = i_prot.read_string()?;
-                        val.push(list_elem_51);
+                        let list_elem_52 = i_prot.read_string()?;
+                        val.push(list_elem_52);
                     }
                     i_prot.read_list_end()?;
                     f_0 = Some(val);
@@ -16069,8 +16650,8 @@ impl ThriftHiveMetastoreGetAllTablesResult {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<String> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_52 = i_prot.read_string()?;
-                        val.push(list_elem_52);
+                        let list_elem_53 = i_prot.read_string()?;
+                        val.push(list_elem_53);
                     }
                     i_prot.read_list_end()?;
                     f_0 = Some(val);
@@ -16217,8 +16798,8 @@ impl ThriftHiveMetastoreGetTablesResult {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<String> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_53 = i_prot.read_string()?;
-                        val.push(list_elem_53);
+                        let list_elem_54 = i_prot.read_string()?;
+                        val.push(list_elem_54);
                     }
                     i_prot.read_list_end()?;
                     f_0 = Some(val);
@@ -17048,8 +17629,8 @@ impl ThriftHiveMetastoreAddPartitionsArgs {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<Partition> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_54 = Partition::read_from_in_protocol(i_prot)?;
-                        val.push(list_elem_54);
+                        let list_elem_55 = Partition::read_from_in_protocol(i_prot)?;
+                        val.push(list_elem_55);
                     }
                     i_prot.read_list_end()?;
                     f_1 = Some(val);
@@ -17229,8 +17810,8 @@ impl ThriftHiveMetastoreDropPartitionArgs {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<String> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_55 = i_prot.read_string()?;
-                        val.push(list_elem_55);
+                        let list_elem_56 = i_prot.read_string()?;
+                        val.push(list_elem_56);
                     }
                     i_prot.read_list_end()?;
                     f_3 = Some(val);
@@ -17416,8 +17997,8 @@ impl ThriftHiveMetastoreGetPartitionArgs {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<String> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_56 = i_prot.read_string()?;
-                        val.push(list_elem_56);
+                        let list_elem_57 = i_prot.read_string()?;
+                        val.push(list_elem_57);
                     }
                     i_prot.read_list_end()?;
                     f_3 = Some(val);
@@ -17978,8 +18559,8 @@ impl ThriftHiveMetastoreGetPartitionsResult {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<Partition> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_57 = Partition::read_from_in_protocol(i_prot)?;
-                        val.push(list_elem_57);
+                        let list_elem_58 = Partition::read_from_in_protocol(i_prot)?;
+                        val.push(list_elem_58);
                     }
                     i_prot.read_list_end()?;
                     f_0 = Some(val);
@@ -18292,8 +18873,8 @@ impl ThriftHiveMetastoreGetPartitionNamesResult {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<String> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_58 = i_prot.read_string()?;
-                        val.push(list_elem_58);
+                        let list_elem_59 = i_prot.read_string()?;
+                        val.push(list_elem_59);
                     }
                     i_prot.read_list_end()?;
                     f_0 = Some(val);
@@ -18445,8 +19026,8 @@ impl ThriftHiveMetastoreFetchPartitionNamesReqResult {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<String> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_59 = i_prot.read_string()?;
-                        val.push(list_elem_59);
+                        let list_elem_60 = i_prot.read_string()?;
+                        val.push(list_elem_60);
                     }
                     i_prot.read_list_end()?;
                     f_0 = Some(val);
@@ -18596,8 +19177,8 @@ impl ThriftHiveMetastoreGetPartitionNamesReqResult {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<String> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_60 = i_prot.read_string()?;
-                        val.push(list_elem_60);
+                        let list_elem_61 = i_prot.read_string()?;
+                        val.push(list_elem_61);
                     }
                     i_prot.read_list_end()?;
                     f_0 = Some(val);
@@ -18788,8 +19369,8 @@ impl ThriftHiveMetastoreGetPartitionsByFilterResult {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<Partition> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_61 = Partition::read_from_in_protocol(i_prot)?;
-                        val.push(list_elem_61);
+                        let list_elem_62 = Partition::read_from_in_protocol(i_prot)?;
+                        val.push(list_elem_62);
                     }
                     i_prot.read_list_end()?;
                     f_0 = Some(val);
@@ -18938,8 +19519,8 @@ impl ThriftHiveMetastoreGetPartitionsByFilterReqResult {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<Partition> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_62 = Partition::read_from_in_protocol(i_prot)?;
-                        val.push(list_elem_62);
+                        let list_elem_63 = Partition::read_from_in_protocol(i_prot)?;
+                        val.push(list_elem_63);
                     }
                     i_prot.read_list_end()?;
                     f_0 = Some(val);
@@ -19032,8 +19613,8 @@ impl ThriftHiveMetastoreGetPartitionsByNamesArgs {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<String> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_63 = i_prot.read_string()?;
-                        val.push(list_elem_63);
+                        let list_elem_64 = i_prot.read_string()?;
+                        val.push(list_elem_64);
                     }
                     i_prot.read_list_end()?;
                     f_3 = Some(val);
@@ -19126,8 +19707,8 @@ impl ThriftHiveMetastoreGetPartitionsByNamesResult {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<Partition> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_64 = Partition::read_from_in_protocol(i_prot)?;
-                        val.push(list_elem_64);
+                        let list_elem_65 = Partition::read_from_in_protocol(i_prot)?;
+                        val.push(list_elem_65);
                     }
                     i_prot.read_list_end()?;
                     f_0 = Some(val);
@@ -20474,6 +21055,213 @@ impl ThriftHiveMetastoreShowLocksResult {
     }
     fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
         let struct_ident = TStructIdentifier::new("ThriftHiveMetastoreShowLocksResult");
+        o_prot.write_struct_begin(&struct_ident)?;
+        if let Some(ref fld_var) = self.result_value {
+            o_prot.write_field_begin(&TFieldIdentifier::new("result_value", TType::Struct, 0))?;
+            fld_var.write_to_out_protocol(o_prot)?;
+            o_prot.write_field_end()?
+        }
+        o_prot.write_field_stop()?;
+        o_prot.write_struct_end()
+    }
+}
+
+//
+// ThriftHiveMetastoreGetNextNotificationArgs
+//
+
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+struct ThriftHiveMetastoreGetNextNotificationArgs {
+    rqst: NotificationEventRequest,
+}
+
+impl ThriftHiveMetastoreGetNextNotificationArgs {
+    fn read_from_in_protocol(
+        i_prot: &mut dyn TInputProtocol,
+    ) -> thrift::Result<ThriftHiveMetastoreGetNextNotificationArgs> {
+        i_prot.read_struct_begin()?;
+        let mut f_1: Option<NotificationEventRequest> = None;
+        loop {
+            let field_ident = i_prot.read_field_begin()?;
+            if field_ident.field_type == TType::Stop {
+                break;
+            }
+            let field_id = field_id(&field_ident)?;
+            match field_id {
+                1 => {
+                    let val = NotificationEventRequest::read_from_in_protocol(i_prot)?;
+                    f_1 = Some(val);
+                }
+                _ => {
+                    i_prot.skip(field_ident.field_type)?;
+                }
+            };
+            i_prot.read_field_end()?;
+        }
+        i_prot.read_struct_end()?;
+        verify_required_field_exists("ThriftHiveMetastoreGetNextNotificationArgs.rqst", &f_1)?;
+        let ret = ThriftHiveMetastoreGetNextNotificationArgs {
+            rqst: f_1
+                .expect("auto-generated code should have checked for presence of required fields"),
+        };
+        Ok(ret)
+    }
+    fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+        let struct_ident = TStructIdentifier::new("get_next_notification_args");
+        o_prot.write_struct_begin(&struct_ident)?;
+        o_prot.write_field_begin(&TFieldIdentifier::new("rqst", TType::Struct, 1))?;
+        self.rqst.write_to_out_protocol(o_prot)?;
+        o_prot.write_field_end()?;
+        o_prot.write_field_stop()?;
+        o_prot.write_struct_end()
+    }
+}
+
+//
+// ThriftHiveMetastoreGetNextNotificationResult
+//
+
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+struct ThriftHiveMetastoreGetNextNotificationResult {
+    result_value: Option<NotificationEventResponse>,
+}
+
+impl ThriftHiveMetastoreGetNextNotificationResult {
+    fn ok_or(self) -> thrift::Result<NotificationEventResponse> {
+        if self.result_value.is_some() {
+            Ok(self.result_value.unwrap())
+        } else {
+            Err(thrift::Error::Application(ApplicationError::new(
+                ApplicationErrorKind::MissingResult,
+                "no result received for ThriftHiveMetastoreGetNextNotification",
+            )))
+        }
+    }
+    fn read_from_in_protocol(
+        i_prot: &mut dyn TInputProtocol,
+    ) -> thrift::Result<ThriftHiveMetastoreGetNextNotificationResult> {
+        i_prot.read_struct_begin()?;
+        let mut f_0: Option<NotificationEventResponse> = None;
+        loop {
+            let field_ident = i_prot.read_field_begin()?;
+            if field_ident.field_type == TType::Stop {
+                break;
+            }
+            let field_id = field_id(&field_ident)?;
+            match field_id {
+                0 => {
+                    let val = NotificationEventResponse::read_from_in_protocol(i_prot)?;
+                    f_0 = Some(val);
+                }
+                _ => {
+                    i_prot.skip(field_ident.field_type)?;
+                }
+            };
+            i_prot.read_field_end()?;
+        }
+        i_prot.read_struct_end()?;
+        let ret = ThriftHiveMetastoreGetNextNotificationResult { result_value: f_0 };
+        Ok(ret)
+    }
+    fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+        let struct_ident = TStructIdentifier::new("ThriftHiveMetastoreGetNextNotificationResult");
+        o_prot.write_struct_begin(&struct_ident)?;
+        if let Some(ref fld_var) = self.result_value {
+            o_prot.write_field_begin(&TFieldIdentifier::new("result_value", TType::Struct, 0))?;
+            fld_var.write_to_out_protocol(o_prot)?;
+            o_prot.write_field_end()?
+        }
+        o_prot.write_field_stop()?;
+        o_prot.write_struct_end()
+    }
+}
+
+//
+// ThriftHiveMetastoreGetCurrentNotificationEventIdArgs
+//
+
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+struct ThriftHiveMetastoreGetCurrentNotificationEventIdArgs {}
+
+impl ThriftHiveMetastoreGetCurrentNotificationEventIdArgs {
+    fn read_from_in_protocol(
+        i_prot: &mut dyn TInputProtocol,
+    ) -> thrift::Result<ThriftHiveMetastoreGetCurrentNotificationEventIdArgs> {
+        i_prot.read_struct_begin()?;
+        loop {
+            let field_ident = i_prot.read_field_begin()?;
+            if field_ident.field_type == TType::Stop {
+                break;
+            }
+            let field_id = field_id(&field_ident)?;
+            match field_id {
+                _ => {
+                    i_prot.skip(field_ident.field_type)?;
+                }
+            };
+            i_prot.read_field_end()?;
+        }
+        i_prot.read_struct_end()?;
+        let ret = ThriftHiveMetastoreGetCurrentNotificationEventIdArgs {};
+        Ok(ret)
+    }
+    fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+        let struct_ident = TStructIdentifier::new("get_current_notificationEventId_args");
+        o_prot.write_struct_begin(&struct_ident)?;
+        o_prot.write_field_stop()?;
+        o_prot.write_struct_end()
+    }
+}
+
+//
+// ThriftHiveMetastoreGetCurrentNotificationEventIdResult
+//
+
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+struct ThriftHiveMetastoreGetCurrentNotificationEventIdResult {
+    result_value: Option<CurrentNotificationEventId>,
+}
+
+impl ThriftHiveMetastoreGetCurrentNotificationEventIdResult {
+    fn ok_or(self) -> thrift::Result<CurrentNotificationEventId> {
+        if self.result_value.is_some() {
+            Ok(self.result_value.unwrap())
+        } else {
+            Err(thrift::Error::Application(ApplicationError::new(
+                ApplicationErrorKind::MissingResult,
+                "no result received for ThriftHiveMetastoreGetCurrentNotificationEventId",
+            )))
+        }
+    }
+    fn read_from_in_protocol(
+        i_prot: &mut dyn TInputProtocol,
+    ) -> thrift::Result<ThriftHiveMetastoreGetCurrentNotificationEventIdResult> {
+        i_prot.read_struct_begin()?;
+        let mut f_0: Option<CurrentNotificationEventId> = None;
+        loop {
+            let field_ident = i_prot.read_field_begin()?;
+            if field_ident.field_type == TType::Stop {
+                break;
+            }
+            let field_id = field_id(&field_ident)?;
+            match field_id {
+                0 => {
+                    let val = CurrentNotificationEventId::read_from_in_protocol(i_prot)?;
+                    f_0 = Some(val);
+                }
+                _ => {
+                    i_prot.skip(field_ident.field_type)?;
+                }
+            };
+            i_prot.read_field_end()?;
+        }
+        i_prot.read_struct_end()?;
+        let ret = ThriftHiveMetastoreGetCurrentNotificationEventIdResult { result_value: f_0 };
+        Ok(ret)
+    }
+    fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+        let struct_ident =
+            TStructIdentifier::new("ThriftHiveMetastoreGetCurrentNotificationEventIdResult");
         o_prot.write_struct_begin(&struct_ident)?;
         if let Some(ref fld_var) = self.result_value {
             o_prot.write_field_begin(&TFieldIdentifier::new("result_value", TType::Struct, 0))?;

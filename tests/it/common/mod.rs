@@ -10,6 +10,7 @@
 
 pub mod cluster;
 pub mod compaction;
+pub mod events;
 pub mod failpoints;
 pub mod fingerprint;
 pub mod fixtures;
