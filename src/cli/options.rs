@@ -13,6 +13,7 @@ use hive_orc_compactor::config;
 use hive_orc_compactor::fleet::{Partitions, Selection, Tables};
 use hive_orc_compactor::hdfs::{self, Hdfs};
 use hive_orc_compactor::lock::{self, LockMode, LockOptions};
+use hive_orc_compactor::metastore::meter::{Calls, Meter};
 use hive_orc_compactor::metastore::{security::token, Metastore};
 use hive_orc_compactor::operations::analyze::AnalyzeOptions;
 use hive_orc_compactor::operations::batch::{BatchOptions, Budget, Thresholds};
@@ -152,6 +153,11 @@ impl Options {
         Metastore::connect(self.metastore.config.clone())
             .await
             .with_context(|| format!("metastore from {}", self.metastore.source))
+    }
+
+    /// The calls this process has sent to the metastore so far, by method.
+    pub fn metastore_calls(&self) -> Calls {
+        self.metastore.config.meter.calls()
     }
 
     pub fn hdfs(&self) -> Hdfs {
@@ -676,6 +682,9 @@ fn metastore_config(cli: &Cli, settings: &Settings) -> anyhow::Result<config::Re
     )?;
     if global.metastore.is_none() && settings.metastore.is_some() {
         resolved.source = "the config file".into();
+    }
+    if let Some(rate) = global.metastore_rate.or(settings.metastore_rate()?) {
+        resolved.config.meter = Meter::limited(rate);
     }
     let sasl = global.metastore_sasl || settings.metastore_sasl == Some(true);
     if let Some(p) = global

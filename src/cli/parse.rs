@@ -65,6 +65,26 @@ pub fn parse_stripe_size(s: &str) -> Result<u64, String> {
     Ok(size)
 }
 
+/// `--metastore-rate`: calls a second, positive (fractions allowed: 0.5 is one call every 2 s).
+pub fn parse_rate(s: &str) -> Result<f64, String> {
+    s.trim()
+        .parse::<f64>()
+        .map_err(|_| format!("'{s}' is not a number"))
+        .and_then(check_rate)
+}
+
+/// A rate the meter can pace to: positive and finite.
+pub fn check_rate(rate: f64) -> Result<f64, String> {
+    if rate.is_finite() && rate > 0.0 {
+        Ok(rate)
+    } else {
+        Err(format!(
+            "{rate} is not a rate: give the metastore calls a second, a positive number such as \
+             50 or 0.5"
+        ))
+    }
+}
+
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     config::parse_duration(s, Duration::from_secs(1))
         .ok_or_else(|| format!("'{s}' is not a duration (examples: 30s, 10m, 1h)"))

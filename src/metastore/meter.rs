@@ -103,6 +103,12 @@ impl Calls {
     }
 }
 
+impl From<BTreeMap<String, u64>> for Calls {
+    fn from(by_method: BTreeMap<String, u64>) -> Self {
+        Calls(by_method)
+    }
+}
+
 impl Serialize for Calls {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(Some(self.0.len() + 1))?;
@@ -256,7 +262,10 @@ mod tests {
         let t0 = Instant::now();
         let waits: Vec<Duration> = (0..4).map(|_| pace.reserve(t0)).collect();
         let ms = |d: Duration| d.as_millis();
-        assert_eq!(waits.iter().map(|d| ms(*d)).collect::<Vec<_>>(), [0, 250, 500, 750]);
+        assert_eq!(
+            waits.iter().map(|d| ms(*d)).collect::<Vec<_>>(),
+            [0, 250, 500, 750]
+        );
         // Long after the schedule ran out, the next call goes at once, and only one does.
         let later = t0 + Duration::from_secs(60);
         assert_eq!(pace.reserve(later), Duration::ZERO);

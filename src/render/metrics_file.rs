@@ -8,6 +8,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use hive_orc_compactor::exit::ExitCode;
+use hive_orc_compactor::metastore::meter::Calls;
 use hive_orc_compactor::operations::analyze::AnalyzeReport;
 use hive_orc_compactor::operations::batch::{BatchSummary, Counts};
 use hive_orc_compactor::operations::cleanup::CleanupReport;
@@ -271,11 +272,20 @@ impl Recorder {
         self.with(|t| self.iceberg_table(t, &r.outcome, None));
     }
 
-    /// Adds the run's exit code, duration and end time, keeps the previous file's last-success
-    /// times this run did not renew, and writes the file atomically.
-    pub fn finish(&self, code: ExitCode) -> anyhow::Result<()> {
+    /// Adds the run's exit code, duration, end time and metastore calls, keeps the previous
+    /// file's last-success times this run did not renew, and writes the file atomically.
+    pub fn finish(&self, code: ExitCode, calls: &Calls) -> anyhow::Result<()> {
         let mut gauges = self.gauges.lock().unwrap_or_else(|e| e.into_inner());
         let command = [("command", self.command)];
+        // A gauge, not a counter: the file holds one run, and the next run starts again at 0.
+        for (method, n) in calls.by_method() {
+            gauges.gauge(
+                "hive_orc_compactor_metastore_calls",
+                "Calls the run sent to the metastore, by Thrift method.",
+                &[("command", self.command), ("method", method)],
+                *n as f64,
+            );
+        }
         gauges.gauge(
             "hive_orc_compactor_exit_code",
             "The command's exit code (0 ok, 1 failed, 2 usage, 3 refused, 4 busy, 5 verification failed).",
