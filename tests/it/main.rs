@@ -33,6 +33,7 @@ mod kerberos;
 mod locks;
 mod metastore;
 mod metastore_faults;
+mod meter;
 mod metrics_file;
 mod orc_merge;
 mod permissions;
