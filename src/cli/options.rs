@@ -840,4 +840,82 @@ mod tests {
             assert_eq!(task.hadoop_user.as_deref(), Some("etl"));
         }
     }
+
+    #[test]
+    fn the_metastore_rate_comes_from_the_flag_else_the_file_and_tasks_share_it() {
+        let rate = |o: &Options| o.metastore.config.meter.rate();
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("hoc.toml");
+        std::fs::write(
+            &config,
+            "metastore = \"thrift://h:9083\"\nmetastore_rate = 40\n",
+        )
+        .unwrap();
+        let config = config.to_str().unwrap();
+        let analyze = ["analyze", "--table", "d.t"];
+        assert_eq!(
+            rate(&resolve(&[&["--config", config][..], &analyze].concat())),
+            Some(40.0)
+        );
+        let flag = ["--config", config, "--metastore-rate", "0.5"];
+        assert_eq!(rate(&resolve(&[&flag[..], &analyze].concat())), Some(0.5));
+        let unpaced = ["--metastore", "thrift://h:9083"];
+        assert_eq!(rate(&resolve(&[&unpaced[..], &analyze].concat())), None);
+        for bad in ["0", "-1", "inf", "fast"] {
+            let flag = format!("--metastore-rate={bad}");
+            let refused = Cli::command().try_get_matches_from([
+                "hive-orc-compactor",
+                &flag,
+                "analyze",
+                "--table",
+                "d.t",
+            ]);
+            let e = refused.err().expect(bad).to_string();
+            assert!(e.contains("positive number such as 50"), "{bad}: {e}");
+        }
+        let zero = dir.path().join("zero.toml");
+        std::fs::write(
+            &zero,
+            "metastore = \"thrift://h:9083\"\nmetastore_rate = 0\n",
+        )
+        .unwrap();
+        let matches = Cli::command()
+            .try_get_matches_from(
+                ["hive-orc-compactor", "--config", zero.to_str().unwrap()]
+                    .into_iter()
+                    .chain(analyze),
+            )
+            .unwrap();
+        let cli = Cli::from_arg_matches(&matches).unwrap();
+        let e = Options::resolve(&cli, &matches).err().unwrap().to_string();
+        assert!(e.contains("metastore_rate in the config file"), "{e}");
+
+        // Four tasks may run at once: each paces itself to a quarter of the run's rate.
+        let edge = resolve(&[
+            "--metastore",
+            "thrift://h:9083",
+            "--metastore-rate",
+            "12",
+            "compact",
+            "--database",
+            "sales",
+            "--on-yarn",
+            "--tasks",
+            "4",
+            "--yarn-binary",
+            "hdfs://nn/bin/hoc",
+        ]);
+        let yarn = compact(&edge).1.expect("--on-yarn");
+        let settings = dir.path().join("settings.toml");
+        std::fs::write(&settings, &yarn.task_settings).unwrap();
+        let task = resolve(&[
+            "--config",
+            settings.to_str().unwrap(),
+            "compact",
+            "--partitions-from",
+            "/dev/null",
+            "--yarn-task",
+        ]);
+        assert_eq!(rate(&task), Some(3.0), "{}", yarn.task_settings);
+    }
 }

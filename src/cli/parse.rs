@@ -67,10 +67,10 @@ pub fn parse_stripe_size(s: &str) -> Result<u64, String> {
 
 /// `--metastore-rate`: calls a second, positive (fractions allowed: 0.5 is one call every 2 s).
 pub fn parse_rate(s: &str) -> Result<f64, String> {
-    s.trim()
-        .parse::<f64>()
-        .map_err(|_| format!("'{s}' is not a number"))
-        .and_then(check_rate)
+    match s.trim().parse::<f64>() {
+        Ok(rate) => check_rate(rate),
+        Err(_) => Err(not_a_rate(s)),
+    }
 }
 
 /// A rate the meter can pace to: positive and finite.
@@ -78,11 +78,15 @@ pub fn check_rate(rate: f64) -> Result<f64, String> {
     if rate.is_finite() && rate > 0.0 {
         Ok(rate)
     } else {
-        Err(format!(
-            "{rate} is not a rate: give the metastore calls a second, a positive number such as \
-             50 or 0.5"
-        ))
+        Err(not_a_rate(&rate.to_string()))
     }
+}
+
+fn not_a_rate(given: &str) -> String {
+    format!(
+        "'{given}' is not a rate: give the metastore calls a second, a positive number such as \
+         50 or 0.5"
+    )
 }
 
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
