@@ -870,7 +870,7 @@ mod tests {
                 "--table",
                 "d.t",
             ]);
-            let e = refused.err().expect(bad).to_string();
+            let e = refused.expect_err(bad).to_string();
             assert!(e.contains("positive number such as 50"), "{bad}: {e}");
         }
         let zero = dir.path().join("zero.toml");
