@@ -17,12 +17,22 @@ use serde_json::Value;
 
 use crate::common::{self, code, describe, env, json, run, OwnDatabase};
 
-/// How many `api_<method>` timer counts one call of a method adds on HMS 4.0.1, where that is
-/// not one. Measured: these two are timed twice on their way through the metastore's handler
-/// (its own timer and its performance logger's, under the same name). Methods the metastore
-/// serves through another (`get_table_req` through `get_table`, ...) add to that one's timer
-/// too; the comparison looks only at the methods the tool sent.
-const TIMED_TWICE: &[&str] = &["get_config_value", "fetch_partition_names_req"];
+/// How many `api_<method>` timer counts one call of a method adds on HMS 4.0.1 (measured).
+/// `get_config_value` and `fetch_partition_names_req` are timed twice on their way through
+/// the metastore's handler, under the same name; every other method the tool sends, once.
+/// Methods the metastore serves through another (`get_table_req` through `get_table`, ...)
+/// add to that one's timer too; the comparison looks only at the methods the tool sent.
+///
+/// HMS 3.1.3 is not compared: there a call the server refuses before its handler runs is
+/// never timed (the `get_partition_req` it lacks, a `lock` of a type it cannot read, which the
+/// tool then sends again as another type), and it times `get_partition` twice: its metrics
+/// count what it handled, not what it was sent.
+fn timed(method: &str) -> u64 {
+    match method {
+        "get_config_value" | "fetch_partition_names_req" => 2,
+        _ => 1,
+    }
+}
 
 /// The metastore's metrics file, as `scripts/cluster env` names it.
 fn metrics_file() -> PathBuf {
@@ -99,21 +109,30 @@ fn counted(
         "{what}: no calls counted: {}",
         describe(&out)
     );
-    for (method, n) in &tool {
-        let factor = if TIMED_TWICE.contains(&method.as_str()) {
-            2
-        } else {
-            1
-        };
-        let delta =
-            after.get(method).copied().unwrap_or(0) - before.get(method).copied().unwrap_or(0);
-        assert_eq!(
-            delta,
-            factor * n,
-            "{what}: the tool counted {n} {method}, the metastore served {delta} (x{factor} \
-             expected); tool {tool:?}"
-        );
-    }
+    let delta = |method: &str| {
+        after.get(method).copied().unwrap_or(0) - before.get(method).copied().unwrap_or(0)
+    };
+    let served: BTreeMap<&str, u64> = after
+        .keys()
+        .map(|m| (m.as_str(), delta(m)))
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    let wrong: Vec<String> = tool
+        .iter()
+        .filter(|(method, n)| delta(method) != timed(method) * **n)
+        .map(|(method, n)| {
+            format!(
+                "{method}: the tool counted {n}, the metastore served {} (x{} expected)",
+                delta(method),
+                timed(method)
+            )
+        })
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "{what}: {}; the tool counted {tool:?}, the metastore's timers grew by {served:?}",
+        wrong.join("; ")
+    );
     eprintln!("{what}: {tool:?} in {:.1} s", elapsed.as_secs_f64());
     (out, tool, elapsed)
 }
@@ -121,6 +140,13 @@ fn counted(
 #[test]
 fn the_tools_counts_are_the_metastores_and_the_rate_holds() {
     if !common::alone(&["meter"]) {
+        return;
+    }
+    let version = env("CLUSTER_HMS_VERSION");
+    if !version.starts_with("4.0.") {
+        eprintln!(
+            "skipped: the metastore's per-method timers are compared on HMS 4.0, not {version}"
+        );
         return;
     }
     let db = OwnDatabase::create(&format!("meter_{}", std::process::id()), "basic");
