@@ -354,8 +354,10 @@ async fn run_on_yarn(
     observer.finish();
     if let Some(m) = &options.metrics {
         m.compact(&summary);
+        m.tasks_calls(&report.metastore_calls);
     }
-    let calls = options.metastore_calls();
+    // What the run cost the metastore: this host's calls and the tasks'.
+    let calls = options.metastore_calls().plus(&report.metastore_calls);
     render::batch_summary(
         &mut stdout(),
         &summary,

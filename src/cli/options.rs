@@ -845,13 +845,13 @@ mod tests {
     fn the_metastore_rate_comes_from_the_flag_else_the_file_and_tasks_share_it() {
         let rate = |o: &Options| o.metastore.config.meter.rate();
         let dir = tempfile::tempdir().unwrap();
-        let config = dir.path().join("hoc.toml");
-        std::fs::write(
-            &config,
-            "metastore = \"thrift://h:9083\"\nmetastore_rate = 40\n",
-        )
-        .unwrap();
-        let config = config.to_str().unwrap();
+        let config_file = |name: &str, rate: &str| {
+            let path = dir.path().join(name);
+            let text = format!("metastore = \"thrift://h:9083\"\nmetastore_rate = {rate}\n");
+            std::fs::write(&path, text).unwrap();
+            path.to_str().unwrap().to_owned()
+        };
+        let config = &config_file("hoc.toml", "40");
         let analyze = ["analyze", "--table", "d.t"];
         assert_eq!(
             rate(&resolve(&[&["--config", config][..], &analyze].concat())),
@@ -873,15 +873,10 @@ mod tests {
             let e = refused.expect_err(bad).to_string();
             assert!(e.contains("positive number such as 50"), "{bad}: {e}");
         }
-        let zero = dir.path().join("zero.toml");
-        std::fs::write(
-            &zero,
-            "metastore = \"thrift://h:9083\"\nmetastore_rate = 0\n",
-        )
-        .unwrap();
+        let zero = config_file("zero.toml", "0");
         let matches = Cli::command()
             .try_get_matches_from(
-                ["hive-orc-compactor", "--config", zero.to_str().unwrap()]
+                ["hive-orc-compactor", "--config", &zero]
                     .into_iter()
                     .chain(analyze),
             )

@@ -13,6 +13,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use serde::de::{Deserialize, Deserializer};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use thrift::protocol::{
     TFieldIdentifier, TListIdentifier, TMapIdentifier, TMessageIdentifier, TOutputProtocol,
@@ -93,6 +94,15 @@ impl Calls {
         &self.0
     }
 
+    /// These calls and `other`'s, as one count (another process's, e.g. a YARN task's).
+    pub fn plus(&self, other: &Calls) -> Calls {
+        let mut sum = self.0.clone();
+        for (method, n) in &other.0 {
+            *sum.entry(method.clone()).or_default() += n;
+        }
+        Calls(sum)
+    }
+
     /// One line for people: `12 (get_table_req 1, lock 2, ...)`.
     pub fn line(&self) -> String {
         if self.0.is_empty() {
@@ -100,6 +110,15 @@ impl Calls {
         }
         let each: Vec<String> = self.0.iter().map(|(m, n)| format!("{m} {n}")).collect();
         format!("{} ({})", self.total(), each.join(", "))
+    }
+}
+
+/// Reads back what [`Serialize`] wrote (the total is recomputed, not kept).
+impl<'de> Deserialize<'de> for Calls {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut by_method = BTreeMap::<String, u64>::deserialize(d)?;
+        by_method.remove("total");
+        Ok(Calls(by_method))
     }
 }
 
@@ -238,10 +257,14 @@ mod tests {
         assert_eq!(calls.total(), 3);
         assert_eq!(calls.by_method()["get_table_req"], 2);
         assert_eq!(calls.line(), "3 (get_table_req 2, lock 1)");
+        let json = serde_json::to_value(&calls).unwrap();
         assert_eq!(
-            serde_json::to_value(&calls).unwrap(),
+            json,
             serde_json::json!({"get_table_req": 2, "lock": 1, "total": 3})
         );
+        let read: Calls = serde_json::from_value(json).unwrap();
+        assert_eq!(read, calls);
+        assert_eq!(read.plus(&calls).line(), "6 (get_table_req 4, lock 2)");
     }
 
     #[test]

@@ -344,8 +344,8 @@ pub fn yarn_plan(out: &mut dyn Write, p: &YarnPlan, format: Format) -> anyhow::R
 /// The end of a batch: one line of counts (and the partitions that need a look), or one
 /// `{"summary": ...}` object after the partitions' JSON lines.
 ///
-/// `calls` are this process's metastore calls: with `--on-yarn`, the host's (planning, the
-/// job); each task's own are in its report lines.
+/// `calls` are the run's metastore calls: with `--on-yarn`, this host's and its tasks'
+/// (`yarn.metastore_calls` holds the tasks' alone).
 pub fn batch_summary(
     out: &mut dyn Write,
     s: &BatchSummary,

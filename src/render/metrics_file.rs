@@ -26,6 +26,8 @@ pub struct Recorder {
     command: &'static str,
     started: Instant,
     gauges: Mutex<Textfile>,
+    /// Metastore calls other processes made for this run: `--on-yarn`'s tasks.
+    tasks_calls: Mutex<Calls>,
 }
 
 /// `db.table` as the two labels.
@@ -48,6 +50,7 @@ impl Recorder {
             command,
             started: Instant::now(),
             gauges: Mutex::new(Textfile::default()),
+            tasks_calls: Mutex::default(),
         }
     }
 
@@ -272,9 +275,16 @@ impl Recorder {
         self.with(|t| self.iceberg_table(t, &r.outcome, None));
     }
 
-    /// Adds the run's exit code, duration, end time and metastore calls, keeps the previous
-    /// file's last-success times this run did not renew, and writes the file atomically.
+    /// The metastore calls of the run's YARN tasks, counted with this process's.
+    pub fn tasks_calls(&self, calls: &Calls) {
+        *self.tasks_calls.lock().unwrap_or_else(|e| e.into_inner()) = calls.clone();
+    }
+
+    /// Adds the run's exit code, duration, end time and metastore calls (this process's
+    /// `calls` and its tasks'), keeps the previous file's last-success times this run did not
+    /// renew, and writes the file atomically.
     pub fn finish(&self, code: ExitCode, calls: &Calls) -> anyhow::Result<()> {
+        let calls = calls.plus(&self.tasks_calls.lock().unwrap_or_else(|e| e.into_inner()));
         let mut gauges = self.gauges.lock().unwrap_or_else(|e| e.into_inner());
         let command = [("command", self.command)];
         // A gauge, not a counter: the file holds one run, and the next run starts again at 0.
