@@ -12,6 +12,7 @@ use hive_orc_compactor::binary_cache::LocalBinary;
 use hive_orc_compactor::config;
 use hive_orc_compactor::hdfs;
 use hive_orc_compactor::lock::LockMode;
+use hive_orc_compactor::metastore::meter::MIN_RATE;
 use hive_orc_compactor::metastore::Transport;
 use hive_orc_compactor::operations::batch::BatchOptions;
 use hive_orc_compactor::operations::compact::Layout;
@@ -142,8 +143,12 @@ fn task_settings(job: &JobInputs, keytab: bool, tasks: usize) -> Settings {
         metastore_sasl: (m.sasl_principal.as_deref() == Some("")).then_some(true),
         metastore_principal: m.sasl_principal.clone().filter(|p| !p.is_empty()),
         // The tasks may all run at once: each gets its share of the run's rate (when fewer
-        // tasks than asked for run, the job stays under the rate).
-        metastore_rate: m.meter.rate().map(|r| r / tasks.max(1) as f64),
+        // tasks than asked for run, the job stays under the rate), but not less than the
+        // slowest pace a task accepts.
+        metastore_rate: m
+            .meter
+            .rate()
+            .map(|r| (r / tasks.max(1) as f64).max(MIN_RATE)),
         hadoop_user: Some(job.user.clone()),
         principal: job.principal.filter(|_| keytab).map(String::from),
         keytab: keytab.then(|| on_yarn::KEYTAB_LINK.into()),

@@ -861,7 +861,7 @@ mod tests {
         assert_eq!(rate(&resolve(&[&flag[..], &analyze].concat())), Some(0.5));
         let unpaced = ["--metastore", "thrift://h:9083"];
         assert_eq!(rate(&resolve(&[&unpaced[..], &analyze].concat())), None);
-        for bad in ["0", "-1", "inf", "fast"] {
+        for bad in ["0", "-1", "0.0001", "inf", "NaN", "fast"] {
             let flag = format!("--metastore-rate={bad}");
             let refused = Cli::command().try_get_matches_from([
                 "hive-orc-compactor",

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use hive_orc_compactor::config;
+use hive_orc_compactor::metastore::meter::MIN_RATE;
 use hive_orc_compactor::operations::compact::{Stripes, VerifyLevel};
 use hive_orc_compactor::orc::{Compression, RowOrder};
 
@@ -73,9 +74,9 @@ pub fn parse_rate(s: &str) -> Result<f64, String> {
     }
 }
 
-/// A rate the meter can pace to: positive and finite.
+/// A rate the meter can pace to: finite, and at least one call every 1,000 seconds.
 pub fn check_rate(rate: f64) -> Result<f64, String> {
-    if rate.is_finite() && rate > 0.0 {
+    if rate.is_finite() && rate >= MIN_RATE {
         Ok(rate)
     } else {
         Err(not_a_rate(&rate.to_string()))
@@ -85,7 +86,7 @@ pub fn check_rate(rate: f64) -> Result<f64, String> {
 fn not_a_rate(given: &str) -> String {
     format!(
         "'{given}' is not a rate: give the metastore calls a second, a positive number such as \
-         50 or 0.5"
+         50 or 0.5 (at least {MIN_RATE})"
     )
 }
 

@@ -40,9 +40,12 @@ impl fmt::Debug for Meter {
     }
 }
 
+/// The slowest pace: one call every 1,000 seconds. Slower would be a stalled run.
+pub const MIN_RATE: f64 = 0.001;
+
 impl Meter {
     /// Counts calls, and lets at most `per_second` of them leave each second (with a burst of
-    /// one). `per_second` must be positive and finite (the flag's parser makes sure).
+    /// one). A rate under [`MIN_RATE`] (or not a number) paces at [`MIN_RATE`].
     pub fn limited(per_second: f64) -> Self {
         Meter(Arc::new(Inner {
             calls: Mutex::default(),
@@ -153,6 +156,7 @@ struct Pace {
 
 impl Pace {
     fn new(per_second: f64) -> Self {
+        let per_second = per_second.max(MIN_RATE);
         Pace {
             per_second,
             interval: Duration::from_secs_f64(1.0 / per_second),
@@ -301,5 +305,7 @@ mod tests {
         assert_eq!(meter.rate(), None);
         assert_eq!(meter.calls().line(), "0");
         assert_eq!(Meter::limited(2.5).rate(), Some(2.5));
+        assert_eq!(Meter::limited(1e-300).rate(), Some(MIN_RATE));
+        assert_eq!(Meter::limited(f64::NAN).rate(), Some(MIN_RATE));
     }
 }
