@@ -92,7 +92,7 @@ pub struct Global {
     pub metastore_principal: Option<String>,
     /// At most this many metastore calls a second (e.g. 50, or 0.5), however many --parallel
     /// connections run; --on-yarn gives each task its share (the rate divided by
-    /// --yarn-tasks). Calls wait their turn before they are sent. Default: no limit. Every
+    /// --tasks). Calls wait their turn before they are sent. Default: no limit. Every
     /// --json summary counts the calls by method (metastore_calls)
     #[arg(long, global = true, value_name = "CALLS", env = "HOC_METASTORE_RATE",
         value_parser = parse_rate)]
