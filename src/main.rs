@@ -134,7 +134,13 @@ async fn run_analyze(
     if let Some(m) = &options.metrics {
         m.analyze(&report);
     }
-    render::analyze(&mut stdout(), &report, options.format, analyze_options)?;
+    render::analyze(
+        &mut stdout(),
+        &report,
+        options.format,
+        analyze_options,
+        &options.metastore_calls(),
+    )?;
     if let Some(path) = html {
         let page = render::census_page(&report, analyze_options);
         hive_orc_compactor::local::write_atomically(path, page.as_bytes()).with_context(|| {
@@ -177,7 +183,12 @@ async fn run_cleanup(
     if let Some(m) = &options.metrics {
         m.cleanup(&report);
     }
-    render::cleanup(&mut stdout(), &report, options.format)?;
+    render::cleanup(
+        &mut stdout(),
+        &report,
+        &options.metastore_calls(),
+        options.format,
+    )?;
     Ok(report.exit_code())
 }
 
@@ -202,7 +213,8 @@ async fn run_iceberg(options: &Options, command: &IcebergOptions) -> anyhow::Res
             if let Some(m) = &options.metrics {
                 m.iceberg_check(&report);
             }
-            render::iceberg_check(&mut stdout(), &report, options.format)?;
+            let calls = options.metastore_calls();
+            render::iceberg_check(&mut stdout(), &report, &calls, options.format)?;
             Ok(report.exit_code())
         }
         IcebergOptions::Migrate { table, options: o } => {
@@ -211,7 +223,8 @@ async fn run_iceberg(options: &Options, command: &IcebergOptions) -> anyhow::Res
             if let Some(m) = &options.metrics {
                 m.iceberg_migrate(&report);
             }
-            render::iceberg_migrate(&mut stdout(), &report, options.format)?;
+            let calls = options.metastore_calls();
+            render::iceberg_migrate(&mut stdout(), &report, &calls, options.format)?;
             Ok(report.outcome.exit_code())
         }
         IcebergOptions::Revert {
@@ -267,13 +280,21 @@ async fn run_compact(
         true => render::Batch::yarn_task(partitions),
         false => render::Batch::new(options.format, partitions),
     };
+    let named = selection.partitions.named_one_by_one();
+    let observer = match named {
+        true => observer.with_calls(resolved.config.meter.clone()),
+        false => observer,
+    };
     let summary = batch::execute(&pool, &hdfs, plan, batch_options, &observer).await;
     observer.finish();
     if let Some(m) = &options.metrics {
         m.compact(&summary);
     }
-    if !selection.partitions.named_one_by_one() {
-        render::batch_summary(&mut stdout(), &summary, None, options.format)?;
+    let calls = options.metastore_calls();
+    if named {
+        render::metastore_calls(&mut stdout(), &calls, options.format)?;
+    } else {
+        render::batch_summary(&mut stdout(), &summary, None, &calls, options.format)?;
     }
     // A task's outcomes are its report lines; a failing exit would only make YARN run the
     // same partitions again. Exit 0 once every partition is reported.
@@ -334,8 +355,17 @@ async fn run_on_yarn(
     observer.finish();
     if let Some(m) = &options.metrics {
         m.compact(&summary);
+        m.tasks_calls(&report.metastore_calls);
     }
-    render::batch_summary(&mut stdout(), &summary, Some(&report), options.format)?;
+    // What the run cost the metastore: this host's calls and the tasks'.
+    let calls = options.metastore_calls().plus(&report.metastore_calls);
+    render::batch_summary(
+        &mut stdout(),
+        &summary,
+        Some(&report),
+        &calls,
+        options.format,
+    )?;
     Ok(summary.exit())
 }
 
@@ -353,7 +383,7 @@ async fn start(cli: Cli, matches: ArgMatches) -> anyhow::Result<ExitCode> {
     };
     // Written whatever happened: an alert must see the failed run too.
     let code = result.as_ref().map_or(ExitCode::Failed, |c| *c);
-    match metrics.finish(code) {
+    match metrics.finish(code, &options.metastore_calls()) {
         Ok(()) => result,
         Err(e) => {
             eprintln!("error: {e:#}");

@@ -13,8 +13,8 @@ use hive_orc_compactor::orc::{Compression, RowOrder};
 use hive_orc_compactor::resolve::TableName;
 
 use super::parse::{
-    parse_bytes, parse_codec, parse_duration, parse_sort_by, parse_stripe_size, parse_stripes,
-    parse_target_size, parse_verify, parse_zorder,
+    parse_bytes, parse_codec, parse_duration, parse_rate, parse_sort_by, parse_stripe_size,
+    parse_stripes, parse_target_size, parse_verify, parse_zorder,
 };
 
 /// `--version`: the crate version, and for release builds the commit and target (build.rs).
@@ -90,6 +90,13 @@ pub struct Global {
     /// default hive.metastore.kerberos.principal; implies --metastore-sasl
     #[arg(long, global = true, value_name = "PRINCIPAL")]
     pub metastore_principal: Option<String>,
+    /// At most this many metastore calls a second (e.g. 50, or 0.5), however many --parallel
+    /// connections run; --on-yarn gives each task its share (the rate divided by
+    /// --tasks). Calls wait their turn before they are sent. Default: no limit. Every
+    /// --json summary counts the calls by method (metastore_calls)
+    #[arg(long, global = true, value_name = "CALLS", env = "HOC_METASTORE_RATE",
+        value_parser = parse_rate)]
+    pub metastore_rate: Option<f64>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]

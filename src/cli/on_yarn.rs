@@ -12,6 +12,7 @@ use hive_orc_compactor::binary_cache::LocalBinary;
 use hive_orc_compactor::config;
 use hive_orc_compactor::hdfs;
 use hive_orc_compactor::lock::LockMode;
+use hive_orc_compactor::metastore::meter::MIN_RATE;
 use hive_orc_compactor::metastore::Transport;
 use hive_orc_compactor::operations::batch::BatchOptions;
 use hive_orc_compactor::operations::compact::Layout;
@@ -52,8 +53,9 @@ pub fn options(job: JobInputs) -> anyhow::Result<YarnOptions> {
     let location = |flag: &str, uri: &str| {
         hdfs::Location::parse(uri).map_err(|e| anyhow::anyhow!("{flag}: {e}"))
     };
+    let tasks = yarn.tasks.map_or(4, usize::from);
     Ok(YarnOptions {
-        tasks: yarn.tasks.map_or(4, usize::from),
+        tasks,
         queue: yarn.queue.clone(),
         mapred: yarn
             .hadoop_cmd
@@ -74,7 +76,7 @@ pub fn options(job: JobInputs) -> anyhow::Result<YarnOptions> {
         ]
         .map(String::from)
         .to_vec(),
-        task_settings: task_settings(&job, keytab.is_some()).to_toml()?,
+        task_settings: task_settings(&job, keytab.is_some(), tasks).to_toml()?,
         task_memory_mb: yarn
             .task_memory
             .map_or(default_task_memory_mb(job.batch.parallel), |b| b >> 20),
@@ -124,7 +126,7 @@ fn metastore_token(job: &JobInputs) -> anyhow::Result<Option<TokenFor>> {
 /// The settings the tasks run with: this run's, as config-file keys. What only this host
 /// does (selecting, `--limit`, thresholds, the YARN flags) stays out; so does `spill_dir`:
 /// a task spills to its container's own temporary directory.
-fn task_settings(job: &JobInputs, keytab: bool) -> Settings {
+fn task_settings(job: &JobInputs, keytab: bool, tasks: usize) -> Settings {
     let c = &job.batch.compact;
     let m = &job.metastore.config;
     let seconds = |d: Duration| format!("{}s", d.as_secs());
@@ -140,6 +142,13 @@ fn task_settings(job: &JobInputs, keytab: bool) -> Settings {
         metastore_framed: matches!(m.transport, Transport::Framed).then_some(true),
         metastore_sasl: (m.sasl_principal.as_deref() == Some("")).then_some(true),
         metastore_principal: m.sasl_principal.clone().filter(|p| !p.is_empty()),
+        // The tasks may all run at once: each gets its share of the run's rate (when fewer
+        // tasks than asked for run, the job stays under the rate), but not less than the
+        // slowest pace a task accepts.
+        metastore_rate: m
+            .meter
+            .rate()
+            .map(|r| (r / tasks.max(1) as f64).max(MIN_RATE)),
         hadoop_user: Some(job.user.clone()),
         principal: job.principal.filter(|_| keytab).map(String::from),
         keytab: keytab.then(|| on_yarn::KEYTAB_LINK.into()),

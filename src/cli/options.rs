@@ -13,6 +13,7 @@ use hive_orc_compactor::config;
 use hive_orc_compactor::fleet::{Partitions, Selection, Tables};
 use hive_orc_compactor::hdfs::{self, Hdfs};
 use hive_orc_compactor::lock::{self, LockMode, LockOptions};
+use hive_orc_compactor::metastore::meter::{Calls, Meter};
 use hive_orc_compactor::metastore::{security::token, Metastore};
 use hive_orc_compactor::operations::analyze::AnalyzeOptions;
 use hive_orc_compactor::operations::batch::{BatchOptions, Budget, Thresholds};
@@ -156,6 +157,11 @@ impl Options {
         Metastore::connect(self.metastore.config.clone())
             .await
             .with_context(|| format!("metastore from {}", self.metastore.source))
+    }
+
+    /// The calls this process has sent to the metastore so far, by method.
+    pub fn metastore_calls(&self) -> Calls {
+        self.metastore.config.meter.calls()
     }
 
     pub fn hdfs(&self) -> Hdfs {
@@ -687,6 +693,9 @@ fn metastore_config(cli: &Cli, settings: &Settings) -> anyhow::Result<config::Re
     if global.metastore.is_none() && settings.metastore.is_some() {
         resolved.source = "the config file".into();
     }
+    if let Some(rate) = global.metastore_rate.or(settings.metastore_rate()?) {
+        resolved.config.meter = Meter::limited(rate);
+    }
     let sasl = global.metastore_sasl || settings.metastore_sasl == Some(true);
     if let Some(p) = global
         .metastore_principal
@@ -840,5 +849,78 @@ mod tests {
             );
             assert_eq!(task.hadoop_user.as_deref(), Some("etl"));
         }
+    }
+
+    #[test]
+    fn the_metastore_rate_comes_from_the_flag_else_the_file_and_tasks_share_it() {
+        let rate = |o: &Options| o.metastore.config.meter.rate();
+        let dir = tempfile::tempdir().unwrap();
+        let config_file = |name: &str, rate: &str| {
+            let path = dir.path().join(name);
+            let text = format!("metastore = \"thrift://h:9083\"\nmetastore_rate = {rate}\n");
+            std::fs::write(&path, text).unwrap();
+            path.to_str().unwrap().to_owned()
+        };
+        let config = &config_file("hoc.toml", "40");
+        let analyze = ["analyze", "--table", "d.t"];
+        assert_eq!(
+            rate(&resolve(&[&["--config", config][..], &analyze].concat())),
+            Some(40.0)
+        );
+        let flag = ["--config", config, "--metastore-rate", "0.5"];
+        assert_eq!(rate(&resolve(&[&flag[..], &analyze].concat())), Some(0.5));
+        let unpaced = ["--metastore", "thrift://h:9083"];
+        assert_eq!(rate(&resolve(&[&unpaced[..], &analyze].concat())), None);
+        for bad in ["0", "-1", "0.0001", "inf", "NaN", "fast"] {
+            let flag = format!("--metastore-rate={bad}");
+            let refused = Cli::command().try_get_matches_from([
+                "hive-orc-compactor",
+                &flag,
+                "analyze",
+                "--table",
+                "d.t",
+            ]);
+            let e = refused.expect_err(bad).to_string();
+            assert!(e.contains("positive number such as 50"), "{bad}: {e}");
+        }
+        let zero = config_file("zero.toml", "0");
+        let matches = Cli::command()
+            .try_get_matches_from(
+                ["hive-orc-compactor", "--config", &zero]
+                    .into_iter()
+                    .chain(analyze),
+            )
+            .unwrap();
+        let cli = Cli::from_arg_matches(&matches).unwrap();
+        let e = Options::resolve(&cli, &matches).err().unwrap().to_string();
+        assert!(e.contains("metastore_rate in the config file"), "{e}");
+
+        // Four tasks may run at once: each paces itself to a quarter of the run's rate.
+        let edge = resolve(&[
+            "--metastore",
+            "thrift://h:9083",
+            "--metastore-rate",
+            "12",
+            "compact",
+            "--database",
+            "sales",
+            "--on-yarn",
+            "--tasks",
+            "4",
+            "--yarn-binary",
+            "hdfs://nn/bin/hoc",
+        ]);
+        let yarn = compact(&edge).1.expect("--on-yarn");
+        let settings = dir.path().join("settings.toml");
+        std::fs::write(&settings, &yarn.task_settings).unwrap();
+        let task = resolve(&[
+            "--config",
+            settings.to_str().unwrap(),
+            "compact",
+            "--partitions-from",
+            "/dev/null",
+            "--yarn-task",
+        ]);
+        assert_eq!(rate(&task), Some(3.0), "{}", yarn.task_settings);
     }
 }

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use hive_orc_compactor::config;
+use hive_orc_compactor::metastore::meter::MIN_RATE;
 use hive_orc_compactor::operations::compact::{Stripes, VerifyLevel};
 use hive_orc_compactor::orc::{Compression, RowOrder};
 
@@ -63,6 +64,30 @@ pub fn parse_stripe_size(s: &str) -> Result<u64, String> {
         return Err(format!("'{s}' is too small a stripe: use at least 64KiB"));
     }
     Ok(size)
+}
+
+/// `--metastore-rate`: calls a second, positive (fractions allowed: 0.5 is one call every 2 s).
+pub fn parse_rate(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(rate) => check_rate(rate),
+        Err(_) => Err(not_a_rate(s)),
+    }
+}
+
+/// A rate the meter can pace to: finite, and at least one call every 1,000 seconds.
+pub fn check_rate(rate: f64) -> Result<f64, String> {
+    if rate.is_finite() && rate >= MIN_RATE {
+        Ok(rate)
+    } else {
+        Err(not_a_rate(&rate.to_string()))
+    }
+}
+
+fn not_a_rate(given: &str) -> String {
+    format!(
+        "'{given}' is not a rate: give the metastore calls a second, a positive number such as \
+         50 or 0.5 (at least {MIN_RATE})"
+    )
 }
 
 pub fn parse_duration(s: &str) -> Result<Duration, String> {

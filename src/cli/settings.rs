@@ -28,6 +28,7 @@
 //!
 //! Every other flag of `compact` a run's tasks need has its key too, named as the flag:
 //! `metastore_timeout`, `metastore_framed`, `metastore_sasl`, `metastore_principal`,
+//! `metastore_rate`,
 //! `hadoop_user`, `principal`, `keytab`, `lock_timeout`, `no_lock`, `require_lock`,
 //! `yarn_token_margin`, and `sort_by`, `zorder`, `codec`, `codec_level` at the top level (the
 //! layout of every table, as the flags give it).
@@ -40,7 +41,7 @@ use anyhow::{anyhow, Context};
 use hive_orc_compactor::operations::compact::{Stripes, VerifyLevel};
 use serde::{Deserialize, Serialize};
 
-use super::parse::{parse_bytes, parse_duration, parse_stripe_size, parse_target_size};
+use super::parse::{check_rate, parse_bytes, parse_duration, parse_stripe_size, parse_target_size};
 
 /// The file's keys; unknown keys are an error, so a typo does not silently do nothing. Sizes and
 /// durations are kept as written and parsed by the flags' own parsers when asked for.
@@ -56,6 +57,8 @@ pub struct Settings {
     pub metastore_sasl: Option<bool>,
     /// `--metastore-principal`.
     pub metastore_principal: Option<String>,
+    /// `--metastore-rate`, calls a second.
+    pub metastore_rate: Option<f64>,
     /// `--hadoop-user`.
     pub hadoop_user: Option<String>,
     /// `--principal` and `--keytab`: the Kerberos login.
@@ -147,6 +150,12 @@ impl Settings {
     /// The file's text, as [`Settings::load`] reads it back.
     pub fn to_toml(&self) -> anyhow::Result<String> {
         toml::to_string(self).context("writing the settings as TOML")
+    }
+
+    pub fn metastore_rate(&self) -> anyhow::Result<Option<f64>> {
+        self.metastore_rate
+            .map(|r| check_rate(r).map_err(|e| anyhow!("metastore_rate in the config file: {e}")))
+            .transpose()
     }
 
     pub fn metastore_timeout(&self) -> anyhow::Result<Option<Duration>> {
@@ -267,6 +276,7 @@ mod tests {
             metastore: Some("thrift://a:9083,thrift://b:9083".into()),
             metastore_timeout: Some("30s".into()),
             metastore_principal: Some("hive/_HOST@R".into()),
+            metastore_rate: Some(0.5),
             no_lock: Some(true),
             min_age: Some("0s".into()),
             parallel: Some(3),

@@ -3,6 +3,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use super::error::MetastoreError;
+use super::meter::Meter;
 use super::security::token::TokenLogin;
 
 /// HMS's own default port, used when a URI names none (as Hive's client does).
@@ -130,6 +131,9 @@ pub struct MetastoreConfig {
     /// `hive.metastore.token.signature`: the service of the metastore token to pick from a
     /// credentials file (empty by default, as in Hive).
     pub token_signature: String,
+    /// Counts (and, with `--metastore-rate`, paces) the calls of every connection made from
+    /// this configuration or its clones.
+    pub meter: Meter,
 }
 
 impl MetastoreConfig {
@@ -146,6 +150,7 @@ impl MetastoreConfig {
             sasl_protection: None,
             delegation_token: None,
             token_signature: String::new(),
+            meter: Meter::default(),
         })
     }
 

@@ -15,6 +15,7 @@
 mod config;
 mod error;
 mod gen;
+pub mod meter;
 pub mod security;
 mod session;
 

@@ -16,6 +16,7 @@ use thrift::{ApplicationErrorKind, TransportErrorKind};
 use super::config::{MetastoreConfig, MetastoreUri, Transport};
 use super::error::{one_line, MetastoreError};
 use super::gen::{self, TThriftHiveMetastoreSyncClient};
+use super::meter::Metered;
 use super::security::digest_md5::DigestMd5;
 use super::security::gssapi;
 use super::security::sasl::{self, Failure as SaslFailure, Mechanism as _};
@@ -23,7 +24,7 @@ use super::security::token::TokenLogin;
 
 pub(crate) type Client = gen::ThriftHiveMetastoreSyncClient<
     TBinaryInputProtocol<Box<dyn Read + Send>>,
-    TBinaryOutputProtocol<Box<dyn Write + Send>>,
+    Metered<TBinaryOutputProtocol<Box<dyn Write + Send>>>,
 >;
 
 /// Whether a call may be sent again after the connection broke mid-call.
@@ -311,7 +312,7 @@ fn open(cfg: &MetastoreConfig, uri: &MetastoreUri) -> Result<(Client, TcpStream)
     // Java servers write strict binary messages; reading leniently costs nothing.
     let mut client = Client::new(
         TBinaryInputProtocol::new(input, false),
-        TBinaryOutputProtocol::new(output, true),
+        Metered::new(TBinaryOutputProtocol::new(output, true), cfg.meter.clone()),
     );
 
     // A TCP accept proves little (a wrong transport, SASL, or a hung server all accept), so

@@ -41,6 +41,7 @@ use serde::Serialize;
 use crate::binary_cache::{self, LocalBinary};
 use crate::fleet::{Candidate, LISTINGS_IN_FLIGHT};
 use crate::hdfs::{Hdfs, Location};
+use crate::metastore::meter::Calls;
 use crate::metastore::security::token::write_credentials;
 use crate::metastore::{DelegationToken, Metastore};
 use crate::operations::batch::{BatchPlan, BatchSummary, Observer};
@@ -167,6 +168,8 @@ pub struct YarnReport {
     /// Why no job was submitted although nothing went wrong: no partition had work for it.
     pub no_job: Option<String>,
     pub seconds: f64,
+    /// The metastore calls of the committed task attempts (a failed attempt's are not known).
+    pub metastore_calls: Calls,
 }
 
 /// Narrows the plan's runs to the partitions whose unlocked plan finds work: each is planned as
@@ -603,15 +606,26 @@ async fn run_job(
             );
         }
     }
-    read_reports(hdfs, &job.dir.child(OUTPUT)).await
+    let (reports, calls) = read_reports(hdfs, &job.dir.child(OUTPUT)).await?;
+    report.metastore_calls = calls;
+    Ok(reports)
 }
 
-/// Every report line of the committed tasks' output files.
-async fn read_reports(hdfs: &Hdfs, dir: &Location) -> anyhow::Result<Vec<CompactReport>> {
+/// A task's report line, for the metastore calls it carries: the task's so far, so its last
+/// line has the task's total.
+#[derive(serde::Deserialize)]
+struct CallsSoFar {
+    metastore_calls: Option<Calls>,
+}
+
+/// Every report line of the committed tasks' output files (one file a task), and the tasks'
+/// metastore calls.
+async fn read_reports(hdfs: &Hdfs, dir: &Location) -> anyhow::Result<(Vec<CompactReport>, Calls)> {
     let Some(listing) = hdfs.list(dir).await? else {
-        return Ok(vec![]);
+        return Ok((vec![], Calls::default()));
     };
     let mut out = Vec::new();
+    let mut calls = Calls::default();
     for f in listing
         .files
         .iter()
@@ -624,19 +638,26 @@ async fn read_reports(hdfs: &Hdfs, dir: &Location) -> anyhow::Result<Vec<Compact
             .read_range(0, f.length as usize)
             .await
             .map_err(|e| anyhow::anyhow!("reading {file}: {e}"))?;
-        for line in String::from_utf8_lossy(&bytes).lines() {
-            // TextOutputFormat writes `key<TAB>value`; our lines are all key.
-            let line = line.trim_end_matches('\t').trim();
-            if line.is_empty() {
-                continue;
-            }
+        let text = String::from_utf8_lossy(&bytes);
+        // TextOutputFormat writes `key<TAB>value`; our lines are all key.
+        let lines = text
+            .lines()
+            .map(|l| l.trim_end_matches('\t').trim())
+            .filter(|l| !l.is_empty());
+        for line in lines.clone() {
             match serde_json::from_str::<CompactReport>(line) {
                 Ok(r) => out.push(r),
                 Err(e) => tracing::warn!("{file}: a line that is not a report ({e}): {line}"),
             }
         }
+        if let Some(Ok(CallsSoFar {
+            metastore_calls: Some(task),
+        })) = lines.clone().next_back().map(serde_json::from_str)
+        {
+            calls = calls.plus(&task);
+        }
     }
-    Ok(out)
+    Ok((out, calls))
 }
 
 async fn write(hdfs: &Hdfs, file: &Location, bytes: Bytes, permission: u16) -> anyhow::Result<()> {

@@ -7,7 +7,9 @@ use hive_orc_compactor::operations::analyze::{
     self, AnalyzeOptions, AnalyzeReport, PartitionAnalysis, Totals,
 };
 
-use super::format::{json, plural, size, style, Format};
+use hive_orc_compactor::metastore::meter::Calls;
+
+use super::format::{calls_line, json, plural, size, style, Format};
 
 /// The cells of one analyze row, in column order, for the table and the CSV alike.
 fn analyze_cells(p: &PartitionAnalysis, deep: bool, human: bool) -> Vec<String> {
@@ -66,6 +68,7 @@ pub fn analyze(
     r: &AnalyzeReport,
     format: Format,
     options: &AnalyzeOptions,
+    calls: &Calls,
 ) -> anyhow::Result<()> {
     let deep = options.deep;
     match format {
@@ -79,6 +82,7 @@ pub fn analyze(
                     "tables": r.tables,
                     "total": r.total,
                     "size_buckets": BUCKET_FLOORS,
+                    "metastore_calls": calls,
                 } }),
             )
         }
@@ -106,6 +110,7 @@ pub fn analyze(
                 }
             }
             totals_line(out, &r.total)?;
+            calls_line(out, calls)?;
             Ok(())
         }
     }
@@ -210,7 +215,7 @@ impl analyze::Tally for Surveying {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::render::testing::{assert_keys, object, printed};
+    use crate::render::testing::{self, assert_keys, object, printed};
     use hive_orc_compactor::census::SizeHistogram;
     use hive_orc_compactor::eligibility::Rule;
 
@@ -278,7 +283,8 @@ pub(crate) mod tests {
 
     #[test]
     fn analyze_text_is_aligned_and_ends_with_the_totals() {
-        let (out, _) = printed(|o, _| analyze(o, &report(), Format::Text, &options()));
+        let (out, _) =
+            printed(|o, _| analyze(o, &report(), Format::Text, &options(), &testing::calls()));
         assert_eq!(
             out,
             "TABLE  PARTITION  FILES     BYTES     MEAN   MEDIAN  SMALL  NEEDED  EXCESS  \
@@ -288,13 +294,15 @@ pub(crate) mod tests {
              no [not_orc]: it is text\n\
              \n\
              d.t: 2 partitions (1 eligible), 20 files (20.0 KiB), 20 small; compaction would \
-             remove 9 files (18 NameNode objects)\n"
+             remove 9 files (18 NameNode objects)\n\
+             metastore calls: 5 (get_table_req 3, lock 2)\n"
         );
     }
 
     #[test]
     fn analyze_csv_has_raw_numbers_and_rules() {
-        let (out, _) = printed(|o, _| analyze(o, &report(), Format::Csv, &options()));
+        let (out, _) =
+            printed(|o, _| analyze(o, &report(), Format::Csv, &options(), &testing::calls()));
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(
             lines,
@@ -308,7 +316,8 @@ pub(crate) mod tests {
 
     #[test]
     fn analyze_json_is_a_line_per_partition_then_the_summary() {
-        let (out, _) = printed(|o, _| analyze(o, &report(), Format::Json, &options()));
+        let (out, _) =
+            printed(|o, _| analyze(o, &report(), Format::Json, &options(), &testing::calls()));
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines.len(), 3);
         let refused = object(lines[1]);
@@ -335,5 +344,6 @@ pub(crate) mod tests {
         let summary = object(lines[2]);
         assert_eq!(summary["summary"]["total"]["removable_files"], 9);
         assert_eq!(summary["summary"]["tables"][0]["scope"], "d.t");
+        assert_eq!(summary["summary"]["metastore_calls"]["total"], 5);
     }
 }

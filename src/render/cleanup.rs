@@ -4,11 +4,18 @@ use std::io::Write;
 
 use hive_orc_compactor::operations::cleanup::{CleanupReport, RunAction};
 
-use super::format::{json, Format};
+use hive_orc_compactor::metastore::meter::Calls;
 
-pub fn cleanup(out: &mut dyn Write, r: &CleanupReport, format: Format) -> anyhow::Result<()> {
+use super::format::{calls_line, json, with_calls, Format};
+
+pub fn cleanup(
+    out: &mut dyn Write,
+    r: &CleanupReport,
+    calls: &Calls,
+    format: Format,
+) -> anyhow::Result<()> {
     if format == Format::Json {
-        return json(out, r);
+        return json(out, &with_calls(r, calls)?);
     }
     let will = if r.dry_run { "would remove" } else { "removed" };
     for p in &r.partitions {
@@ -81,13 +88,14 @@ pub fn cleanup(out: &mut dyn Write, r: &CleanupReport, format: Format) -> anyhow
         b.kept.len(),
         b.dir,
     )?;
+    calls_line(out, calls)?;
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::testing::{assert_keys, object, printed};
+    use crate::render::testing::{self, assert_keys, object, printed};
     use hive_orc_compactor::operations::cleanup::BinariesCleanup;
 
     fn report() -> CleanupReport {
@@ -109,18 +117,19 @@ mod tests {
 
     #[test]
     fn cleanup_text_ends_with_the_counts() {
-        let (out, _) = printed(|o, _| cleanup(o, &report(), Format::Text));
+        let (out, _) = printed(|o, _| cleanup(o, &report(), &testing::calls(), Format::Text));
         assert_eq!(
             out,
             "cached binary: would remove hdfs://nn/y/binaries/ab\n\
              cleanup (dry run): 4 partitions checked, 0 with something to clean, 0 errors; \
-             cached binaries kept: 1 in hdfs://nn/y/binaries\n"
+             cached binaries kept: 1 in hdfs://nn/y/binaries\n\
+             metastore calls: 5 (get_table_req 3, lock 2)\n"
         );
     }
 
     #[test]
     fn cleanup_json_keeps_its_names() {
-        let (out, _) = printed(|o, _| cleanup(o, &report(), Format::Json));
+        let (out, _) = printed(|o, _| cleanup(o, &report(), &testing::calls(), Format::Json));
         let v = object(&out);
         assert_keys(
             &v,
@@ -134,6 +143,7 @@ mod tests {
             ],
         );
         assert_eq!(v["partitions_checked"], 4);
+        assert_eq!(v["metastore_calls"]["lock"], 2);
         assert_keys(
             &v["binaries"],
             &["dir", "removed", "kept", "trashed_to", "error"],

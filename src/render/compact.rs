@@ -4,6 +4,7 @@
 use std::io::Write;
 
 use hive_orc_compactor::binary_cache::Action;
+use hive_orc_compactor::metastore::meter::{Calls, Meter};
 use hive_orc_compactor::operations::batch::{self, BatchSummary};
 use hive_orc_compactor::operations::compact::{
     CompactReport, LayoutReport, OutputWriter, Progress, VerifyLevel,
@@ -11,7 +12,7 @@ use hive_orc_compactor::operations::compact::{
 use hive_orc_compactor::operations::on_yarn::{YarnPlan, YarnReport};
 use hive_orc_compactor::operations::outcome::Status;
 
-use super::format::{headline, json, plural, size, style, Format};
+use super::format::{calls_line, headline, json, plural, size, style, with_calls, Format};
 
 /// Follows a batch: one byte bar per running partition under a bar counting partitions, on
 /// stderr and only on a terminal (cron gets none); each report printed as it comes, above them.
@@ -22,6 +23,9 @@ pub struct Batch {
     /// This process is a YARN task: Hadoop Streaming reads `reporter:` lines on stderr as the
     /// task's status and counters, and any such line as a sign of life.
     yarn_task: bool,
+    /// Partitions reported on their own (named ones): each JSON report carries the run's
+    /// metastore calls so far, the last one the run's total.
+    calls: Option<Meter>,
 }
 
 impl Batch {
@@ -40,6 +44,15 @@ impl Batch {
             done,
             format,
             yarn_task: false,
+            calls: None,
+        }
+    }
+
+    /// Each report carries the calls `meter` has counted so far (see [`Batch::calls`]).
+    pub fn with_calls(self, meter: Meter) -> Self {
+        Batch {
+            calls: Some(meter),
+            ..self
         }
     }
 
@@ -89,11 +102,13 @@ impl batch::Observer for Batch {
                 report.outcome.status.as_text()
             );
         }
+        let calls = self.calls.as_ref().map(Meter::calls);
         if let Err(e) = self.bars.suspend(|| {
             compact(
                 &mut std::io::stdout().lock(),
                 &mut std::io::stderr(),
                 report,
+                calls.as_ref(),
                 self.format,
             )
         }) {
@@ -121,14 +136,19 @@ impl Progress for ProgressBar {
 }
 
 /// One partition's outcome: a headline, the plan's details, then the reason or location.
+/// `calls`, the run's metastore calls so far, go into the JSON report when given.
 pub fn compact(
     out: &mut dyn Write,
     err: &mut dyn Write,
     r: &CompactReport,
+    calls: Option<&Calls>,
     format: Format,
 ) -> anyhow::Result<()> {
     if format == Format::Json {
-        return json(out, r);
+        return match calls {
+            Some(calls) => json(out, &with_calls(r, calls)?),
+            None => json(out, r),
+        };
     }
     let status = r.outcome.status.as_text();
     headline(out, &r.outcome)?;
@@ -330,13 +350,18 @@ pub fn yarn_plan(out: &mut dyn Write, p: &YarnPlan, format: Format) -> anyhow::R
 
 /// The end of a batch: one line of counts (and the partitions that need a look), or one
 /// `{"summary": ...}` object after the partitions' JSON lines.
+///
+/// `calls` are the run's metastore calls: with `--on-yarn`, this host's and its tasks'
+/// (`yarn.metastore_calls` holds the tasks' alone).
 pub fn batch_summary(
     out: &mut dyn Write,
     s: &BatchSummary,
     yarn: Option<&YarnReport>,
+    calls: &Calls,
     format: Format,
 ) -> anyhow::Result<()> {
     if format == Format::Json {
+        let s = with_calls(s, calls)?;
         return match yarn {
             Some(y) => json(out, &serde_json::json!({ "summary": s, "yarn": y })),
             None => json(out, &serde_json::json!({ "summary": s })),
@@ -390,6 +415,7 @@ pub fn batch_summary(
         s.seconds,
         if s.interrupted { " (interrupted)" } else { "" }
     )?;
+    calls_line(out, calls)?;
     for a in &s.attention {
         writeln!(out, "  needs a look: {a}")?;
     }
@@ -399,7 +425,7 @@ pub fn batch_summary(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::testing::{assert_keys, printed, OUTCOME_KEYS};
+    use crate::render::testing::{self, assert_keys, printed, OUTCOME_KEYS};
     use hive_orc_compactor::eligibility::Rule;
     use hive_orc_compactor::operations::batch::Counts;
     use hive_orc_compactor::operations::compact::{CarriedFile, GroupReport, OutputReport};
@@ -442,7 +468,7 @@ mod tests {
 
     #[test]
     fn compact_text() {
-        let (out, err) = printed(|o, e| compact(o, e, &compacted(), Format::Text));
+        let (out, err) = printed(|o, e| compact(o, e, &compacted(), None, Format::Text));
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines[0], "compacted: d.t partition dt=1");
         assert_eq!(lines[1], "  files     3 (3.0 KiB) -> 2 (2.0 KiB), 30 rows");
@@ -463,7 +489,7 @@ mod tests {
 
     #[test]
     fn compact_json_keeps_its_names() {
-        let (out, err) = printed(|o, e| compact(o, e, &compacted(), Format::Json));
+        let (out, err) = printed(|o, e| compact(o, e, &compacted(), None, Format::Json));
         assert!(err.is_empty());
         assert_eq!(out.lines().count(), 1, "one object per line");
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
@@ -489,6 +515,13 @@ mod tests {
         assert_eq!(v["status"], "compacted");
         assert_eq!(v["verify"], "full");
         assert_eq!(v["groups"][0]["outputs"][0]["inputs"][1], "b.orc");
+        assert!(v.get("metastore_calls").is_none());
+        let calls = testing::calls();
+        let (out, _) = printed(|o, e| compact(o, e, &compacted(), Some(&calls), Format::Json));
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["metastore_calls"]["lock"], 2);
+        assert_eq!(v["metastore_calls"]["total"], 5);
+        assert_eq!(v["status"], "compacted");
     }
 
     #[test]
@@ -500,14 +533,14 @@ mod tests {
             "the table is transactional".into(),
             Some(Rule::Transactional),
         );
-        let (out, err) = printed(|o, e| compact(o, e, &r, Format::Text));
+        let (out, err) = printed(|o, e| compact(o, e, &r, None, Format::Text));
         assert!(out.starts_with("refused: d.t partition dt=1\n"));
         assert!(out.contains("  reason    the table is transactional\n"));
         assert_eq!(
             err,
             "refused: d.t partition dt=1: the table is transactional [transactional]\n"
         );
-        let (out, err) = printed(|o, e| compact(o, e, &r, Format::Json));
+        let (out, err) = printed(|o, e| compact(o, e, &r, None, Format::Json));
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
         assert_eq!(
             (v["status"].as_str(), v["rule"].as_str()),
@@ -532,17 +565,23 @@ mod tests {
             exit_code: 1,
             ..BatchSummary::default()
         };
-        let (out, _) = printed(|o, _| batch_summary(o, &s, None, Format::Text));
+        let calls = testing::calls();
+        let (out, _) = printed(|o, _| batch_summary(o, &s, None, &calls, Format::Text));
         assert_eq!(
             out,
             "summary: 2 compacted, 0 nothing to do, 0 dry run, 0 skipped, 0 refused, 0 busy, \
-             1 failed, 0 verification failed; 10 files removed, 2.0 KiB rewritten, 1.2 s\n  \
+             1 failed, 0 verification failed; 10 files removed, 2.0 KiB rewritten, 1.2 s\n\
+             metastore calls: 5 (get_table_req 3, lock 2)\n  \
              needs a look: d.t/dt=1: failed: boom\n"
         );
-        let (out, _) = printed(|o, _| batch_summary(o, &s, None, Format::Json));
+        let (out, _) = printed(|o, _| batch_summary(o, &s, None, &calls, Format::Json));
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
         assert_eq!(v["summary"]["compacted"], 2);
         assert_eq!(v["summary"]["exit_code"], 1);
+        assert_eq!(
+            v["summary"]["metastore_calls"],
+            serde_json::json!({"get_table_req": 3, "lock": 2, "total": 5})
+        );
     }
 
     #[test]

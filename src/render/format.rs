@@ -4,6 +4,7 @@
 use std::io::Write;
 
 use bytesize::ByteSize;
+use hive_orc_compactor::metastore::meter::Calls;
 use hive_orc_compactor::operations::outcome::Outcome;
 use serde::Serialize;
 
@@ -27,6 +28,32 @@ pub(super) fn style(template: &str) -> indicatif::ProgressStyle {
 pub(super) fn json<T: Serialize>(out: &mut dyn Write, value: &T) -> anyhow::Result<()> {
     serde_json::to_writer(&mut *out, value)?;
     writeln!(out)?;
+    Ok(())
+}
+
+/// A report object with the run's metastore calls added as `metastore_calls`.
+pub(super) fn with_calls<T: Serialize>(
+    report: &T,
+    calls: &Calls,
+) -> anyhow::Result<serde_json::Value> {
+    let mut value = serde_json::to_value(report)?;
+    if let Some(object) = value.as_object_mut() {
+        object.insert("metastore_calls".into(), serde_json::to_value(calls)?);
+    }
+    Ok(value)
+}
+
+/// The run's metastore calls as one line of a text summary.
+pub(super) fn calls_line(out: &mut dyn Write, calls: &Calls) -> std::io::Result<()> {
+    writeln!(out, "metastore calls: {}", calls.line())
+}
+
+/// The closing line of a text report whose partitions were each reported on their own (and
+/// which has no summary line to carry it): the run's metastore calls.
+pub fn metastore_calls(out: &mut dyn Write, calls: &Calls, format: Format) -> anyhow::Result<()> {
+    if format == Format::Text {
+        calls_line(out, calls)?;
+    }
     Ok(())
 }
 

@@ -7,7 +7,9 @@ use hive_orc_compactor::eligibility::Refusal;
 use hive_orc_compactor::operations::iceberg::{CheckReport, MigrateReport, RevertReport};
 use hive_orc_compactor::operations::outcome::{Outcome, Status};
 
-use super::format::{json, Format};
+use hive_orc_compactor::metastore::meter::Calls;
+
+use super::format::{calls_line, json, with_calls, Format};
 
 fn blocks(out: &mut dyn Write, blocks: &[Refusal]) -> std::io::Result<()> {
     for b in blocks {
@@ -35,9 +37,14 @@ fn ended(out: &mut dyn Write, o: &Outcome) -> std::io::Result<()> {
     )
 }
 
-pub fn iceberg_check(out: &mut dyn Write, r: &CheckReport, format: Format) -> anyhow::Result<()> {
+pub fn iceberg_check(
+    out: &mut dyn Write,
+    r: &CheckReport,
+    calls: &Calls,
+    format: Format,
+) -> anyhow::Result<()> {
     if format == Format::Json {
-        return json(out, r);
+        return json(out, &with_calls(r, calls)?);
     }
     for t in &r.tables {
         let c = &t.costs;
@@ -82,16 +89,18 @@ pub fn iceberg_check(out: &mut dyn Write, r: &CheckReport, format: Format) -> an
             writeln!(out, "  note    non-canonical layout: {p}")?;
         }
     }
+    calls_line(out, calls)?;
     Ok(())
 }
 
 pub fn iceberg_migrate(
     out: &mut dyn Write,
     r: &MigrateReport,
+    calls: &Calls,
     format: Format,
 ) -> anyhow::Result<()> {
     if format == Format::Json {
-        return json(out, r);
+        return json(out, &with_calls(r, calls)?);
     }
     let table = &r.outcome.table;
     let files = r.costs.files - r.costs.empty_files;
@@ -128,6 +137,7 @@ pub fn iceberg_migrate(
     }
     blocks(out, &r.blocks)?;
     warnings(out, &r.outcome)?;
+    calls_line(out, calls)?;
     Ok(())
 }
 
@@ -209,7 +219,8 @@ mod tests {
 
     #[test]
     fn check_text() {
-        let (out, _) = printed(|o, _| iceberg_check(o, &check_report(), Format::Text));
+        let (out, _) =
+            printed(|o, _| iceberg_check(o, &check_report(), &Calls::default(), Format::Text));
         assert_eq!(
             out,
             "d.ok: ready to migrate in place\n  type    t tinyint -> int: widened\n  costs   2 \
@@ -217,7 +228,8 @@ mod tests {
              removable by compacting first\n  note    1 zero-length files left out; 0 files \
              with positional column names read by alias\nd.b: blocked\n  block   \
              [column_type] column c (char(3)): padded\n  costs   0 partitions (0 null), 0 \
-             files, 0 bytes, 0 rows; 0 small files, 0 of them removable by compacting first\n"
+             files, 0 bytes, 0 rows; 0 small files, 0 of them removable by compacting first\n\
+             metastore calls: 0\n"
         );
     }
 
@@ -225,7 +237,7 @@ mod tests {
     fn check_json() {
         let r = check_report();
         assert_eq!(r.exit_code(), hive_orc_compactor::exit::ExitCode::Refused);
-        let (out, _) = printed(|o, _| iceberg_check(o, &r, Format::Json));
+        let (out, _) = printed(|o, _| iceberg_check(o, &r, &Calls::default(), Format::Json));
         let v = object(&out);
         let (ok, blocked) = (&v["tables"][0], &v["tables"][1]);
         assert_keys(ok, OUTCOME_KEYS);
@@ -263,26 +275,42 @@ mod tests {
 
     #[test]
     fn migrate_text() {
-        let (out, _) =
-            printed(|o, _| iceberg_migrate(o, &migrate_report(Status::Migrated), Format::Text));
+        let (out, _) = printed(|o, _| {
+            iceberg_migrate(
+                o,
+                &migrate_report(Status::Migrated),
+                &Calls::default(),
+                Format::Text,
+            )
+        });
         assert_eq!(
             out,
             "d.t migrated to Iceberg table d.t: 4 files, 40 rows in 1 manifests\n  metadata \
              hdfs://nn/t/metadata/00000.metadata.json\n  the Hive table is kept as \
-             d.t__hive_backup; `iceberg revert --table d.t` restores it\n"
+             d.t__hive_backup; `iceberg revert --table d.t` restores it\nmetastore calls: 0\n"
         );
-        let (out, _) =
-            printed(|o, _| iceberg_migrate(o, &migrate_report(Status::DryRun), Format::Text));
+        let (out, _) = printed(|o, _| {
+            iceberg_migrate(
+                o,
+                &migrate_report(Status::DryRun),
+                &Calls::default(),
+                Format::Text,
+            )
+        });
         assert_eq!(
             out,
             "dry run: d.t would become Iceberg table d.t (in place; the Hive definition kept for \
-             revert), listing 4 files, 40 rows of 2 partitions; nothing written\n"
+             revert), listing 4 files, 40 rows of 2 partitions; nothing written\nmetastore \
+             calls: 0\n"
         );
         let mut busy = migrate_report(Status::Failed);
         busy.outcome.stop(Stop::Busy("locked by 7".into()));
         busy.outcome.warnings.push("w".into());
-        let (out, _) = printed(|o, _| iceberg_migrate(o, &busy, Format::Text));
-        assert_eq!(out, "d.t: busy: locked by 7\n  warning w\n");
+        let (out, _) = printed(|o, _| iceberg_migrate(o, &busy, &Calls::default(), Format::Text));
+        assert_eq!(
+            out,
+            "d.t: busy: locked by 7\n  warning w\nmetastore calls: 0\n"
+        );
     }
 
     #[test]
@@ -291,7 +319,7 @@ mod tests {
         let block = Refusal::new(Rule::BackupExists, "d.t__hive_backup exists");
         r.blocks.push(block.clone());
         r.outcome.stop(Stop::Refused(block));
-        let (out, _) = printed(|o, _| iceberg_migrate(o, &r, Format::Json));
+        let (out, _) = printed(|o, _| iceberg_migrate(o, &r, &Calls::default(), Format::Json));
         let v = object(&out);
         assert_keys(&v, OUTCOME_KEYS);
         assert_keys(
@@ -311,8 +339,14 @@ mod tests {
         assert_eq!(v["status"], "refused");
         assert_eq!(v["rule"], "backup_exists");
         assert_eq!(v["blocks"][0]["reason"], "d.t__hive_backup exists");
-        let (out, _) =
-            printed(|o, _| iceberg_migrate(o, &migrate_report(Status::DryRun), Format::Json));
+        let (out, _) = printed(|o, _| {
+            iceberg_migrate(
+                o,
+                &migrate_report(Status::DryRun),
+                &Calls::default(),
+                Format::Json,
+            )
+        });
         assert_eq!(object(&out)["status"], "dry-run");
     }
 

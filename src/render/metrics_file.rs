@@ -8,6 +8,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use hive_orc_compactor::exit::ExitCode;
+use hive_orc_compactor::metastore::meter::Calls;
 use hive_orc_compactor::operations::analyze::AnalyzeReport;
 use hive_orc_compactor::operations::batch::{BatchSummary, Counts};
 use hive_orc_compactor::operations::cleanup::CleanupReport;
@@ -25,6 +26,8 @@ pub struct Recorder {
     command: &'static str,
     started: Instant,
     gauges: Mutex<Textfile>,
+    /// Metastore calls other processes made for this run: `--on-yarn`'s tasks.
+    tasks_calls: Mutex<Calls>,
 }
 
 /// `db.table` as the two labels.
@@ -47,6 +50,7 @@ impl Recorder {
             command,
             started: Instant::now(),
             gauges: Mutex::new(Textfile::default()),
+            tasks_calls: Mutex::default(),
         }
     }
 
@@ -271,11 +275,27 @@ impl Recorder {
         self.with(|t| self.iceberg_table(t, &r.outcome, None));
     }
 
-    /// Adds the run's exit code, duration and end time, keeps the previous file's last-success
-    /// times this run did not renew, and writes the file atomically.
-    pub fn finish(&self, code: ExitCode) -> anyhow::Result<()> {
+    /// The metastore calls of the run's YARN tasks, counted with this process's.
+    pub fn tasks_calls(&self, calls: &Calls) {
+        *self.tasks_calls.lock().unwrap_or_else(|e| e.into_inner()) = calls.clone();
+    }
+
+    /// Adds the run's exit code, duration, end time and metastore calls (this process's
+    /// `calls` and its tasks'), keeps the previous file's last-success times this run did not
+    /// renew, and writes the file atomically.
+    pub fn finish(&self, code: ExitCode, calls: &Calls) -> anyhow::Result<()> {
+        let calls = calls.plus(&self.tasks_calls.lock().unwrap_or_else(|e| e.into_inner()));
         let mut gauges = self.gauges.lock().unwrap_or_else(|e| e.into_inner());
         let command = [("command", self.command)];
+        // A gauge, not a counter: the file holds one run, and the next run starts again at 0.
+        for (method, n) in calls.by_method() {
+            gauges.gauge(
+                "hive_orc_compactor_metastore_calls",
+                "Calls the run sent to the metastore, by Thrift method.",
+                &[("command", self.command), ("method", method)],
+                *n as f64,
+            );
+        }
         gauges.gauge(
             "hive_orc_compactor_exit_code",
             "The command's exit code (0 ok, 1 failed, 2 usage, 3 refused, 4 busy, 5 verification failed).",

@@ -18,7 +18,7 @@ pub use analyze::{analyze, Surveying};
 pub use census_page::census_page;
 pub use cleanup::cleanup;
 pub use compact::{batch_summary, yarn_plan, Batch};
-pub use format::Format;
+pub use format::{metastore_calls, Format};
 pub use iceberg::{iceberg_check, iceberg_migrate, iceberg_revert};
 pub use inspect::inspect;
 pub use rollback::rollback;

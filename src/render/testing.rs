@@ -30,3 +30,11 @@ pub(crate) fn object(out: &str) -> serde_json::Value {
     assert_eq!(out.lines().count(), 1, "one object per line: {out}");
     serde_json::from_str(out).unwrap()
 }
+
+/// A run's metastore calls: 3 `get_table_req` and 2 `lock`.
+pub(crate) fn calls() -> hive_orc_compactor::metastore::meter::Calls {
+    [("get_table_req".to_string(), 3), ("lock".to_string(), 2)]
+        .into_iter()
+        .collect::<std::collections::BTreeMap<_, _>>()
+        .into()
+}

@@ -9,9 +9,10 @@
 //!
 //! The areas share this process, its threads and `common`'s once-made values (the HDFS client,
 //! the tokio runtime): each makes databases named after itself, so none collides with another.
-//! Six areas cannot share it and skip themselves unless `HOC_TEST_ALONE` names them
+//! Seven areas cannot share it and skip themselves unless `HOC_TEST_ALONE` names them
 //! ([`common::alone`]): the fault areas stop and restart services every other test needs,
-//! `read_ahead` loads the DataNodes with writers as no other test does (see its page), and
+//! `read_ahead` loads the DataNodes with writers as no other test does (see its page), `meter`
+//! compares the tool's metastore calls with the metastore's count of all calls, and
 //! the secured cluster's areas set this process's Kerberos login and HADOOP_CONF_DIR, which
 //! would reach every other test (and the login is set once: `kerberos` and `tokens` log in as
 //! the test client, `secure_yarn` as the YARN user; `tokens` restarts the secured metastore).
@@ -34,6 +35,7 @@ mod kerberos;
 mod locks;
 mod metastore;
 mod metastore_faults;
+mod meter;
 mod metrics_file;
 mod orc_merge;
 mod permissions;

@@ -197,6 +197,16 @@ fn forty_partitions_of_three_tables_over_four_tasks() {
         .as_str()
         .unwrap()
         .starts_with("yarn logs -applicationId "));
+    // The run's metastore calls are this host's and the tasks', each of which connected.
+    let (run_calls, task_calls) = (&summary["metastore_calls"], &yarn["metastore_calls"]);
+    assert!(task_calls["get_config_value"].as_u64() >= Some(4), "{yarn}");
+    for (method, n) in task_calls.as_object().unwrap() {
+        assert!(run_calls[method].as_u64() >= n.as_u64(), "{method}: {last}");
+    }
+    assert!(
+        run_calls["total"].as_u64() > task_calls["total"].as_u64(),
+        "{last}"
+    );
     for (part, rows_before) in parts.iter().zip(&before) {
         let key = format!("{}/{}", part.qualified(), part.spec);
         let r = &by_key[&key];

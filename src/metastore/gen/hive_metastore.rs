@@ -20257,8 +20257,8 @@ impl ThriftHiveMetastoreAlterPartitionsWithEnvironmentContextArgs {
                     let list_ident = i_prot.read_list_begin()?;
                     let mut val: Vec<Partition> = Vec::with_capacity(list_ident.size as usize);
                     for _ in 0..list_ident.size {
-                        let list_elem_65 = Partition::read_from_in_protocol(i_prot)?;
-                        val.push(list_elem_65);
+                        let list_elem_66 = Partition::read_from_in_protocol(i_prot)?;
+                        val.push(list_elem_66);
                     }
                     i_prot.read_list_end()?;
                     f_3 = Some(val);
