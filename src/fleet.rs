@@ -17,10 +17,6 @@ use crate::resolve::{self, ResolveError, TableName};
 use crate::snapshot::{check_listing, FileSizes};
 use crate::table::{PartitionInfo, TableInfo};
 
-/// Partitions fetched per metastore call: large tables have tens of thousands, and one answer
-/// holding them all can exceed the server's or the client's message limits.
-const PARTITIONS_PER_PAGE: usize = 500;
-
 /// Partition directories listed at once: hides NameNode latency without flooding it.
 pub const LISTINGS_IN_FLIGHT: usize = 16;
 
@@ -317,7 +313,7 @@ fn name_of(table: &TableInfo, info: &PartitionInfo) -> String {
 }
 
 /// The candidates in their order, each listed one with its partition read from the metastore,
-/// one call per [`PARTITIONS_PER_PAGE`] names of a table. A page that cannot be read, or a name
+/// one call per [`Metastore::page_size`] names of a table. A page that cannot be read, or a name
 /// it no longer holds, leaves the candidate unfetched: [`survey`] then resolves it on its own
 /// and reports why it failed.
 pub fn fetched(
@@ -327,7 +323,7 @@ pub fn fetched(
     let mut pages = Vec::new();
     let mut rest = candidates.into_iter().peekable();
     while rest.peek().is_some() {
-        pages.push(rest.by_ref().take(PARTITIONS_PER_PAGE).collect::<Vec<_>>());
+        pages.push(rest.by_ref().take(metastore.page_size()).collect::<Vec<_>>());
     }
     futures::stream::iter(pages)
         .then(move |page| fetch_page(metastore, page))

@@ -97,6 +97,12 @@ pub struct Global {
     #[arg(long, global = true, value_name = "CALLS", env = "HOC_METASTORE_RATE",
         value_parser = parse_rate)]
     pub metastore_rate: Option<f64>,
+    /// Partitions read per metastore call when a run reads many (compact over a selection,
+    /// analyze, cleanup, iceberg; default 500): fewer calls with larger pages, each answer a
+    /// few KiB a partition [env: HOC_METASTORE_PAGE_SIZE]
+    #[arg(long, global = true, value_name = "N", env = "HOC_METASTORE_PAGE_SIZE", hide_env = true,
+        value_parser = clap::value_parser!(u16).range(1..=10000))]
+    pub metastore_page_size: Option<u16>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]

@@ -149,6 +149,7 @@ fn task_settings(job: &JobInputs, keytab: bool, tasks: usize) -> Settings {
             .meter
             .rate()
             .map(|r| (r / tasks.max(1) as f64).max(MIN_RATE)),
+        metastore_page_size: Some(m.page_size),
         hadoop_user: Some(job.user.clone()),
         principal: job.principal.filter(|_| keytab).map(String::from),
         keytab: keytab.then(|| on_yarn::KEYTAB_LINK.into()),

@@ -696,6 +696,13 @@ fn metastore_config(cli: &Cli, settings: &Settings) -> anyhow::Result<config::Re
     if let Some(rate) = global.metastore_rate.or(settings.metastore_rate()?) {
         resolved.config.meter = Meter::limited(rate);
     }
+    if let Some(size) = global
+        .metastore_page_size
+        .map(usize::from)
+        .or(settings.metastore_page_size)
+    {
+        resolved.config.page_size = size.clamp(1, 10_000);
+    }
     let sasl = global.metastore_sasl || settings.metastore_sasl == Some(true);
     if let Some(p) = global
         .metastore_principal

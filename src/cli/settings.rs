@@ -28,7 +28,7 @@
 //!
 //! Every other flag of `compact` a run's tasks need has its key too, named as the flag:
 //! `metastore_timeout`, `metastore_framed`, `metastore_sasl`, `metastore_principal`,
-//! `metastore_rate`,
+//! `metastore_rate`, `metastore_page_size`,
 //! `hadoop_user`, `principal`, `keytab`, `lock_timeout`, `no_lock`, `require_lock`,
 //! `yarn_token_margin`, and `sort_by`, `zorder`, `codec`, `codec_level` at the top level (the
 //! layout of every table, as the flags give it).
@@ -59,6 +59,8 @@ pub struct Settings {
     pub metastore_principal: Option<String>,
     /// `--metastore-rate`, calls a second.
     pub metastore_rate: Option<f64>,
+    /// `--metastore-page-size`.
+    pub metastore_page_size: Option<usize>,
     /// `--hadoop-user`.
     pub hadoop_user: Option<String>,
     /// `--principal` and `--keytab`: the Kerberos login.

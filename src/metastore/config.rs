@@ -134,7 +134,14 @@ pub struct MetastoreConfig {
     /// Counts (and, with `--metastore-rate`, paces) the calls of every connection made from
     /// this configuration or its clones.
     pub meter: Meter,
+    /// Partitions asked for per call when a run reads many (`--metastore-page-size`).
+    pub page_size: usize,
 }
+
+/// Partitions per call by default: large tables have tens of thousands, and one answer holding
+/// them all can exceed the server's or the client's message limits (a partition with its
+/// storage descriptor and parameters is a few KiB), while 500 keep the calls few.
+pub const DEFAULT_PAGE_SIZE: usize = 500;
 
 impl MetastoreConfig {
     /// A configuration with defaults for everything but the URIs.
@@ -151,6 +158,7 @@ impl MetastoreConfig {
             delegation_token: None,
             token_signature: String::new(),
             meter: Meter::default(),
+            page_size: DEFAULT_PAGE_SIZE,
         })
     }
 

@@ -67,6 +67,7 @@ pub struct Metastore {
     session: Arc<Mutex<Session>>,
     answered: Arc<Mutex<Option<MetastoreUri>>>,
     uris: String,
+    page_size: usize,
 }
 
 fn lock(session: &Mutex<Session>) -> MutexGuard<'_, Session> {
@@ -80,6 +81,7 @@ impl Metastore {
     pub async fn connect(cfg: MetastoreConfig) -> Result<Self> {
         let answered = Arc::new(Mutex::new(None));
         let uris = cfg.uri_list();
+        let page_size = cfg.page_size.max(1);
         let mut session = Session::new(cfg, answered.clone());
         let session = tokio::task::spawn_blocking(move || session.connect().map(|()| session))
             .await
@@ -88,7 +90,13 @@ impl Metastore {
             session: Arc::new(Mutex::new(session)),
             answered,
             uris,
+            page_size,
         })
+    }
+
+    /// Partitions to ask for per call when reading many (see [`MetastoreConfig::page_size`]).
+    pub fn page_size(&self) -> usize {
+        self.page_size
     }
 
     /// The URI that answered last; while disconnected, the configured list (for messages).

@@ -598,7 +598,7 @@ mod tests {
             no_job: Some("none of the 2 partitions has work to do".into()),
             ..YarnReport::default()
         };
-        let (out, _) = printed(|o, _| batch_summary(o, &s, Some(&y), Format::Text));
+        let (out, _) = printed(|o, _| batch_summary(o, &s, Some(&y), &Calls::default(), Format::Text));
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(
             lines[0],
@@ -609,7 +609,7 @@ mod tests {
             "{out}"
         );
         assert_eq!(lines.len(), 2, "{out}");
-        let (out, _) = printed(|o, _| batch_summary(o, &s, Some(&y), Format::Json));
+        let (out, _) = printed(|o, _| batch_summary(o, &s, Some(&y), &Calls::default(), Format::Json));
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
         assert_eq!(
             v["yarn"]["no_job"],

@@ -236,7 +236,7 @@ impl<'a> Walk<'a> {
                 .iter()
                 .map(|(_, t)| t)
                 .collect(),
-            pages: source.partition_pages(),
+            pages: source.partition_pages(metastore.page_size()),
             page: Vec::new().into_iter(),
             unpartitioned,
             values: Problems::default(),

@@ -12,8 +12,6 @@ use crate::metastore::{FieldSchema, Metastore, MetastoreError, Partition, Table}
 use crate::partition_spec::PartitionSpec;
 use crate::table::TableInfo;
 
-const PARTITIONS_PER_PAGE: usize = 500;
-
 /// A Hive table read from the metastore with everything a migration needs.
 pub(super) struct Source {
     pub(super) raw: Table,
@@ -42,11 +40,11 @@ impl Source {
         self.info.partition_keys.clone()
     }
 
-    /// The partitions, read from the metastore in pages of [`PARTITIONS_PER_PAGE`] names, in
-    /// the order of the names. A name the metastore no longer holds is left out, as the page
-    /// it was in says.
-    pub(super) fn partition_pages(&self) -> std::slice::Chunks<'_, String> {
-        self.partition_names.chunks(PARTITIONS_PER_PAGE)
+    /// The partitions, read from the metastore in pages of `page_size` names
+    /// ([`Metastore::page_size`]), in the order of the names. A name the metastore no longer
+    /// holds is left out, as the page it was in says.
+    pub(super) fn partition_pages(&self, page_size: usize) -> std::slice::Chunks<'_, String> {
+        self.partition_names.chunks(page_size.max(1))
     }
 
     pub(super) async fn partition_page(
