@@ -323,7 +323,11 @@ pub fn fetched(
     let mut pages = Vec::new();
     let mut rest = candidates.into_iter().peekable();
     while rest.peek().is_some() {
-        pages.push(rest.by_ref().take(metastore.page_size()).collect::<Vec<_>>());
+        pages.push(
+            rest.by_ref()
+                .take(metastore.page_size())
+                .collect::<Vec<_>>(),
+        );
     }
     futures::stream::iter(pages)
         .then(move |page| fetch_page(metastore, page))

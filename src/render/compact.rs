@@ -598,7 +598,8 @@ mod tests {
             no_job: Some("none of the 2 partitions has work to do".into()),
             ..YarnReport::default()
         };
-        let (out, _) = printed(|o, _| batch_summary(o, &s, Some(&y), &Calls::default(), Format::Text));
+        let (out, _) =
+            printed(|o, _| batch_summary(o, &s, Some(&y), &Calls::default(), Format::Text));
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(
             lines[0],
@@ -608,8 +609,10 @@ mod tests {
             lines[1].starts_with("summary: 0 compacted, 2 nothing to do"),
             "{out}"
         );
-        assert_eq!(lines.len(), 2, "{out}");
-        let (out, _) = printed(|o, _| batch_summary(o, &s, Some(&y), &Calls::default(), Format::Json));
+        assert_eq!(lines[2], "metastore calls: 0", "{out}");
+        assert_eq!(lines.len(), 3, "{out}");
+        let (out, _) =
+            printed(|o, _| batch_summary(o, &s, Some(&y), &Calls::default(), Format::Json));
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
         assert_eq!(
             v["yarn"]["no_job"],
