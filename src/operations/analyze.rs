@@ -217,6 +217,8 @@ pub struct AnalyzeReport {
     pub partitions: Vec<PartitionAnalysis>,
     pub tables: Vec<Totals>,
     pub total: Totals,
+    /// How long the analysis took, from the first metastore call to the last listing.
+    pub seconds: f64,
 }
 
 /// How the CLI follows a long analyze (a database can hold 100,000 partitions): how many
@@ -247,6 +249,7 @@ pub async fn analyze(
         partitions: Partitions::All,
         shard: None,
     };
+    let started = std::time::Instant::now();
     let mut rows = Vec::new();
     let mut tables = Vec::new();
     let selected = fleet::select(metastore, &selection).await?;
@@ -325,6 +328,7 @@ pub async fn analyze(
         partitions: rows,
         tables: per_table,
         total,
+        seconds: started.elapsed().as_secs_f64(),
     })
 }
 

@@ -83,6 +83,7 @@ pub fn analyze(
                     "total": r.total,
                     "size_buckets": BUCKET_FLOORS,
                     "metastore_calls": calls,
+                    "seconds": r.seconds,
                 } }),
             )
         }
@@ -111,6 +112,7 @@ pub fn analyze(
             }
             totals_line(out, &r.total)?;
             calls_line(out, calls)?;
+            writeln!(out, "analyzed in {:.1} s", r.seconds)?;
             Ok(())
         }
     }
@@ -278,6 +280,7 @@ pub(crate) mod tests {
             partitions: vec![row("dt=1", false), row("dt=2", true)],
             tables: vec![total.clone()],
             total,
+            seconds: 1.25,
         }
     }
 
@@ -295,7 +298,8 @@ pub(crate) mod tests {
              \n\
              d.t: 2 partitions (1 eligible), 20 files (20.0 KiB), 20 small; compaction would \
              remove 9 files (18 NameNode objects)\n\
-             metastore calls: 5 (get_table_req 3, lock 2)\n"
+             metastore calls: 5 (get_table_req 3, lock 2)\n\
+             analyzed in 1.2 s\n"
         );
     }
 
