@@ -186,7 +186,9 @@ pub async fn compact_batch<'p>(
 
     // Steps 7 to 9 for those prepared: EXCLUSIVE, then the swap gate (a writer that queued
     // behind the staging lock gets in first, and we wait for it outside the gate).
-    locks.upgrade(&options.cancel, &mut members).await;
+    locks
+        .upgrade(metastore, &plans, options, &mut members)
+        .await;
     locks.check_lost(&mut members);
     {
         // One swap at a time per process (see `CompactOptions::swap_gate`).
@@ -329,22 +331,66 @@ async fn lock_batch(
 
 impl Locks {
     /// EXCLUSIVE for the re-check and the swap, for each lock that covers a partition still
-    /// in the batch; the partitions of a lock that cannot be upgraded leave it.
+    /// in the batch. A batch's lock is upgraded without waiting (it was asked for so): a writer
+    /// that queued behind the staging lock of one partition gets in as the lock changes hands,
+    /// and would hold up the whole batch. Then each of its partitions asks for EXCLUSIVE on its
+    /// own, waiting as a lone partition does: the one the writer took ends busy (its re-check
+    /// would say so anyway), the others go on.
     async fn upgrade(
         &mut self,
-        cancel: &tokio_util::sync::CancellationToken,
+        metastore: &Metastore,
+        plans: &[PartitionPlan],
+        options: &CompactOptions,
         members: &mut [Member],
     ) {
-        for (lock, covers) in &mut self.held {
+        let mut alone = Vec::new();
+        let mut kept = Vec::new();
+        for (mut lock, covers) in std::mem::take(&mut self.held) {
             if !covers.iter().any(|&i| members[i].active()) {
+                kept.push((lock, covers));
                 continue;
             }
-            if let Err(e) = lock.upgrade(cancel).await {
-                for &i in covers.iter() {
-                    if members[i].active() {
-                        members[i].stop = Some(lock_stop(&e));
-                    }
+            match lock.upgrade(&options.cancel).await {
+                Ok(()) => kept.push((lock, covers)),
+                Err(LockError::Busy { .. }) if covers.len() > 1 => {
+                    alone.extend(covers.into_iter().filter(|&i| members[i].active()))
                 }
+                Err(e) => {
+                    for &i in &covers {
+                        if members[i].active() {
+                            members[i].stop = Some(lock_stop(&e));
+                        }
+                    }
+                    kept.push((lock, covers));
+                }
+            }
+        }
+        self.held = kept;
+        let names: Vec<String> = plans.iter().map(|p| p.spec.name()).collect();
+        let each = alone.into_iter().map(|i| {
+            let target = Target {
+                db: &plans[i].table.db,
+                table: &plans[i].table.name,
+                partition: &names[i],
+            };
+            async move {
+                let mut warnings = Vec::new();
+                let held = lock::acquire(
+                    metastore,
+                    &target,
+                    &options.lock,
+                    &options.cancel,
+                    &mut warnings,
+                )
+                .await;
+                (i, held)
+            }
+        });
+        let mut each = futures::stream::iter(each).buffer_unordered(AT_ONCE);
+        while let Some((i, held)) = each.next().await {
+            match held {
+                Ok(held) => self.held.extend(held.map(|l| (l, vec![i]))),
+                Err(e) => members[i].stop = Some(lock_stop(&e)),
             }
         }
     }
