@@ -16,7 +16,6 @@ use std::collections::BTreeMap;
 use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use hive_orc_compactor::lock::{self, LockMode, LockOptions, PartitionLock, Target};
 use serde_json::Value;
 
 use crate::common::events::{altered_partitions, current_id};
@@ -85,28 +84,6 @@ impl Drop for Fleet {
             .env_remove("HIVE_CONF_DIR")
             .output();
     }
-}
-
-/// The partition's metastore lock, as another client (a Hive writer) holds it.
-fn hold_lock(part: &Part) -> PartitionLock {
-    rt().block_on(lock::acquire(
-        &metastore(&part.hms_uri),
-        &Target {
-            db: &part.db,
-            table: &part.table,
-            partition: &part.spec,
-        },
-        &LockOptions {
-            mode: LockMode::Required,
-            wait: Duration::ZERO,
-            user: "batch-test-writer".into(),
-            ..LockOptions::default()
-        },
-        &tokio_util::sync::CancellationToken::new(),
-        &mut vec![],
-    ))
-    .expect("the test takes the lock")
-    .expect("the metastore has locks")
 }
 
 /// The run's per-partition reports by partition name, and its summary.
@@ -243,7 +220,7 @@ fn batch_of_fifty(name: &str, hms_uri: &str, hdfs_url: &str) {
     assert_eq!(parts.len(), 50);
     let before: Vec<State> = parts.iter().map(|p| p.state(false)).collect();
     let locked = parts.len() - 1;
-    let held = hold_lock(&parts[locked]);
+    let held = parts[locked].hold_lock("batch-test-writer");
     let ms = metastore(hms_uri);
     let start = current_id(&ms);
 
@@ -413,82 +390,89 @@ fn a_batch_of_fifty_swaps_47_in_one_alter_on_hms_3_1() {
 // ---------------------------------------------------------------------------------------------
 // 2. The batched alter cut off: each partition swapped or untouched; a rerun settles them.
 
-fn alter_cut_off(name: &str, hms_uri: &str, hdfs_url: &str) {
-    let fleet = Fleet::load(name, hms_uri, hdfs_url);
-    let parts = fleet.parts();
-    let batch = &parts[..10];
-    let before: Vec<State> = batch.iter().map(|p| p.state(false)).collect();
-    let proxy = Proxy::start(
-        hms_uri,
-        Fault::CutAfterReply {
-            method: batched_alter(hms_uri).into(),
-            nth: 1,
-            refuse_for: Duration::from_secs(3),
-        },
-    );
+/// The batched alter of ten partitions (`dt` from `first` to `last`) cut off by `fault`: each
+/// partition is fully swapped or untouched, none in between; a rerun settles them all.
+fn alter_cut_off(fleet: &Fleet, hms_uri: &str, (first, last): (&str, &str), fault: Fault) {
+    let parts: Vec<Part> = fleet
+        .parts()
+        .into_iter()
+        .filter(|p| (first..=last).contains(&p.values[0].as_str()))
+        .collect();
+    assert_eq!(parts.len(), 10);
+    let selection = format!("dt >= '{first}' and dt <= '{last}'");
+    let before: Vec<State> = parts.iter().map(|p| p.state(false)).collect();
+    let what = format!("{fault:?}");
+    let proxy = Proxy::start(hms_uri, fault);
     let out = fleet
-        .compact(
-            &proxy.uri(),
-            &["--where", "dt <= '2026-10-10'", "--batch-size", "50"],
-        )
+        .compact(&proxy.uri(), &["--where", &selection, "--batch-size", "50"])
         .output()
         .expect("the run ends");
-    assert!(
-        proxy.cut(),
-        "the alter's reply was never cut: {}",
-        describe(&out)
-    );
+    assert!(proxy.cut(), "{what} never struck: {}", describe(&out));
+    drop(proxy);
     let (found, _) = by_partition(&out);
-    eprintln!(
-        "{name}: exit {}, {:?}",
-        code(&out),
-        found
-            .values()
-            .map(|r| (r["partition"].clone(), r["status"].clone()))
-            .collect::<Vec<_>>()
-    );
-    for (p, b) in batch.iter().zip(&before) {
+    let statuses: Vec<String> = found
+        .values()
+        .map(|r| format!("{} {}", r["partition"], r["status"]))
+        .collect();
+    eprintln!("{what}: exit {}, {statuses:?}", code(&out));
+    for (p, b) in parts.iter().zip(&before) {
         let r = &found[&p.spec];
         if fully_swapped(p) {
-            assert_eq!(
-                r["new_location"].as_str(),
-                Some(p.location().as_str()),
-                "{r}"
-            );
+            let location = p.location();
+            assert_eq!(r["new_location"].as_str(), Some(location.as_str()), "{r}");
         } else {
-            assert_untouched(p, b, &p.state(false), "alter cut off");
-            assert_ne!(r["status"], "compacted", "{r}");
+            assert_untouched(p, b, &p.state(false), &what);
+            assert_ne!(r["status"], "compacted", "{what}: {r}");
         }
     }
 
     let rerun = fleet
-        .compact(hms_uri, &["--where", "dt <= '2026-10-10'"])
+        .compact(hms_uri, &["--where", &selection])
         .output()
         .expect("the rerun");
-    assert_eq!(code(&rerun), 0, "{}", describe(&rerun));
+    assert_eq!(code(&rerun), 0, "{what}: {}", describe(&rerun));
     let (found, _) = by_partition(&rerun);
-    for p in batch {
+    for p in &parts {
         let status = found[&p.spec]["status"].as_str().unwrap_or("");
         assert!(
             status == "compacted" || status == "nothing-to-do",
-            "{}",
+            "{what}: {}",
             found[&p.spec]
         );
-        assert!(fully_swapped(p), "{} after the rerun", p.spec);
+        assert!(fully_swapped(p), "{what}: {} after the rerun", p.spec);
         let v = p.run("verify", &[]);
         assert_eq!(code(&v), 0, "verify {}: {}", p.spec, describe(&v));
     }
-    check_rows_by_java(&batch.iter().collect::<Vec<_>>());
+    check_rows_by_java(&parts.iter().collect::<Vec<_>>());
+}
+
+/// The alter's reply lost (the metastore applied it), then the alter itself lost.
+fn alter_lost(name: &str, hms_uri: &str, hdfs_url: &str) {
+    let fleet = Fleet::load(name, hms_uri, hdfs_url);
+    let method = batched_alter(hms_uri).to_string();
+    let refuse_for = Duration::from_secs(3);
+    let reply_lost = Fault::CutAfterReply {
+        method: method.clone(),
+        nth: 1,
+        refuse_for,
+    };
+    alter_cut_off(&fleet, hms_uri, ("2026-10-01", "2026-10-10"), reply_lost);
+    let request_lost = Fault::CutAtRequest {
+        method,
+        nth: 1,
+        refuse_for,
+    };
+    alter_cut_off(&fleet, hms_uri, ("2026-10-11", "2026-10-20"), request_lost);
 }
 
 #[test]
 fn the_batched_alter_cut_off_leaves_each_partition_swapped_or_untouched_on_hms_4() {
-    alter_cut_off("batchcut_4", &env("HMS_URI"), &env("HDFS_URL"));
+    alter_lost("batchcut_4", &env("HMS_URI"), &env("HDFS_URL"));
 }
 
 #[test]
 fn the_batched_alter_cut_off_leaves_each_partition_swapped_or_untouched_on_hms_3_1() {
-    alter_cut_off("batchcut_31", &env("HMS31_URI"), &env("HDFS31_URL"));
+    alter_lost("batchcut_31", &env("HMS31_URI"), &env("HDFS31_URL"));
 }
 
 // ---------------------------------------------------------------------------------------------
