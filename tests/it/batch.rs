@@ -120,6 +120,23 @@ fn batched_alter(hms_uri: &str) -> &'static str {
 
 const SINGLE_ALTER: &str = "alter_partition_with_environment_context";
 
+/// The batch's swaps went out as one batched alter and no single one. HMS 3.1.3 lacks
+/// `alter_partitions_req`: a connection that does not know it yet tries it first (answered
+/// UNKNOWN_METHOD, nothing done) and sends the legacy call, which is the one carried out.
+fn check_one_batched_alter(hms_uri: &str, by_method: &BTreeMap<String, u64>) {
+    let req = by_method.get("alter_partitions_req").copied().unwrap_or(0);
+    let legacy = by_method
+        .get("alter_partitions_with_environment_context")
+        .copied()
+        .unwrap_or(0);
+    assert_eq!(by_method.get(SINGLE_ALTER), None, "{by_method:?}");
+    if hms_uri == env("HMS_URI") {
+        assert_eq!((req, legacy), (1, 0), "{by_method:?}");
+    } else {
+        assert!(req <= 1 && legacy == 1, "{by_method:?}");
+    }
+}
+
 /// Whether the partition is swapped all the way: the metastore points at its run directory
 /// (named by the run id it recorded) and the run's journal is in the work directory.
 fn fully_swapped(part: &Part) -> bool {
@@ -333,11 +350,7 @@ fn batch_of_fifty(name: &str, hms_uri: &str, hdfs_url: &str) {
          {by_method:?}",
         total as f64 / 50.0
     );
-    let alters = (
-        by_method.get(batched_alter(hms_uri)),
-        by_method.get(SINGLE_ALTER),
-    );
-    assert_eq!(alters, (Some(&1), None), "{by_method:?}");
+    check_one_batched_alter(hms_uri, &by_method);
     let mut swapped: Vec<(Vec<String>, String)> = compacted
         .iter()
         .map(|&i| {
@@ -374,7 +387,7 @@ fn batch_of_fifty(name: &str, hms_uri: &str, hdfs_url: &str) {
             found[&parts[i].spec]
         );
     }
-    assert_eq!(calls(&summary).get(batched_alter(hms_uri)), Some(&1));
+    check_one_batched_alter(hms_uri, &calls(&summary));
 }
 
 #[test]
@@ -563,13 +576,14 @@ fn batch_size_one_is_one_alter_partition_per_partition() {
         found.values().all(|r| r["status"] == "compacted"),
         "{found:?}"
     );
-    let calls = calls(&summary);
-    eprintln!("batch size 1, 3 partitions: {calls:?}");
-    assert_eq!(calls.get(SINGLE_ALTER), Some(&3), "{calls:?}");
-    assert_eq!(calls.get("alter_partitions_req"), None, "{calls:?}");
+    let by_method = calls(&summary);
+    eprintln!("batch size 1, 3 partitions: {by_method:?}");
+    assert_eq!(by_method.get(SINGLE_ALTER), Some(&3), "{by_method:?}");
+    assert_eq!(by_method.get("alter_partitions_req"), None, "{by_method:?}");
+    // Each partition on its own: a staging lock, then one for EXCLUSIVE.
     assert_eq!(
-        calls.get("lock"),
-        Some(&3),
-        "one lock request per partition: {calls:?}"
+        by_method.get("lock"),
+        Some(&6),
+        "two lock requests per partition: {by_method:?}"
     );
 }
