@@ -131,30 +131,6 @@ fn set_mtime(path: &str, days_ago: u64) {
         .unwrap_or_else(|e| panic!("{e}"));
 }
 
-/// The partition's metastore lock, as another client holds it: a compaction that asks for it
-/// is `busy`.
-fn hold_lock(part: &Part) -> hive_orc_compactor::lock::PartitionLock {
-    use hive_orc_compactor::lock::{self, LockMode, LockOptions, Target};
-    rt().block_on(lock::acquire(
-        &common::metastore::metastore(&env("HMS_URI")),
-        &Target {
-            db: &part.db,
-            table: &part.table,
-            partition: &part.spec,
-        },
-        &LockOptions {
-            mode: LockMode::Required,
-            wait: Duration::ZERO,
-            user: "yarn-test".into(),
-            ..LockOptions::default()
-        },
-        &tokio_util::sync::CancellationToken::new(),
-        &mut vec![],
-    ))
-    .expect("the test takes the lock")
-    .expect("HMS 4 has locks")
-}
-
 #[test]
 fn forty_partitions_of_three_tables_over_four_tasks() {
     if skipped() {
@@ -471,7 +447,7 @@ fn busy_and_refused_partitions_are_reported_and_the_others_go_on() {
     let db = database("yarn_mixed");
     let parts = &parts(&db, &["yarn_c"])[..3];
     let locked = &parts[2];
-    let held = hold_lock(locked);
+    let held = locked.hold_lock("yarn-test");
     let locked_before = locked.state(true);
     // A partition of a full-ACID table of the shared fixtures: refused where it runs.
     let fx = fixtures();
@@ -650,7 +626,7 @@ fn only_partitions_with_work_are_sent_and_a_healthy_selection_submits_nothing() 
     );
 
     // Another client holds a healthy partition's lock throughout: no task or check asks for it.
-    let held = hold_lock(healthy[0]);
+    let held = healthy[0].hold_lock("yarn-test");
 
     // The run sends the unhealthy half only.
     let o = on_yarn(&with(

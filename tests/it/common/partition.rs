@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::hdfs::{list, tree, work_entries};
 use super::metastore::{get_partition, location_of, metastore};
 use super::orc_tools::java_row_count;
-use super::{code, describe, json, run_against, Fixtures};
+use super::{code, describe, json, rt, run_against, Fixtures};
 
 #[derive(Clone)]
 pub struct Part {
@@ -105,6 +105,30 @@ impl Part {
     /// Where the metastore says the partition is now.
     pub fn location(&self) -> String {
         location_of(&self.partition())
+    }
+
+    /// The partition's metastore lock, as another client (a Hive writer, `user`) holds it: a
+    /// compaction that asks for it is `busy`. Released with `release()`.
+    pub fn hold_lock(&self, user: &str) -> hive_orc_compactor::lock::PartitionLock {
+        use hive_orc_compactor::lock::{self, LockMode, LockOptions, Target};
+        rt().block_on(lock::acquire(
+            &metastore(&self.hms_uri),
+            &Target {
+                db: &self.db,
+                table: &self.table,
+                partition: &self.spec,
+            },
+            &LockOptions {
+                mode: LockMode::Required,
+                wait: std::time::Duration::ZERO,
+                user: user.into(),
+                ..LockOptions::default()
+            },
+            &tokio_util::sync::CancellationToken::new(),
+            &mut vec![],
+        ))
+        .expect("the test takes the lock")
+        .expect("the metastore has locks")
     }
 
     /// Names in the home's work directory.

@@ -5,7 +5,9 @@
 //! failover or a network cut right after a committed change looks like to the client. In
 //! [`Fault::SwallowReply`] it withholds the N-th reply to a named method and keeps that
 //! connection open: a call the metastore carried out but whose answer never comes (a
-//! metastore or database so slow that the client gives up first).
+//! metastore or database so slow that the client gives up first). In [`Fault::CutAtRequest`] it
+//! never forwards the N-th call of a named method and cuts every connection instead: a call lost
+//! on its way, which the metastore never carried out.
 //!
 //! Loopback only, bounded: it listens on 127.0.0.1, refuses a non-loopback upstream, and stops
 //! by itself when dropped or after [`MAX_LIFETIME`], whichever comes first.
@@ -38,6 +40,13 @@ pub enum Fault {
     /// Withhold the `nth` (1-based) reply to `method` and everything after it on that
     /// connection; other connections relay as usual.
     SwallowReply { method: String, nth: usize },
+    /// Drop the `nth` (1-based) call of `method` (counted over all connections) unforwarded,
+    /// close every connection and close new ones on accept for `refuse_for`; then relay again.
+    CutAtRequest {
+        method: String,
+        nth: usize,
+        refuse_for: Duration,
+    },
 }
 
 pub struct Proxy {
@@ -55,7 +64,7 @@ struct Shared {
 
 #[derive(Default)]
 struct State {
-    /// Replies to the fault's method seen so far.
+    /// Replies to (or, for [`Fault::CutAtRequest`], calls of) the fault's method seen so far.
     replies: usize,
     /// When the cut happened, if it did.
     cut_at: Option<Instant>,
@@ -141,7 +150,10 @@ impl Shared {
 
     fn refusing(&self) -> bool {
         match (&self.fault, self.state().cut_at) {
-            (Fault::CutAfterReply { refuse_for, .. }, Some(at)) => at.elapsed() < *refuse_for,
+            (
+                Fault::CutAfterReply { refuse_for, .. } | Fault::CutAtRequest { refuse_for, .. },
+                Some(at),
+            ) => at.elapsed() < *refuse_for,
             _ => false,
         }
     }
@@ -150,15 +162,28 @@ impl Shared {
         matches!(self.fault, Fault::SwallowReply { .. })
     }
 
-    /// Counts a reply to `method`; true when it is the one the fault strikes at.
-    fn reply_seen(&self, method: &str) -> bool {
+    /// Whether the fault watches the calls going up rather than the replies coming down.
+    fn at_request(&self) -> bool {
+        matches!(self.fault, Fault::CutAtRequest { .. })
+    }
+
+    /// Counts a message of type `kind` to `method` that the fault watches (a reply, or a call
+    /// for [`Fault::CutAtRequest`]); true when it is the one the fault strikes at.
+    fn seen(&self, method: &str, kind: u8) -> bool {
         let (m, nth) = match &self.fault {
             Fault::CutAfterReply { method, nth, .. } | Fault::SwallowReply { method, nth } => {
                 (method, nth)
             }
+            Fault::CutAtRequest { method, nth, .. } => (method, nth),
             Fault::PassThrough => return false,
         };
-        if m != method {
+        // 1: CALL; 2: REPLY, 3: EXCEPTION.
+        let watched = if self.at_request() {
+            kind == 1
+        } else {
+            kind == 2 || kind == 3
+        };
+        if !watched || m != method {
             return false;
         }
         let mut state = self.state();
@@ -210,19 +235,27 @@ fn relay(client: TcpStream, server: TcpStream, shared: &Arc<Shared>) {
             }
         }
     }
-    // Requests go up untouched; replies are parsed on the way down.
-    std::thread::spawn(move || copy(client, server, None));
-    let shared = shared.clone();
-    std::thread::spawn(move || copy(s2, c2, Some(shared)));
+    // Calls are parsed on the way up when the fault strikes at one, replies on the way down
+    // otherwise.
+    let (up, down) = if shared.at_request() {
+        (Some(shared.clone()), None)
+    } else {
+        (None, Some(shared.clone()))
+    };
+    std::thread::spawn(move || copy(client, server, up));
+    std::thread::spawn(move || copy(s2, c2, down));
 }
 
 /// Copies `from` to `to` until either end closes; with `watch`, parses the Thrift messages
-/// passing and strikes at the one the fault names: cuts every connection after it, or (when
-/// swallowing, which forwards whole messages only) holds it back.
+/// passing and strikes at the one the fault names: cuts every connection after it (or, for a
+/// call, instead of it), or (when swallowing, which forwards whole messages only) holds it back.
 fn copy(mut from: TcpStream, mut to: TcpStream, watch: Option<Arc<Shared>>) {
     let mut buf = [0u8; 64 * 1024];
     let mut pending: Vec<u8> = vec![];
-    let swallowing = watch.as_ref().is_some_and(|s| s.swallowing());
+    // Whole messages only: a reply held back, or a call that must not reach the metastore.
+    let swallowing = watch
+        .as_ref()
+        .is_some_and(|s| s.swallowing() || s.at_request());
     let mut swallowed = false;
     loop {
         let n = match from.read(&mut buf) {
@@ -243,8 +276,11 @@ fn copy(mut from: TcpStream, mut to: TcpStream, watch: Option<Arc<Shared>>) {
         }
         while let Some((len, name, kind)) = message(&pending) {
             let whole: Vec<u8> = pending.drain(..len).collect();
-            // 2: REPLY, 3: EXCEPTION.
-            let strikes = (kind == 2 || kind == 3) && shared.reply_seen(&name);
+            let strikes = shared.seen(&name, kind);
+            if strikes && shared.at_request() {
+                shared.close_all();
+                return;
+            }
             if swallowing {
                 if strikes {
                     swallowed = true;
