@@ -383,7 +383,7 @@ pub async fn execute(
     let planned = futures::stream::iter(by_table(plan.runs))
         .map(|c| async move {
             if let Some(not) = not_started(options) {
-                return Planning::Done(not.report(&c.table.qualified_name(), &c.name));
+                return Planning::Done(Box::new(not.report(&c.table.qualified_name(), &c.name)));
             }
             let metastore = pool.get().await;
             let (table, known) = (&c.table, c.partition.as_ref());

@@ -11,7 +11,7 @@
 //!    is then locked on its own, waiting as a lone partition would ([`lock_batch`]).
 //! 3. Under the lock each partition is listed again; one a writer changed since its plan is
 //!    planned again.
-//! 4-6. Each partition is staged, verified and published, `parallel` at a time.
+//! 4. to 6. Each partition is staged, verified and published, `parallel` at a time.
 //! 7. EXCLUSIVE for the batch, the swap gate, and each partition's re-check.
 //! 8. One alter for the partitions that passed (a lone partition keeps the single
 //!    `alter_partition`), read back per partition: each is swapped, or not and untouched, or of
@@ -60,7 +60,7 @@ impl Planned {
 /// What planning a partition without a lock concluded.
 pub enum Planning {
     /// Its report is final: nothing to do, a dry run, a refusal, a failure.
-    Done(CompactReport),
+    Done(Box<CompactReport>),
     /// It has work, for a batch ([`compact_batch`]).
     Work(Box<Planned>),
 }
@@ -93,12 +93,12 @@ pub async fn plan_partition(
         })),
         Ok(None) => {
             report.seconds = started.elapsed().as_secs_f64();
-            Planning::Done(report)
+            Planning::Done(Box::new(report))
         }
         Err(stop) => {
             report.outcome.stop(stop);
             report.seconds = started.elapsed().as_secs_f64();
-            Planning::Done(report)
+            Planning::Done(Box::new(report))
         }
     }
 }
@@ -267,14 +267,17 @@ async fn lock_batch(
     if options.lock.mode == lock::LockMode::Off {
         return locks;
     }
-    let names: Vec<String> = plans.iter().map(|p| p.spec.name()).collect();
-    let target = |i: usize| Target {
-        db: &plans[i].table.db,
-        table: &plans[i].table.name,
-        partition: &names[i],
-    };
     if plans.len() > 1 {
-        let all: Vec<Target<'_>> = (0..plans.len()).map(target).collect();
+        let names: Vec<String> = plans.iter().map(|p| p.spec.name()).collect();
+        let all: Vec<Target<'_>> = plans
+            .iter()
+            .zip(&names)
+            .map(|(p, name)| Target {
+                db: &p.table.db,
+                table: &p.table.name,
+                partition: name,
+            })
+            .collect();
         // Not waiting: one busy partition would hold up the batch.
         let at_once = LockOptions {
             wait: Duration::ZERO,
@@ -303,23 +306,7 @@ async fn lock_batch(
             }
         }
     }
-    let each = (0..plans.len()).map(|i| {
-        let target = target(i);
-        async move {
-            let mut warnings = Vec::new();
-            let held = lock::acquire_staging(
-                metastore,
-                &target,
-                &options.lock,
-                &options.cancel,
-                &mut warnings,
-            )
-            .await;
-            (i, held, warnings)
-        }
-    });
-    let mut each = futures::stream::iter(each).buffer_unordered(AT_ONCE);
-    while let Some((i, held, warnings)) = each.next().await {
+    for (i, held, warnings) in lock_each(metastore, plans, 0..plans.len(), options, false).await {
         members[i].report.outcome.warnings.extend(warnings);
         match held {
             Ok(held) => locks.held.extend(held.map(|l| (l, vec![i]))),
@@ -327,6 +314,40 @@ async fn lock_batch(
         }
     }
     locks
+}
+
+/// What locking one partition on its own gave: its index, the lock, the warnings.
+type LockedAlone = (usize, Result<Option<PartitionLock>, LockError>, Vec<String>);
+
+/// Locks each of the partitions `which` (indices into `plans`) on its own, [`AT_ONCE`] at a
+/// time, waiting as a lone partition does: the staging lock, or `exclusive`.
+async fn lock_each(
+    metastore: &Metastore,
+    plans: &[PartitionPlan],
+    which: impl IntoIterator<Item = usize>,
+    options: &CompactOptions,
+    exclusive: bool,
+) -> Vec<LockedAlone> {
+    let each = which.into_iter().map(|i| async move {
+        let name = plans[i].spec.name();
+        let target = Target {
+            db: &plans[i].table.db,
+            table: &plans[i].table.name,
+            partition: &name,
+        };
+        let (lock, cancel) = (&options.lock, &options.cancel);
+        let mut warnings = Vec::new();
+        let held = if exclusive {
+            lock::acquire(metastore, &target, lock, cancel, &mut warnings).await
+        } else {
+            lock::acquire_staging(metastore, &target, lock, cancel, &mut warnings).await
+        };
+        (i, held, warnings)
+    });
+    futures::stream::iter(each)
+        .buffer_unordered(AT_ONCE)
+        .collect()
+        .await
 }
 
 impl Locks {
@@ -366,28 +387,7 @@ impl Locks {
             }
         }
         self.held = kept;
-        let names: Vec<String> = plans.iter().map(|p| p.spec.name()).collect();
-        let each = alone.into_iter().map(|i| {
-            let target = Target {
-                db: &plans[i].table.db,
-                table: &plans[i].table.name,
-                partition: &names[i],
-            };
-            async move {
-                let mut warnings = Vec::new();
-                let held = lock::acquire(
-                    metastore,
-                    &target,
-                    &options.lock,
-                    &options.cancel,
-                    &mut warnings,
-                )
-                .await;
-                (i, held)
-            }
-        });
-        let mut each = futures::stream::iter(each).buffer_unordered(AT_ONCE);
-        while let Some((i, held)) = each.next().await {
+        for (i, held, _) in lock_each(metastore, plans, alone, options, true).await {
             match held {
                 Ok(held) => self.held.extend(held.map(|l| (l, vec![i]))),
                 Err(e) => members[i].stop = Some(lock_stop(&e)),

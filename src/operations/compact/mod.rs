@@ -78,7 +78,7 @@ pub async fn compact_partition(
     progress: &dyn Progress,
 ) -> CompactReport {
     match plan_partition(metastore, hdfs, table, spec, known, options).await {
-        Planning::Done(report) => report,
+        Planning::Done(report) => *report,
         Planning::Work(planned) => {
             let lent = |_: &str| -> Box<dyn Progress + '_> { Box::new(Lent(progress)) };
             let mut reports =

@@ -25,7 +25,7 @@ use crate::operations::outcome::Stop;
 use crate::orc::{
     digest_file, read_tail, verify_output, verify_tail, ClusterSummary, OrcError, VerifyFailure,
 };
-use crate::relocate::{set_location, PartitionStore, RelocateError};
+use crate::relocate::{set_location, PartitionStore, RelocateError, Relocated};
 use crate::run_dirs::{self, output_name, PARAM_PREVIOUS_LOCATION};
 use crate::snapshot::DataFile;
 
@@ -482,7 +482,7 @@ impl<'a, M: PartitionStore, H: Files> Run<'a, M, H> {
     /// the step 9 that follows; returns where the journal was written.
     pub(super) async fn landed(
         &mut self,
-        result: Result<(BTreeMap<String, String>, BTreeMap<String, String>), RelocateError>,
+        result: Result<Relocated, RelocateError>,
         staged: &Staged<'_>,
         files: usize,
         rows: u64,
@@ -518,10 +518,7 @@ impl<'a, M: PartitionStore, H: Files> Run<'a, M, H> {
 
     /// Step 8's outcome: the partition points at the published directory (with the
     /// statistics we can vouch for) or the run stops; swaps back at once if a writer slipped in.
-    async fn swapped(
-        &mut self,
-        swap: Result<(BTreeMap<String, String>, BTreeMap<String, String>), RelocateError>,
-    ) -> Result<Swapped, Stop> {
+    async fn swapped(&mut self, swap: Result<Relocated, RelocateError>) -> Result<Swapped, Stop> {
         let plan = self.plan;
         let new_location = self.published.to_string();
         let old_location = plan.location.to_string();
