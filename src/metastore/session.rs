@@ -359,6 +359,12 @@ enum Failure {
     Desync(String),
     /// The server answered: the connection is fine and the error is final.
     Answered(MetastoreError),
+    /// The server answered that it could not read the call (HMS 3.1 given a lock type it does
+    /// not know): the error is final, and the rest of the call may be left unread, so the
+    /// connection must go before another call is sent on it. Dropped here, under the session's
+    /// lock: a caller reconnecting after the error would let a call of another task (the
+    /// connection is shared) go out on the stream out of step, and break.
+    Unread(MetastoreError),
 }
 
 impl Session {
@@ -479,6 +485,10 @@ impl Session {
             let uri = self.cfg.uris[uri_index].to_string();
             match classify(err, &uri, method, what) {
                 Failure::Answered(e) => return Err(e),
+                Failure::Unread(e) => {
+                    self.drop_connection();
+                    return Err(e);
+                }
                 Failure::Desync(message) => {
                     self.drop_connection();
                     return Err(MetastoreError::Protocol {
@@ -539,6 +549,11 @@ fn classify(err: thrift::Error, uri: &str, method: &'static str, what: &str) -> 
             ApplicationErrorKind::BadSequenceId
             | ApplicationErrorKind::WrongMethodName
             | ApplicationErrorKind::InvalidMessageType => Failure::Desync(one_line(&e.message)),
+            ApplicationErrorKind::ProtocolError => Failure::Unread(MetastoreError::Internal {
+                uri: uri.to_owned(),
+                method,
+                message: one_line(&e.message),
+            }),
             _ => Failure::Answered(MetastoreError::Internal {
                 uri: uri.to_owned(),
                 method,
@@ -727,6 +742,16 @@ mod tests {
         assert!(matches!(
             classify(internal, "u", "lock", "w"),
             Failure::Answered(MetastoreError::Internal { .. })
+        ));
+        // HMS 3.1 reading a lock type it does not know: answered, but the stream is left
+        // mid-call.
+        let unread = thrift::Error::Application(ApplicationError::new(
+            ApplicationErrorKind::ProtocolError,
+            "Required field 'type' is unset!",
+        ));
+        assert!(matches!(
+            classify(unread, "u", "lock", "w"),
+            Failure::Unread(MetastoreError::Internal { .. })
         ));
     }
 }
