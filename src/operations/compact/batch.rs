@@ -7,8 +7,9 @@
 //! 1. Every partition was planned without a lock ([`plan_partition`]): one with nothing to do
 //!    costs no lock and never reaches a batch.
 //! 2. [`compact_batch`] locks the batch's partitions in one request. A partition someone else
-//!    holds leaves the batch, not the run: the request is withdrawn at once and each partition
-//!    is then locked on its own, waiting as a lone partition would ([`lock_batch`]).
+//!    holds leaves the batch, not the run: the request is withdrawn at once, the partitions
+//!    others hold are locked on their own, waiting as a lone partition would, and the rest
+//!    together again ([`lock_batch`]).
 //! 3. Under the lock each partition is listed again; one a writer changed since its plan is
 //!    planned again.
 //! 4. to 6. Each partition is staged, verified and published, `parallel` at a time.
@@ -256,7 +257,11 @@ struct Locks {
 }
 
 /// Step 2: the staging lock for every partition of the batch (see the module's notes); a
-/// partition that cannot be locked gets its stop.
+/// partition that cannot be locked gets its stop. The batch is asked for whole, without
+/// waiting; when another client holds one of its partitions, the table's locks are read (one
+/// call), the partitions others hold are locked on their own, waiting as a lone partition
+/// does, and the rest asked for again as a batch. Anything less clear (a table lock, a
+/// partition locked meanwhile) locks every partition on its own.
 async fn lock_batch(
     metastore: &Metastore,
     plans: &[PartitionPlan],
@@ -267,36 +272,41 @@ async fn lock_batch(
     if options.lock.mode == lock::LockMode::Off {
         return locks;
     }
+    let all: Vec<usize> = (0..plans.len()).collect();
+    let mut alone = all.clone();
     if plans.len() > 1 {
-        let names: Vec<String> = plans.iter().map(|p| p.spec.name()).collect();
-        let all: Vec<Target<'_>> = plans
-            .iter()
-            .zip(&names)
-            .map(|(p, name)| Target {
-                db: &p.table.db,
-                table: &p.table.name,
-                partition: name,
-            })
-            .collect();
-        // Not waiting: one busy partition would hold up the batch.
-        let at_once = LockOptions {
-            wait: Duration::ZERO,
-            ..options.lock.clone()
-        };
-        let mut warnings = Vec::new();
-        let cancel = &options.cancel;
-        match lock::acquire_staging_batch(metastore, &all, &at_once, cancel, &mut warnings).await {
-            Ok(held) => {
-                for m in members.iter_mut() {
-                    m.report.outcome.warnings.extend(warnings.iter().cloned());
-                }
-                locks
-                    .held
-                    .extend(held.map(|l| (l, (0..plans.len()).collect())));
+        match lock_together(metastore, plans, &all, options, members).await {
+            Ok(Some(held)) => {
+                locks.held.push((held, all));
                 return locks;
             }
+            Ok(None) => return locks,
             Err(LockError::Busy { .. }) => {
-                tracing::debug!("a partition of the batch is locked; locking each on its own")
+                let table = &plans[0].table;
+                let taken: std::collections::HashSet<String> =
+                    match metastore.show_locks(&table.db, &table.name, "").await {
+                        Ok(held) => held.into_iter().filter_map(|l| l.partname).collect(),
+                        Err(_) => plans.iter().map(|p| p.spec.name()).collect(),
+                    };
+                let (busy, free): (Vec<usize>, Vec<usize>) = all
+                    .into_iter()
+                    .partition(|&i| taken.contains(&plans[i].spec.name()));
+                tracing::debug!(busy = busy.len(), "partitions of the batch are locked");
+                if !busy.is_empty() && free.len() > 1 {
+                    match lock_together(metastore, plans, &free, options, members).await {
+                        Ok(held) => {
+                            locks.held.extend(held.map(|l| (l, free)));
+                            alone = busy;
+                        }
+                        Err(LockError::Busy { .. }) => {}
+                        Err(e) => {
+                            for &i in &free {
+                                members[i].stop = Some(lock_stop(&e));
+                            }
+                            alone = busy;
+                        }
+                    }
+                }
             }
             Err(e) => {
                 for m in members.iter_mut() {
@@ -306,7 +316,7 @@ async fn lock_batch(
             }
         }
     }
-    for (i, held, warnings) in lock_each(metastore, plans, 0..plans.len(), options, false).await {
+    for (i, held, warnings) in lock_each(metastore, plans, alone, options, false).await {
         members[i].report.outcome.warnings.extend(warnings);
         match held {
             Ok(held) => locks.held.extend(held.map(|l| (l, vec![i]))),
@@ -314,6 +324,43 @@ async fn lock_batch(
         }
     }
     locks
+}
+
+/// The staging lock for the partitions `which` in one request, without waiting (one busy
+/// partition would hold up the others); its warnings go to each of them.
+async fn lock_together(
+    metastore: &Metastore,
+    plans: &[PartitionPlan],
+    which: &[usize],
+    options: &CompactOptions,
+    members: &mut [Member],
+) -> Result<Option<PartitionLock>, LockError> {
+    let names: Vec<String> = which.iter().map(|&i| plans[i].spec.name()).collect();
+    let targets: Vec<Target<'_>> = which
+        .iter()
+        .zip(&names)
+        .map(|(&i, name)| Target {
+            db: &plans[i].table.db,
+            table: &plans[i].table.name,
+            partition: name,
+        })
+        .collect();
+    let at_once = LockOptions {
+        wait: Duration::ZERO,
+        ..options.lock.clone()
+    };
+    let mut warnings = Vec::new();
+    let cancel = &options.cancel;
+    let held =
+        lock::acquire_staging_batch(metastore, &targets, &at_once, cancel, &mut warnings).await?;
+    for &i in which {
+        members[i]
+            .report
+            .outcome
+            .warnings
+            .extend(warnings.iter().cloned());
+    }
+    Ok(held)
 }
 
 /// What locking one partition on its own gave: its index, the lock, the warnings.
