@@ -266,9 +266,10 @@ async fn run_compact(
     }
     drop(metastore);
     let resolved = &options.metastore;
+    // A connection per batch in flight (at most one per --parallel), and planning's own.
     let pool = MetastorePool::connect(
         resolved.config.clone(),
-        batch_options.parallel.min(plan.runs.len()),
+        batch_options.parallel.min(plan.runs.len()) + 1,
     )
     .await
     .with_context(|| format!("metastore from {}", resolved.source))?;

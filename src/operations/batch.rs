@@ -380,41 +380,79 @@ pub async fn execute(
     for r in &plan.decided {
         report(r);
     }
+    // Planning's few metastore calls (resolving typed specs) share one connection of the
+    // pool for the whole run; the batches take the others, one each. Planning pauses while
+    // the batches in flight are busy, so it must not wait for their connections.
+    let planner = pool.get().await;
+    let planner = &*planner;
     let planned = futures::stream::iter(by_table(plan.runs))
         .map(|c| async move {
             if let Some(not) = not_started(options) {
                 return Planning::Done(Box::new(not.report(&c.table.qualified_name(), &c.name)));
             }
-            let metastore = pool.get().await;
             let (table, known) = (&c.table, c.partition.as_ref());
-            plan_partition(&metastore, hdfs, table, &c.name, known, &options.compact).await
+            plan_partition(planner, hdfs, table, &c.name, known, &options.compact).await
         })
         .buffered(options.parallel.max(1));
-    let mut planned = std::pin::pin!(planned);
-    let mut batch: Vec<Planned> = Vec::new();
+    // `parallel` partitions staged at once: in one batch, or in several small ones.
     let size = options.batch_size.max(1);
-    loop {
-        let next = planned.next().await;
-        let full = batch.len() >= size;
-        let other_table = match &next {
-            Some(Planning::Work(w)) => batch.first().is_some_and(|b| b.table() != w.table()),
-            _ => false,
-        };
-        if !batch.is_empty() && (next.is_none() || full || other_table) {
-            for r in compact(pool, hdfs, std::mem::take(&mut batch), options, observer).await {
-                report(&r);
+    let in_flight = (options.parallel / size).max(1);
+    let inner = (options.parallel / in_flight).max(1);
+    let mut reports = std::pin::pin!(batches(Box::pin(planned), size)
+        .map(|item| async move {
+            match item {
+                Item::Done(r) => vec![*r],
+                Item::Batch(b) => compact(pool, hdfs, b, options, inner, observer).await,
             }
-        }
-        match next {
-            None => break,
-            Some(Planning::Done(r)) => report(&r),
-            Some(Planning::Work(w)) => batch.push(*w),
+        })
+        .buffer_unordered(in_flight));
+    while let Some(done) = reports.next().await {
+        for r in &done {
+            report(r);
         }
     }
     summary.interrupted = options.compact.cancel.is_cancelled();
     summary.exit_code = summary.exit().code();
     summary.seconds = started.elapsed().as_secs_f64();
     summary
+}
+
+/// What the planning of a run yields: a final report, or a batch to compact.
+enum Item {
+    Done(Box<CompactReport>),
+    Batch(Vec<Planned>),
+}
+
+/// The planned partitions cut into batches: at most `size` partitions with work, of one table,
+/// in the order planned; final reports pass through as they come.
+fn batches<S>(planned: S, size: usize) -> impl futures::Stream<Item = Item>
+where
+    S: futures::Stream<Item = Planning> + Unpin,
+{
+    futures::stream::unfold(
+        (planned, Vec::new()),
+        move |(mut planned, mut batch)| async move {
+            loop {
+                let Some(next) = planned.next().await else {
+                    return (!batch.is_empty())
+                        .then(|| (Item::Batch(batch), (planned, Vec::new())));
+                };
+                match next {
+                    Planning::Done(r) => return Some((Item::Done(r), (planned, batch))),
+                    Planning::Work(w) if batch.first().is_some_and(|b| b.table() != w.table()) => {
+                        let full = std::mem::replace(&mut batch, vec![*w]);
+                        return Some((Item::Batch(full), (planned, batch)));
+                    }
+                    Planning::Work(w) => {
+                        batch.push(*w);
+                        if batch.len() >= size {
+                            return Some((Item::Batch(batch), (planned, Vec::new())));
+                        }
+                    }
+                }
+            }
+        },
+    )
 }
 
 /// The runs with each table's partitions together, tables in the order of their first run.
@@ -464,12 +502,14 @@ fn not_started(options: &BatchOptions) -> Option<NotStarted<'_>> {
         .map(NotStarted::Late)
 }
 
-/// One batch, unless no partition may start any more.
+/// One batch, `parallel` of its partitions staged at once, unless no partition may start any
+/// more.
 async fn compact(
     pool: &MetastorePool,
     hdfs: &Hdfs,
     batch: Vec<Planned>,
     options: &BatchOptions,
+    parallel: usize,
     observer: &dyn Observer,
 ) -> Vec<CompactReport> {
     if let Some(not) = not_started(options) {
@@ -485,7 +525,7 @@ async fn compact(
         hdfs,
         batch,
         &options.compact,
-        options.parallel,
+        parallel,
         &progress,
     )
     .await
