@@ -244,7 +244,7 @@ async fn run_iceberg(options: &Options, command: &IcebergOptions) -> anyhow::Res
     }
 }
 
-/// Plans the selection on one connection, then compacts on a pool of `--parallel` connections,
+/// Plans the selection on one connection, then compacts on a pool: a connection per batch in flight and planning's own,
 /// or hands the planned partitions to a YARN job.
 async fn run_compact(
     options: &Options,
