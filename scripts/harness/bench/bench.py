@@ -89,10 +89,24 @@ PARTITION_STEPS = {
     "iceberg migrate": ["iceberg", "migrate"],
     "iceberg revert": ["iceberg", "revert"],
 }
-PARTITION_SETS = {
-    "bench_ice": tuple(PARTITION_STEPS),
-    "bench_p100k": ("analyze",),
+# Batched compaction (#45) on bench_ice's data: the whole table compacted for real with one
+# partition per batch, rolled back partition by partition (not timed), compacted again with the
+# default batch size, then once more, when every partition has nothing to do.
+BATCH_STEPS = {
+    "compact --all --batch-size 1": ["compact", "--all", "--min-age", "0s", "--parallel", "4",
+                                     "--batch-size", "1"],
+    "compact --all": ["compact", "--all", "--min-age", "0s", "--parallel", "4"],
+    "compact --all, nothing to do": ["compact", "--all", "--min-age", "0s", "--parallel", "4"],
 }
+PARTITION_STEPS.update(BATCH_STEPS)
+PARTITION_SETS = {
+    "bench_ice": ("analyze", "compact --all --dry-run", "iceberg check", "iceberg migrate",
+                  "iceberg revert"),
+    "bench_p100k": ("analyze", "compact --all --dry-run"),
+    "bench_batch": tuple(BATCH_STEPS),
+}
+# Sets made by another set's generator: (fixture set, table name).
+GENERATED_AS = {"bench_batch": ("bench_ice", "bench_ice")}
 # Sets of the memory-against-file-count table: one schema and file size, only the count varies.
 # Iceberg's Spark runtime for Spark 3.5, pinned; scripts/bench fetches it into ~/.m2.
 ICEBERG_SPARK_JAR = os.path.expanduser(
@@ -339,6 +353,24 @@ def rollback(table, name):
     return rb.returncode == 0
 
 
+def rollback_all(table, specs, name):
+    """Rolls every partition of the table back to its original files (not timed), four at a
+    time; stops the run if one fails, since the next step would not compact identical data."""
+    log(f"{name}: rolling back {len(specs)} partitions (not timed)")
+    t0 = time.time()
+
+    def one(spec):
+        return subprocess.run([TOOL, "rollback", "--table", table, "--partition", spec, "--json"],
+                              capture_output=True, text=True)
+
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(4) as pool:
+        for spec, rb in zip(specs, pool.map(one, specs)):
+            if rb.returncode != 0:
+                raise SystemExit(f"{name}: rollback of {spec} failed: {rb.stdout} {rb.stderr}")
+    log(f"{name}: rolled back in {time.time() - t0:.0f} s")
+
+
 def orc_tools_classpath():
     """ORC tools with an HDFS client, as scripts/orc-tools runs them (resolved once, cached)."""
     cp = subprocess.run([os.path.join(ROOT, "scripts", "orc-tools"), "--classpath"], check=True,
@@ -445,11 +477,18 @@ def run_dataset(cluster, name, args):
 def generate(name, args, res):
     """Writes the set `name` into a database of that name; returns its manifest."""
     manifest = os.path.join(RESULTS, f"{name}.manifest.json")
+    if args.reuse_data:
+        # Made earlier by the same generator (scripts/fixtures --manifest DIR/<set>.manifest.json)
+        # and still in the cluster: the runs alone, when generating would take longer than them.
+        shutil.copy(os.path.join(args.reuse_data, f"{name}.manifest.json"), manifest)
+        res["generate_s"] = 0
+        return json.load(open(manifest))
     env = dict(os.environ)
     # Full C2 JIT and more heap for the generator (scripts/fixtures' defaults suit small sets).
     env["FIXTURES_JAVA_OPTS"] = "-XX:TieredStopAtLevel=4 -Xmx3g"
     t0 = time.time()
-    g = subprocess.run([os.path.join(ROOT, "scripts", "fixtures"), "--db", name, "--set", name,
+    g = subprocess.run([os.path.join(ROOT, "scripts", "fixtures"), "--db", name,
+                        "--set", GENERATED_AS.get(name, (name,))[0],
                         "--bench-scale", str(args.scale), "--threads", str(args.threads),
                         "--quiet", "--manifest", manifest], env=env, cwd=ROOT)
     if g.returncode != 0:
@@ -675,12 +714,18 @@ def run_partitions(cluster, name, args):
                bytes=sum(p["total_bytes"] for p in parts), rows=sum(p["rows"] for p in parts))
     log(f"{name}: {res['partitions']} partitions, {res['files']} files, "
         f"{res['bytes'] / 2**20:.0f} MiB in {res['generate_s']} s")
-    table = f"{name}.{name}"
-    for step in PARTITION_SETS[name]:
-        r = measure(f"{name}.{step.replace(' ', '_')}",
+    table = f"{name}.{GENERATED_AS.get(name, (name, name))[1]}"
+    for i, step in enumerate(PARTITION_SETS[name]):
+        if i and step == "compact --all" and "compact --all --batch-size 1" in res["phases"]:
+            rollback_all(table, [p["spec"] for p in parts], name)
+        r = measure(f"{name}.{re.sub(r'[^A-Za-z0-9-]+', '_', step)}",
                     [TOOL, *PARTITION_STEPS[step], "--table", table, "--json"], cluster)
         out = last_json(r["stdout"])
+        summary = out.get("summary", out)
         r["status"] = out.get("status")
+        r["counts"] = {k: v for k, v in summary.items() if isinstance(v, int)}
+        # The tool's own count of its metastore calls, by method (`metastore_calls`).
+        r["metastore_calls"] = summary.get("metastore_calls")
         res["phases"][step] = r
         if r["rc"] != 0:
             break
@@ -694,7 +739,8 @@ def run_partitions(cluster, name, args):
         r.update(status=out.get("status"), timed_seconds=out.get("timed_seconds"),
                  steps=out.get("steps"), migrated_files=out.get("migrated_files"))
         res["phases"]["spark_migrate"] = r
-    drop(cluster, name)
+    if not args.reuse_data:
+        drop(cluster, name)
     return res
 
 
@@ -702,7 +748,8 @@ def partitions_report(runs):
     lines = ["", "Tables of many partitions of tiny files (whole-table commands; migrate in "
              "place, revert restores the Hive table):", "",
              "| partitions | files | step | wall s | CPU s | peak RSS MiB | files/s | NN RPCs "
-             "| HMS calls |", "|--:|--:|---|--:|--:|--:|--:|--:|--:|"]
+             "| HMS audit lines | metastore calls (the tool's count) | per partition | by method "
+             "|", "|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|---|"]
     for d in runs:
         for step, r in d["phases"].items():
             bad = "" if r["rc"] == 0 else f" (exit {r['rc']})"
@@ -712,8 +759,20 @@ def partitions_report(runs):
             lines.append(f"| {d['partitions']:,} | {d['files']:,} | {step}{bad} | "
                          f"{r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['peak_rss_mib']:.0f} | "
                          f"{'–' if rate is None else f'{rate:,.0f}'} | {r.get('nn_rpcs', '')} | "
-                         f"{r.get('hms_calls', '')} |")
+                         f"{r.get('hms_calls', '')} | {calls_cells(r, d['partitions'])} |")
     return lines
+
+
+def calls_cells(r, partitions):
+    """The tool's own metastore call count (`metastore_calls`): total, per partition, and each
+    method per partition."""
+    calls = dict(r.get("metastore_calls") or {})
+    total = calls.pop("total", None)
+    if total is None:
+        return "– | – | –"
+    methods = ", ".join(f"{m} {n / partitions:.3g}"
+                        for m, n in sorted(calls.items(), key=lambda kv: -kv[1]))
+    return f"{total:,} | {total / partitions:.3f} | {methods}"
 
 
 # ------------------------------------------------------------------------------- report
@@ -915,6 +974,7 @@ def main():
     ap.add_argument("--skip-tail", action="store_true")
     ap.add_argument("--skip-pyarrow", action="store_true")
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--reuse-data", metavar="DIR")
     ap.add_argument("--results", required=True)
     ap.add_argument("--tool", required=True)
     ap.add_argument("--rawcopy", required=True)
