@@ -22,9 +22,7 @@ use crate::journal::{self, Journal, JournalInput, JournalOutput};
 use crate::metastore::Metastore;
 use crate::operations::file_copy::{copy_file, hash_file};
 use crate::operations::outcome::Stop;
-use crate::orc::{
-    digest_file, read_tail, verify_output, verify_tail, ClusterSummary, OrcError, VerifyFailure,
-};
+use crate::orc::{digest_file, read_tail, verify_output, verify_tail, ClusterSummary, OrcError};
 use crate::relocate::{set_location, PartitionStore, RelocateError, Relocated};
 use crate::run_dirs::{self, output_name, PARAM_PREVIOUS_LOCATION};
 use crate::snapshot::DataFile;
@@ -358,7 +356,9 @@ impl<'a> Run<'a> {
                         .map_err(failed)?
                 }
                 (Written::Reencoded(reencoded), _) => {
-                    check_reencoded(reencoded, &tail, output.plan.rows).map_err(failed)?;
+                    reencoded
+                        .check_tail(&tail, output.plan.rows)
+                        .map_err(failed)?;
                     let found = digest_file(Arc::clone(&reader), &tail)
                         .await
                         .map_err(failed)?;
@@ -676,36 +676,6 @@ impl<'a, M: PartitionStore, H: Files> Run<'a, M, H> {
             tracing::debug!(%work, error = %e, "the work directory stays");
         }
     }
-}
-
-/// A re-encoded output's tail against what the writer reported and the plan's rows.
-fn check_reencoded(
-    written: &crate::orc::ReencodedOutput,
-    tail: &crate::orc::OrcTail,
-    planned_rows: u64,
-) -> Result<(), OrcError> {
-    if tail.file_length != written.length {
-        return Err(VerifyFailure::Length {
-            expected: written.length,
-            found: tail.file_length,
-        }
-        .into());
-    }
-    if tail.rows != planned_rows {
-        return Err(VerifyFailure::Rows {
-            expected: planned_rows,
-            found: tail.rows,
-        }
-        .into());
-    }
-    if tail.stripes.len() != written.stripes {
-        return Err(VerifyFailure::StripeCount {
-            expected: written.stripes,
-            found: tail.stripes.len(),
-        }
-        .into());
-    }
-    Ok(())
 }
 
 /// The protocol's end (re-check, swap, swap back, journal, and what a stopped run removes)

@@ -16,7 +16,7 @@ use orc_rust::proto::ColumnStatistics;
 use tokio::sync::mpsc;
 
 use crate::orc::encoding::timestamp::Zone;
-use crate::orc::error::OrcError;
+use crate::orc::error::{OrcError, VerifyFailure};
 use crate::orc::io::copy::{Opens, ReadAhead, Task};
 use crate::orc::io::storage::{RangeRead, Sink};
 use crate::orc::reencode::inputs::{as_decoded, as_written, next_input, open_inputs, Input};
@@ -37,6 +37,31 @@ pub struct ReencodedOutput {
     pub stripes: usize,
     /// The inputs' rows and column digests, as decoded: what the file must read back as.
     pub digests: Digests,
+}
+
+impl ReencodedOutput {
+    /// The output's tail, read back, against what the writer reported and the plan's rows.
+    pub fn check_tail(&self, tail: &OrcTail, planned_rows: u64) -> Result<(), OrcError> {
+        let failure = if tail.file_length != self.length {
+            VerifyFailure::Length {
+                expected: self.length,
+                found: tail.file_length,
+            }
+        } else if tail.rows != planned_rows {
+            VerifyFailure::Rows {
+                expected: planned_rows,
+                found: tail.rows,
+            }
+        } else if tail.stripes.len() != self.stripes {
+            VerifyFailure::StripeCount {
+                expected: self.stripes,
+                found: tail.stripes.len(),
+            }
+        } else {
+            return Ok(());
+        };
+        Err(failure.into())
+    }
 }
 
 /// Decodes the files of `tails`, in order, and writes their rows to `sink` as one ORC file
