@@ -547,14 +547,7 @@ fn only_partitions_with_work_are_sent_and_a_healthy_selection_submits_nothing() 
 
     // A `mapred` that records being called and submits nothing.
     let dir = tempfile::tempdir().unwrap();
-    let called = dir.path().join("called");
-    let mapred = dir.path().join("mapred");
-    std::fs::write(
-        &mapred,
-        format!("#!/bin/sh\ntouch '{}'\nexit 1\n", called.display()),
-    )
-    .unwrap();
-    std::fs::set_permissions(&mapred, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let (mapred, called) = recording_mapred(dir.path());
     let mapred = mapred.to_str().unwrap();
     let yarn = shared_yarn_dir();
     let sorted = |mut keys: Vec<String>| {
@@ -564,66 +557,8 @@ fn only_partitions_with_work_are_sent_and_a_healthy_selection_submits_nothing() 
     let unhealthy_keys = sorted(unhealthy.iter().map(|p| key(p)).collect());
 
     // The dry run: the unhealthy half, as a local dry run sees it; the rest reported here.
-    let local = run(&with(&selection, &["--dry-run", "--json"]));
-    let (local_by_key, _) = reports(&local);
-    let would = |by_key: &std::collections::BTreeMap<String, Value>| {
-        sorted(
-            (by_key.iter())
-                .filter(|(_, r)| r["status"] == "dry-run")
-                .map(|(k, _)| k.clone())
-                .collect(),
-        )
-    };
-    assert_eq!(would(&local_by_key), unhealthy_keys, "{}", describe(&local));
-    let o = on_yarn(&with(
-        &selection,
-        &[
-            "--on-yarn",
-            "--tasks",
-            "4",
-            "--hadoop-cmd",
-            mapred,
-            "--yarn-dir",
-            &yarn,
-            "--dry-run",
-            "--json",
-        ],
-    ));
-    assert_eq!(code(&o), 0, "{}", describe(&o));
-    let lines: Vec<Value> = stdout(&o)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let work_list: Vec<String> = lines[0]["yarn_plan"]["work_list"]
-        .as_array()
-        .unwrap_or_else(|| panic!("the plan first: {}", describe(&o)))
-        .iter()
-        .map(|k| k.as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(
-        sorted(work_list.clone()),
-        unhealthy_keys,
-        "{}",
-        describe(&o)
-    );
-    let here: Vec<String> = lines[1..]
-        .iter()
-        .map(|r| {
-            assert_eq!(r["status"], "nothing-to-do", "{r}");
-            format!(
-                "{}/{}",
-                r["table"].as_str().unwrap(),
-                r["partition"].as_str().unwrap()
-            )
-        })
-        .collect();
-    let mut every = [work_list, here].concat();
-    every.sort();
-    assert_eq!(
-        every,
-        sorted(parts.iter().map(key).collect()),
-        "one report each"
-    );
+    let every_key = sorted(parts.iter().map(key).collect());
+    dry_run_sends_only(&selection, mapred, &yarn, &unhealthy_keys, &every_key);
 
     // Another client holds a healthy partition's lock throughout: no task or check asks for it.
     let held = healthy[0].hold_lock("yarn-test");
@@ -704,6 +639,93 @@ fn only_partitions_with_work_are_sent_and_a_healthy_selection_submits_nothing() 
     );
     rt().block_on(held.release()).expect("unlock");
     assert!(!called.exists(), "mapred was called");
+}
+
+/// A `mapred` in `dir` that submits nothing and leaves the file it returns second when called.
+fn recording_mapred(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let called = dir.join("called");
+    let mapred = dir.join("mapred");
+    std::fs::write(
+        &mapred,
+        format!("#!/bin/sh\ntouch '{}'\nexit 1\n", called.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&mapred, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    (mapred, called)
+}
+
+/// `--on-yarn --dry-run` over `selection`: its work list is `unhealthy_keys`, as a local dry
+/// run sees it, and every other partition is reported here, nothing to do.
+fn dry_run_sends_only(
+    selection: &[&str],
+    mapred: &str,
+    yarn: &str,
+    unhealthy_keys: &[String],
+    every_key: &[String],
+) {
+    fn with<'a>(selection: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
+        [selection, extra].concat()
+    }
+    let sorted = |mut keys: Vec<String>| {
+        keys.sort();
+        keys
+    };
+    let local = run(&with(&selection, &["--dry-run", "--json"]));
+    let (local_by_key, _) = reports(&local);
+    let would = |by_key: &std::collections::BTreeMap<String, Value>| {
+        sorted(
+            (by_key.iter())
+                .filter(|(_, r)| r["status"] == "dry-run")
+                .map(|(k, _)| k.clone())
+                .collect(),
+        )
+    };
+    assert_eq!(would(&local_by_key), unhealthy_keys, "{}", describe(&local));
+    let o = on_yarn(&with(
+        &selection,
+        &[
+            "--on-yarn",
+            "--tasks",
+            "4",
+            "--hadoop-cmd",
+            mapred,
+            "--yarn-dir",
+            &yarn,
+            "--dry-run",
+            "--json",
+        ],
+    ));
+    assert_eq!(code(&o), 0, "{}", describe(&o));
+    let lines: Vec<Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let work_list: Vec<String> = lines[0]["yarn_plan"]["work_list"]
+        .as_array()
+        .unwrap_or_else(|| panic!("the plan first: {}", describe(&o)))
+        .iter()
+        .map(|k| k.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        sorted(work_list.clone()),
+        unhealthy_keys,
+        "{}",
+        describe(&o)
+    );
+    let here: Vec<String> = lines[1..]
+        .iter()
+        .map(|r| {
+            assert_eq!(r["status"], "nothing-to-do", "{r}");
+            format!(
+                "{}/{}",
+                r["table"].as_str().unwrap(),
+                r["partition"].as_str().unwrap()
+            )
+        })
+        .collect();
+    let mut every = [work_list, here].concat();
+    every.sort();
+    assert_eq!(every, every_key, "one report each");
 }
 
 /// What a task runs, on an empty share: nothing to report, exit 0.
