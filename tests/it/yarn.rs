@@ -670,7 +670,7 @@ fn dry_run_sends_only(
         keys.sort();
         keys
     };
-    let local = run(&with(&selection, &["--dry-run", "--json"]));
+    let local = run(&with(selection, &["--dry-run", "--json"]));
     let (local_by_key, _) = reports(&local);
     let would = |by_key: &std::collections::BTreeMap<String, Value>| {
         sorted(
@@ -682,7 +682,7 @@ fn dry_run_sends_only(
     };
     assert_eq!(would(&local_by_key), unhealthy_keys, "{}", describe(&local));
     let o = on_yarn(&with(
-        &selection,
+        selection,
         &[
             "--on-yarn",
             "--tasks",
@@ -690,7 +690,7 @@ fn dry_run_sends_only(
             "--hadoop-cmd",
             mapred,
             "--yarn-dir",
-            &yarn,
+            yarn,
             "--dry-run",
             "--json",
         ],
