@@ -455,12 +455,13 @@ fn sigterm_mid_batch_leaves_no_partition_half_done() {
             "0s",
             "--parallel",
             "2",
-            // Partitions swapped one by one, so the signal falls between two of them.
+            // Partitions swapped one by one, so the signal falls between two of them: the next
+            // one sleeps 5 s before its swap, a wide window on a loaded machine.
             "--batch-size",
             "1",
             "--json",
         ])
-        .env("FAILPOINTS", "compact::before-swap=sleep(1500)")
+        .env("FAILPOINTS", "compact::before-swap=sleep(5000)")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
