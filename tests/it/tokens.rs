@@ -111,8 +111,8 @@ const FILES: usize = 3;
 /// privacy and under integrity.
 const PARTITIONS: [&str; 3] = ["2026-11-01", "2026-11-02", "2026-11-03"];
 
-/// A database with one external ORC table `events`, partitioned by dt, each of [`PARTITIONS`]
-/// of FILES small ORC files, made with the client's Kerberos login; its name.
+/// A database with two external ORC tables, `events` and `waiting`, partitioned by dt, each of
+/// [`PARTITIONS`] of FILES small ORC files, made with the client's Kerberos login; its name.
 fn fixture(s: &Secure) -> &'static str {
     static DB: OnceLock<String> = OnceLock::new();
     DB.get_or_init(|| {
@@ -124,6 +124,9 @@ fn fixture(s: &Secure) -> &'static str {
                 .await
                 .unwrap_or_else(|e| panic!("{e}"));
             orc_table(&ms, (&db, "events"), &root, "tester", &PARTITIONS, FILES).await;
+            // For the `--on-yarn` tests, which submit to a refusing `mapred`: a table no other
+            // test compacts, so its partitions always have work and reach the job's work list.
+            orc_table(&ms, (&db, "waiting"), &root, "tester", &PARTITIONS, FILES).await;
         });
         db
     })
@@ -413,7 +416,7 @@ fn task_settings(s: &Secure, table: &str, mapred: &Path, extra: &[&str]) -> Stri
 fn on_yarn_ships_a_metastore_token_to_the_job_and_cancels_it() {
     let Some(s) = secure() else { return };
     let _shared = shared_metastore();
-    let table = format!("{}.events", fixture(s));
+    let table = format!("{}.waiting", fixture(s));
     let dir = tempfile::tempdir().unwrap();
     let (mapred, capture) = refusing_mapred(dir.path());
     let keytab = &s.keytab;
@@ -468,7 +471,7 @@ fn on_yarn_ships_a_metastore_token_to_the_job_and_cancels_it() {
 fn on_yarn_with_yarn_keytab_ships_the_keytab_not_a_token() {
     let Some(s) = secure() else { return };
     let _shared = shared_metastore();
-    let table = format!("{}.events", fixture(s));
+    let table = format!("{}.waiting", fixture(s));
     let dir = tempfile::tempdir().unwrap();
     let (mapred, capture) = refusing_mapred(dir.path());
     let o = on_yarn_as_client(s, &table, &mapred, &["--yarn-keytab"]);
@@ -626,7 +629,7 @@ fn a_task_starts_no_partition_when_its_tokens_end_within_the_margin() {
 fn on_yarn_refuses_a_job_its_tokens_cannot_carry() {
     let Some(s) = secure() else { return };
     let _shared = shared_metastore();
-    let table = format!("{}.events", fixture(s));
+    let table = format!("{}.waiting", fixture(s));
     let dir = tempfile::tempdir().unwrap();
     let (mapred, capture) = refusing_mapred(dir.path());
     let o = on_yarn_as_client(s, &table, &mapred, &["--yarn-token-margin", "1000000h"]);
