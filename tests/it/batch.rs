@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::common::events::{altered_partitions, current_id};
+use crate::common::failpoints::wait_while_running;
 use crate::common::fixtures::{self, Fixtures};
 use crate::common::hdfs::{copy, files_in, hdfs, loc, read_file, write_file};
 use crate::common::metastore::metastore;
@@ -182,21 +183,12 @@ fn wait_for(
     what: &str,
     ready: impl Fn(&[String]) -> bool,
 ) -> usize {
-    let t0 = Instant::now();
-    loop {
-        if let Some(i) = parts.iter().position(|p| ready(&p.work_entries())) {
-            return i;
-        }
-        assert!(
-            child.try_wait().expect("wait").is_none(),
-            "the run ended before {what}"
-        );
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "never got to {what}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let mut found = None;
+    wait_while_running(child, what, Duration::from_secs(60), || {
+        found = parts.iter().position(|p| ready(&p.work_entries()));
+        found.is_some()
+    });
+    found.expect("ready")
 }
 
 /// Overwrites 64 bytes in the middle of the first staged file of `part`'s run (the file keeps

@@ -39,26 +39,35 @@ pub fn run_with_failpoints(part: &Part, failpoints: &str) -> Output {
 ///
 /// Without a lock: a killed run's metastore lock outlives it until the metastore's transaction
 /// timeout and would make the next run busy (tests/locks.rs is about that).
-pub fn kill_when(part: &Part, failpoints: &str, mut ready: impl FnMut() -> bool) {
+pub fn kill_when(part: &Part, failpoints: &str, ready: impl FnMut() -> bool) {
     let mut child = start(part, &["--no-lock"], failpoints, Stdio::null);
-    let t0 = Instant::now();
-    while !ready() {
-        assert!(
-            child.try_wait().expect("wait").is_none(),
-            "{failpoints}: the run ended before the kill"
-        );
-        assert!(
-            t0.elapsed() < Duration::from_secs(25),
-            "{failpoints}: never got there"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let what = format!("{failpoints}: the kill");
+    wait_while_running(&mut child, &what, Duration::from_secs(25), ready);
     assert!(
         child.try_wait().expect("wait").is_none(),
         "{failpoints}: the run ended before the kill"
     );
     child.kill().expect("SIGKILL");
     child.wait().expect("reaped");
+}
+
+/// Polls `ready` until it says yes, while `child` still runs; fails the test if the child
+/// ends first or `within` passes (`what` names what was awaited).
+pub fn wait_while_running(
+    child: &mut Child,
+    what: &str,
+    within: Duration,
+    mut ready: impl FnMut() -> bool,
+) {
+    let t0 = Instant::now();
+    while !ready() {
+        assert!(
+            child.try_wait().expect("wait").is_none(),
+            "the run ended before {what}"
+        );
+        assert!(t0.elapsed() < within, "never got to {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Whether a run paused at the pre-swap failpoint `fp` shows it got there in its work
