@@ -10,8 +10,7 @@ use std::process::ExitCode as ProcessExit;
 use std::time::Duration;
 
 use anyhow::Context;
-use clap::ArgMatches;
-use cli::{Cli, Command, CommandOptions, Global, IcebergOptions, LogFormat, Options};
+use cli::{Command, CommandOptions, Global, IcebergOptions, LogFormat, Options};
 use hive_orc_compactor::exit::ExitCode;
 use hive_orc_compactor::fleet::{Selection, Tables};
 use hive_orc_compactor::metastore::MetastorePool;
@@ -370,9 +369,8 @@ async fn run_on_yarn(
     Ok(summary.exit())
 }
 
-/// Resolves the options, logs in, and runs the command.
-async fn start(cli: Cli, matches: ArgMatches) -> anyhow::Result<ExitCode> {
-    let options = Options::resolve(&cli, &matches)?;
+/// Logs in, and runs the command.
+async fn start(options: Options) -> anyhow::Result<ExitCode> {
     hive_orc_compactor::kerberos::set_login(hive_orc_compactor::kerberos::Login {
         principal: options.principal.clone(),
         keytab: options.keytab.clone(),
@@ -402,26 +400,36 @@ fn main() -> ProcessExit {
         return cli::print_docs(docs);
     }
     init_logging(&cli.global);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    let options = match Options::resolve(&cli, &matches) {
+        Ok(options) => options,
+        Err(e) => return failed(&e),
+    };
+    // The CPU work runs on the runtime's threads (decoding, reading back: async tasks) and on
+    // the encoders' pool (a stripe's columns at once); --threads sizes both.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(options.threads)
         .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return ProcessExit::from(ExitCode::Failed.code() as u8);
-        }
+        .build();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(options.threads)
+        .thread_name(|i| format!("encoder-{i}"))
+        .build_global();
+    let runtime = match (runtime, pool) {
+        (Ok(rt), Ok(())) => rt,
+        (Err(e), _) => return failed(&anyhow::anyhow!("cannot start the async runtime: {e}")),
+        (_, Err(e)) => return failed(&anyhow::anyhow!("cannot start the encoders' threads: {e}")),
     };
     // Every log line names the command it comes from.
     let span = tracing::info_span!("command", name = matches.subcommand_name().unwrap_or(""));
-    let code = match runtime.block_on(start(cli, matches).instrument(span)) {
-        Ok(code) => code,
-        Err(e) => {
-            // One line: the chain of contexts, outermost first.
-            let chain: Vec<String> = e.chain().map(|c| c.to_string()).collect();
-            eprintln!("error: {}", chain.join(": "));
-            ExitCode::Failed
-        }
-    };
-    ProcessExit::from(code.code() as u8)
+    match runtime.block_on(start(options).instrument(span)) {
+        Ok(code) => ProcessExit::from(code.code() as u8),
+        Err(e) => failed(&e),
+    }
+}
+
+/// Prints the error on one line, the chain of contexts outermost first, and exits failed.
+fn failed(e: &anyhow::Error) -> ProcessExit {
+    let chain: Vec<String> = e.chain().map(|c| c.to_string()).collect();
+    eprintln!("error: {}", chain.join(": "));
+    ProcessExit::from(ExitCode::Failed.code() as u8)
 }

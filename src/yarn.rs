@@ -41,6 +41,8 @@ pub struct StreamingJob {
     /// YARN memory of each task's container, and the heap of the task's own JVM inside it.
     pub task_memory_mb: u64,
     pub task_heap_mb: u64,
+    /// YARN vcores of each task's container.
+    pub task_vcores: usize,
     /// A task that prints nothing for this long is killed (status lines count).
     pub task_timeout_ms: u64,
     /// Attempts per task before the job fails.
@@ -70,6 +72,7 @@ impl StreamingJob {
         // Without it the task reads `offset<TAB>line`.
         define("stream.map.input.ignoreKey", "true".into());
         define("mapreduce.map.memory.mb", self.task_memory_mb.to_string());
+        define("mapreduce.map.cpu.vcores", self.task_vcores.to_string());
         define(
             "mapreduce.map.java.opts",
             format!("-Xmx{}m", self.task_heap_mb),
@@ -330,6 +333,7 @@ mod tests {
             env: vec![("RUST_LOG".into(), "info".into())],
             lines_per_task: 3,
             task_memory_mb: 1024,
+            task_vcores: 2,
             task_heap_mb: 200,
             task_timeout_ms: 600_000,
             max_attempts: 4,

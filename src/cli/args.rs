@@ -103,6 +103,13 @@ pub struct Global {
     #[arg(long, global = true, value_name = "N", env = "HOC_METASTORE_PAGE_SIZE", hide_env = true,
         value_parser = clap::value_parser!(u16).range(1..=10000))]
     pub metastore_page_size: Option<u16>,
+    /// CPU threads for the work of a run: decoding, sorting, encoding and reading back, shared
+    /// by the --parallel partitions (default: the CPUs this process may use, counting its
+    /// affinity mask and cgroup CPU quota, e.g. a container's limit, not the host's cores).
+    /// One partition's outputs are the same bytes whatever the count [env: HOC_THREADS]
+    #[arg(long, global = true, value_name = "N", env = "HOC_THREADS", hide_env = true,
+        value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub threads: Option<u16>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -575,10 +582,16 @@ pub struct YarnArgs {
     /// yarn_dir]
     #[arg(long, value_name = "URI", requires = "on_yarn")]
     pub yarn_dir: Option<String>,
-    /// With --on-yarn: each task's container memory (default 384MiB plus 512MiB per --parallel
-    /// partition: the re-encoder's bound at 64 MiB stripes)
+    /// With --on-yarn: each task's container memory (default 384MiB plus 512MiB per
+    /// --parallel partition or --task-vcores, whichever is more: the re-encoder's bound at
+    /// 64 MiB stripes per output written at once)
     #[arg(long, value_name = "SIZE", value_parser = parse_bytes, requires = "on_yarn")]
     pub task_memory: Option<u64>,
+    /// With --on-yarn: each task's container vcores (mapreduce.map.cpu.vcores), which become
+    /// the task's --threads; at most the scheduler's yarn.scheduler.maximum-allocation-vcores
+    /// (default: --parallel, a core per partition, up to 4)
+    #[arg(long, value_name = "N", requires = "on_yarn", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub task_vcores: Option<u16>,
     /// With --on-yarn on Kerberos: ship --keytab to the tasks (uploaded to the job's work
     /// directory, mode 0600, removed with it) instead of a metastore delegation token, for
     /// metastores that refuse tokens

@@ -54,6 +54,7 @@ pub fn options(job: JobInputs) -> anyhow::Result<YarnOptions> {
         hdfs::Location::parse(uri).map_err(|e| anyhow::anyhow!("{flag}: {e}"))
     };
     let tasks = yarn.tasks.map_or(4, usize::from);
+    let vcores = task_vcores(&job);
     Ok(YarnOptions {
         tasks,
         queue: yarn.queue.clone(),
@@ -77,9 +78,11 @@ pub fn options(job: JobInputs) -> anyhow::Result<YarnOptions> {
         .map(String::from)
         .to_vec(),
         task_settings: task_settings(&job, keytab.is_some(), tasks).to_toml()?,
-        task_memory_mb: yarn
-            .task_memory
-            .map_or(default_task_memory_mb(job.batch.parallel), |b| b >> 20),
+        task_memory_mb: yarn.task_memory.map_or(
+            default_task_memory_mb(job.batch.parallel.max(vcores)),
+            |b| b >> 20,
+        ),
+        task_vcores: vcores,
         run_id: hive_orc_compactor::run_dirs::new_run_id(),
         metastore_token,
         keytab: keytab.map(|(_, k)| k),
@@ -156,6 +159,8 @@ fn task_settings(job: &JobInputs, keytab: bool, tasks: usize) -> Settings {
         target_size: Some(c.target_size.to_string()),
         min_age: job.min_age.map(seconds),
         parallel: Some(job.batch.parallel),
+        // A task's CPUs are its container's vcores, not the host's cores it may see.
+        threads: Some(task_vcores(job)),
         batch_size: Some(job.batch.batch_size),
         verify: Some(c.verify.as_str().into()),
         stripes: Some(c.stripes.as_str().into()),
@@ -198,8 +203,18 @@ fn layout_keys(layout: &Layout) -> LayoutSettings {
     }
 }
 
-/// Container memory of a task: the streaming JVM's share plus our bound per partition at once
-/// (the re-encoder's peak stays under 512 MiB at 64 MiB stripes, see BENCHMARKS.md).
-fn default_task_memory_mb(parallel: usize) -> u64 {
-    384 + 512 * parallel as u64
+/// `--task-vcores`, else a core per partition a task compacts at once, up to YARN's default
+/// largest container (yarn.scheduler.maximum-allocation-vcores, 4): a larger request fails.
+fn task_vcores(job: &JobInputs) -> usize {
+    job.yarn
+        .task_vcores
+        .map_or(job.batch.parallel.min(DEFAULT_MAX_VCORES), usize::from)
+}
+
+const DEFAULT_MAX_VCORES: usize = 4;
+
+/// Container memory of a task: the streaming JVM's share plus our bound per output written at
+/// once (the re-encoder's peak stays under 512 MiB at 64 MiB stripes, see BENCHMARKS.md).
+fn default_task_memory_mb(outputs: usize) -> u64 {
+    384 + 512 * outputs as u64
 }

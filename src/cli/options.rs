@@ -46,6 +46,8 @@ const DEFAULT_PARALLEL: usize = 2;
 /// read-back, two unlocks): 50 partitions bring that under 0.2 a partition, while a batch's
 /// lock request and transaction stay small.
 const DEFAULT_BATCH_SIZE: usize = 50;
+/// More threads than any edge node has cores: a typo's bound, not a tuning.
+const MAX_THREADS: usize = 1024;
 /// Longer than any job runs (a secure one ends within its tokens' 7-day maximum lifetime), and
 /// than the gap between uses of one build by weekly or monthly runs; a build replaced by an
 /// upgrade is gone a month later. A binary kept too long costs a few hundred MB; one removed too
@@ -64,6 +66,8 @@ pub struct Options {
     /// The Kerberos login: `--principal` and `--keytab`.
     pub principal: Option<String>,
     pub keytab: Option<PathBuf>,
+    /// The threads the async runtime (decoding, verifying) and the encoders' pool each get.
+    pub threads: usize,
     pub command: CommandOptions,
 }
 
@@ -143,6 +147,7 @@ impl Options {
         };
         let command = r.command()?;
         Ok(Options {
+            threads: r.threads(),
             format: format(&cli.command, cli.global.json),
             metrics: metrics(&cli.command),
             metastore: metastore_config(cli, &r.settings)?,
@@ -183,6 +188,19 @@ struct Resolving<'a> {
 }
 
 impl Resolving<'_> {
+    /// `--threads`, else the config file's, else the CPUs this process may use: the standard
+    /// library counts the affinity mask and the cgroup's CPU quota (a YARN container's vcores
+    /// under cgroups, a Kubernetes limit), not the host's cores.
+    fn threads(&self) -> usize {
+        self.cli
+            .global
+            .threads
+            .map(usize::from)
+            .or(self.settings.threads)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .clamp(1, MAX_THREADS)
+    }
+
     /// The user metastore locks and the default `--yarn-dir` are for.
     fn user(&self) -> String {
         hdfs::hadoop_user(self.hadoop_user.as_deref())
@@ -443,6 +461,7 @@ impl Resolving<'_> {
                 max_bytes: args.max_bytes,
             },
             parallel,
+            threads: self.threads(),
             batch_size: args
                 .batch_size
                 .map(usize::from)

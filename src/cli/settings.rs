@@ -72,6 +72,8 @@ pub struct Settings {
     pub max_avg_size: Option<String>,
     pub min_age: Option<String>,
     pub parallel: Option<usize>,
+    /// `--threads`.
+    pub threads: Option<usize>,
     /// `--batch-size`.
     pub batch_size: Option<usize>,
     pub verify: Option<String>,

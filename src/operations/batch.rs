@@ -97,6 +97,9 @@ pub struct BatchOptions {
     pub budget: Budget,
     /// Partitions compacted at once.
     pub parallel: usize,
+    /// The run's threads (see [`CompactOptions::threads`]), shared by the partitions staged
+    /// at once.
+    pub threads: usize,
     /// Partitions of a table that share their lock request and their swap's metastore call.
     pub batch_size: usize,
     /// No partition is started after this (a YARN task whose delegation tokens are ending).
@@ -385,6 +388,15 @@ pub async fn execute(
     // the batches in flight are busy, so it must not wait for their connections.
     let planner = pool.get().await;
     let planner = &*planner;
+    // The threads are shared by the partitions staged at once; a lone partition gets them all.
+    let staged_at_once = options.parallel.min(plan.runs.len()).max(1);
+    let options = &BatchOptions {
+        compact: CompactOptions {
+            threads: options.threads.div_ceil(staged_at_once).max(1),
+            ..options.compact.clone()
+        },
+        ..options.clone()
+    };
     let planned = futures::stream::iter(by_table(plan.runs))
         .map(|c| async move {
             if let Some(not) = not_started(options) {

@@ -87,6 +87,8 @@ pub struct YarnOptions {
     /// directory, readable by the job's user alone.
     pub task_settings: String,
     pub task_memory_mb: u64,
+    /// Each task's container vcores: its `--threads`.
+    pub task_vcores: usize,
     /// `--json`'s name for this run, unique per submission.
     pub run_id: String,
     /// A Kerberos metastore: tasks have no ticket, so the job carries a metastore delegation
@@ -293,6 +295,7 @@ pub fn plan(batch: &BatchPlan, options: &YarnOptions) -> YarnPlan {
         env: task_env(),
         lines_per_task: partitions_per_task,
         task_memory_mb: options.task_memory_mb,
+        task_vcores: options.task_vcores,
         task_heap_mb: TASK_HEAP_MB,
         task_timeout_ms: TASK_TIMEOUT_MS,
         max_attempts: MAX_ATTEMPTS,

@@ -47,6 +47,11 @@ pub struct CompactOptions {
     pub layout: Option<Layout>,
     /// Layouts from the config file, by `db.table`.
     pub table_layouts: Arc<BTreeMap<String, Layout>>,
+    /// How much of a partition's work runs at once: outputs written and read back, inputs
+    /// decoded ahead, columns read back. The run's threads shared among the partitions staged
+    /// at once; the runtime's threads bound the CPU whatever this says, so more only holds
+    /// more in memory. Outputs are the same bytes whatever it is.
+    pub threads: usize,
 }
 
 /// A layout the outputs are asked to have beyond being few: rows in an order and a codec.
@@ -124,6 +129,7 @@ impl Default for CompactOptions {
             write_in_progress_age: WRITE_IN_PROGRESS_AGE,
             layout: None,
             table_layouts: Arc::default(),
+            threads: 1,
         }
     }
 }
