@@ -198,7 +198,15 @@ async fn run_verify(
     checksums: bool,
 ) -> anyhow::Result<ExitCode> {
     let metastore = options.connect().await?;
-    let report = verify::verify(&metastore, &options.hdfs(), table, partition, checksums).await?;
+    let report = verify::verify(
+        &metastore,
+        &options.hdfs(),
+        table,
+        partition,
+        *checksums,
+        options.threads,
+    )
+    .await?;
     render::verify(&mut stdout(), &mut stderr(), &report, options.format)?;
     Ok(report.outcome.exit_code())
 }
@@ -404,12 +412,19 @@ fn main() -> ProcessExit {
         Ok(options) => options,
         Err(e) => return failed(&e),
     };
-    // The CPU work runs on the runtime's threads (decoding, reading back: async tasks) and on
-    // the encoders' pool (a stripe's columns at once); --threads sizes both.
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(options.threads)
-        .enable_all()
-        .build();
+    // The CPU work runs on the runtime's threads (decoding ahead, reading back: async tasks)
+    // and on the encoders' pool (a batch's columns at once); --threads sizes both. The
+    // command's own future runs on this thread, one of the runtime's --threads.
+    let runtime = match options.threads {
+        1 => tokio::runtime::Builder::new_current_thread(),
+        n => {
+            let mut multi = tokio::runtime::Builder::new_multi_thread();
+            multi.worker_threads(n - 1);
+            multi
+        }
+    }
+    .enable_all()
+    .build();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(options.threads)
         .thread_name(|i| format!("encoder-{i}"))

@@ -77,9 +77,10 @@ pub async fn verify(
     table: &TableName,
     spec: &str,
     checksums: bool,
+    threads: usize,
 ) -> anyhow::Result<VerifyReport> {
     let span = tracing::info_span!("partition", table = %table, partition = spec);
-    let mut report = verify_partition(metastore, hdfs, table, spec, checksums)
+    let mut report = verify_partition(metastore, hdfs, table, spec, checksums, threads)
         .instrument(span)
         .await?;
     report.settle();
@@ -92,6 +93,7 @@ async fn verify_partition(
     table: &TableName,
     spec: &str,
     checksums: bool,
+    threads: usize,
 ) -> anyhow::Result<VerifyReport> {
     let info = resolve::table(metastore, table).await?;
     let (spec, partition) = match resolve::partition(metastore, &info, spec).await {
@@ -171,7 +173,7 @@ async fn verify_partition(
                 run.journal.run_id
             ));
         }
-        against_journal(hdfs, &snapshot, &run.journal, checksums, &mut report).await?;
+        against_journal(hdfs, &snapshot, &run.journal, checksums, threads, &mut report).await?;
     } else {
         report
             .notes
@@ -185,6 +187,7 @@ async fn against_journal(
     snapshot: &Snapshot,
     journal: &Journal,
     checksums: bool,
+    threads: usize,
     report: &mut VerifyReport,
 ) -> anyhow::Result<()> {
     let now: BTreeMap<&str, &DataFile> = snapshot
@@ -210,7 +213,7 @@ async fn against_journal(
             ));
             continue;
         };
-        let (checked, mismatches) = check_output(hdfs, file, output, checksums).await?;
+        let (checked, mismatches) = check_output(hdfs, file, output, checksums, threads).await?;
         report.checksums_checked += checked;
         report.mismatches.extend(mismatches);
     }
@@ -219,12 +222,14 @@ async fn against_journal(
 
 /// Checks one file against the journal's record of an output: length, rows by its footer, and
 /// with `checksums` the XXH3 of every stripe (of the whole file for a carried one). Returns how
-/// many checksums were compared and the mismatches, each a sentence naming the file.
+/// many checksums were compared and the mismatches, each a sentence naming the file. A
+/// re-encoded file is read back `threads` columns at once.
 pub async fn check_output(
     hdfs: &Hdfs,
     file: &DataFile,
     output: &JournalOutput,
     checksums: bool,
+    threads: usize,
 ) -> anyhow::Result<(usize, Vec<String>)> {
     let file_name = &file.name;
     let mut mismatches = vec![];
@@ -246,7 +251,7 @@ pub async fn check_output(
         return Ok((0, mismatches));
     }
     if !output.column_digests.is_empty() {
-        let (checked, wrong) = check_digests(hdfs, file, output).await?;
+        let (checked, wrong) = check_digests(hdfs, file, output, threads).await?;
         mismatches.extend(wrong);
         return Ok((checked, mismatches));
     }
@@ -293,6 +298,7 @@ async fn check_digests(
     hdfs: &Hdfs,
     file: &DataFile,
     output: &JournalOutput,
+    threads: usize,
 ) -> anyhow::Result<(usize, Vec<String>)> {
     let Some(tail) = &file.tail else {
         return Ok((
@@ -309,7 +315,7 @@ async fn check_digests(
         columns: output.column_digests.clone(),
         zones: output.zones.clone(),
     };
-    match digest_file(reader, tail).await {
+    match digest_file(reader, tail, threads).await {
         Ok(found) => Ok((
             found.columns.len(),
             expected

@@ -359,7 +359,7 @@ impl<'a> Run<'a> {
                     reencoded
                         .check_tail(&tail, output.plan.rows)
                         .map_err(failed)?;
-                    let found = digest_file(Arc::clone(&reader), &tail)
+                    let found = digest_file(Arc::clone(&reader), &tail, options.threads)
                         .await
                         .map_err(failed)?;
                     reencoded

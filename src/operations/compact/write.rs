@@ -190,6 +190,7 @@ pub(super) async fn write_clustered(
         order: order.clone(),
         sort_memory: layout.sort_memory,
         spill_dir: layout.spill_dir.clone(),
+        threads: options.threads,
     };
     let first = outputs
         .first()
@@ -320,6 +321,7 @@ async fn rewrite(
         &mut writer,
         writer_options,
         &options.read_ahead,
+        options.threads,
     )
     .await;
     // Closed in every case: a failed file is removed by the caller or with the staging dir.

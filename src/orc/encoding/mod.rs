@@ -7,6 +7,10 @@
 //!
 //! The lowest room of `orc/`: it uses only `orc/error.rs`, and every other room may use it.
 
+/// Rows of a batch below which its columns (or rows) are not shared among the encoders'
+/// threads: handing out less work costs more than it saves.
+pub(super) const PARALLEL_FROM_ROWS: usize = 1024;
+
 pub(super) mod byte_rle;
 pub(super) mod compress;
 mod cursor;

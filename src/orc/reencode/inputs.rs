@@ -1,16 +1,21 @@
 //! The inputs of a re-encode: opened a few ahead of the decoding, each with its decoder and
-//! the statistics its writer recorded, and their batches as handed on (where test builds can
-//! misread or reorder them, for the verification to catch).
+//! the statistics its writer recorded, then decoded a few at once, each in a task of its own
+//! ([`decode_ahead`]), and their batches as handed on (where test builds can misread or
+//! reorder them, for the verification to catch).
 
 use std::future::Future;
 
+use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 use orc_rust::proto::ColumnStatistics;
+use tokio::sync::mpsc;
 
+use crate::orc::encoding::timestamp::Zone;
 use crate::orc::error::OrcError;
-use crate::orc::io::copy::{open_ahead, Opens, ReadAhead};
+use crate::orc::io::copy::{open_ahead, Opens, ReadAhead, Task};
 use crate::orc::io::storage::{Prefetched, RangeRead};
 use crate::orc::reencode::decode::Decoder;
+use crate::orc::statistics::check::without_timestamp_bounds;
 use crate::orc::tail::orc_tail::OrcTail;
 use crate::orc::tail::read::read_statistics_again;
 
@@ -24,7 +29,7 @@ pub(crate) struct Input<R: RangeRead + Send + 'static> {
 /// Opens the inputs `tails` a few ahead of the decoding (see [`ReadAhead`]), each with its
 /// decoder and recorded statistics; the future drives the opening and must be polled beside
 /// the queue's reader.
-pub(crate) fn open_inputs<'a, R, O, F>(
+fn open_inputs<'a, R, O, F>(
     tails: &'a [&'a OrcTail],
     open: O,
     read_ahead: &ReadAhead,
@@ -58,12 +63,118 @@ where
 }
 
 /// The next input, out of the open-ahead queue.
-pub(crate) async fn next_input<R: RangeRead + Send + 'static>(
+async fn next_input<R: RangeRead + Send + 'static>(
     opens: &mut Opens<usize, Input<R>>,
 ) -> Result<Input<R>, OrcError> {
     let next = opens.next().await;
     let (_, opened) = next.ok_or_else(|| OrcError::Plan("an output without inputs".into()))??;
     Ok(opened.into_inner())
+}
+
+/// Decoded batches queued per input between its decoding task and the reader: enough that
+/// neither waits on the other's every batch, few enough that memory holds only a handful.
+const DECODED_AHEAD: usize = 4;
+
+/// Every input of `tails` opened (as [`open_inputs`]) and decoded, `ahead` inputs beyond the
+/// one being read at once, each in a task of its own: on a multi-threaded runtime they take a
+/// thread each, while the reader takes them in order, so the rows come in input order
+/// whatever `ahead` is. The future drives the opening and must be polled beside the queue.
+pub(crate) fn decode_ahead<'a, R, O, F>(
+    tails: &'a [&'a OrcTail],
+    open: O,
+    read_ahead: &ReadAhead,
+    ahead: usize,
+) -> (
+    impl Future<Output = ()> + 'a,
+    mpsc::Receiver<Result<Decoding, OrcError>>,
+)
+where
+    R: RangeRead + Send + 'static,
+    O: Fn(usize) -> F + 'a,
+    F: Future<Output = Result<R, OrcError>> + Send + 'static,
+{
+    let (opener, mut opens) = open_inputs(tails, open, read_ahead);
+    let (started, decodings) = mpsc::channel(ahead.max(1));
+    let driver = async move {
+        let start = async move {
+            for _ in tails {
+                let decoding = next_input(&mut opens).await.map(Decoding::start);
+                let failed = decoding.is_err();
+                if started.send(decoding).await.is_err() || failed {
+                    break;
+                }
+            }
+        };
+        tokio::join!(opener, start);
+    };
+    (driver, decodings)
+}
+
+/// One input being decoded in a task of its own, its batches queued for the reader.
+pub(crate) struct Decoding {
+    pub schema: SchemaRef,
+    /// The columns with bloom filters in the input's first stripe, when it was read.
+    pub bloom_columns: Option<Vec<u32>>,
+    batches: mpsc::Receiver<(RecordBatch, Option<Zone>)>,
+    task: Task<Result<Decoded, OrcError>>,
+}
+
+/// What an input's decoding found once it ended.
+pub(crate) struct Decoded {
+    pub rows: u64,
+    /// The file statistics its writer recorded, less the timestamp bounds of columns the
+    /// decoder healed (which the file's values no longer meet).
+    pub recorded: Vec<ColumnStatistics>,
+}
+
+impl Decoding {
+    fn start<R: RangeRead + Send + 'static>(mut input: Input<R>) -> Self {
+        let (queue, batches) = mpsc::channel(DECODED_AHEAD);
+        let schema = input.decoder.schema();
+        let bloom_columns = input.decoder.bloom_columns.clone();
+        let task = Task::spawn(async move {
+            let mut rows = 0;
+            while let Some(batch) = input.decoder.next().await? {
+                let batch = as_decoded(batch)?;
+                rows += batch.num_rows() as u64;
+                let zone = input.decoder.zone().cloned();
+                // A reader that stopped listening has failed or been dropped: stop decoding.
+                if queue.send((batch, zone)).await.is_err() {
+                    break;
+                }
+            }
+            // Which columns were healed is known only once every row is decoded.
+            let recorded = without_timestamp_bounds(&input.recorded, &input.decoder.healed());
+            Ok(Decoded { rows, recorded })
+        });
+        Decoding {
+            schema,
+            bloom_columns,
+            batches,
+            task,
+        }
+    }
+
+    /// The next batch and the writer time zone of its stripe; `None` once the input is
+    /// decoded or its decoding failed (see [`Decoding::finish`]).
+    pub async fn next(&mut self) -> Option<(RecordBatch, Option<Zone>)> {
+        self.batches.recv().await
+    }
+
+    /// The decoding's end: its rows and recorded statistics, or why it failed.
+    pub async fn finish(self) -> Result<Decoded, OrcError> {
+        self.task.join().await
+    }
+}
+
+/// The next input's decoding, out of [`decode_ahead`]'s queue.
+pub(crate) async fn next_decoding(
+    decodings: &mut mpsc::Receiver<Result<Decoding, OrcError>>,
+) -> Result<Decoding, OrcError> {
+    decodings
+        .recv()
+        .await
+        .ok_or_else(|| OrcError::Plan("an output without inputs".into()))?
 }
 
 /// A decoded input batch; with the `compact::rewrite-misread` failpoint, every row read as the

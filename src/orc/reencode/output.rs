@@ -6,29 +6,20 @@
 //! Memory: the decoders opened ahead hold at most a small first stripe each (`ReadAhead`'s
 //! `bytes_in_flight` shared among its `opens_in_flight`) and the end of their file read when
 //! it was opened (a file of up to 1 MiB whole, see `Prefetched`); the one being read holds one
-//! stripe and one decoded batch, [`DECODED_AHEAD`] more wait for the writer, which holds the
-//! batch it encodes and one output stripe.
+//! stripe and one decoded batch, and a few more wait for the writer, for each input decoded at
+//! once; the writer holds the batch it encodes and one output stripe.
 
 use std::future::Future;
 
-use arrow::record_batch::RecordBatch;
-use orc_rust::proto::ColumnStatistics;
-use tokio::sync::mpsc;
-
-use crate::orc::encoding::timestamp::Zone;
 use crate::orc::error::{OrcError, VerifyFailure};
-use crate::orc::io::copy::{Opens, ReadAhead, Task};
+use crate::orc::io::copy::ReadAhead;
 use crate::orc::io::storage::{RangeRead, Sink};
-use crate::orc::reencode::inputs::{as_decoded, as_written, next_input, open_inputs, Input};
+use crate::orc::reencode::inputs::{as_written, decode_ahead, next_decoding};
 use crate::orc::reencode::write::{OrcWriter, WriterOptions};
-use crate::orc::statistics::check::{contradictions, without_timestamp_bounds};
+use crate::orc::statistics::check::contradictions;
 use crate::orc::statistics::fold::StatisticsFold;
 use crate::orc::tail::orc_tail::OrcTail;
 use crate::orc::verify::value_hash::{Digester, Digests};
-
-/// Decoded batches queued between the decoding task and the encoding: enough that neither
-/// waits on the other's every batch, few enough that memory holds only a handful.
-const DECODED_AHEAD: usize = 4;
 
 /// What a re-encoded file holds, as written.
 #[derive(Clone, Debug)]
@@ -66,7 +57,8 @@ impl ReencodedOutput {
 
 /// Decodes the files of `tails`, in order, and writes their rows to `sink` as one ORC file
 /// shaped by `options` (its bloom filter columns are those of the first input's first stripe).
-/// `open(i)` opens input `i` a few inputs ahead, in a task of its own (see [`ReadAhead`]).
+/// `open(i)` opens input `i` a few inputs ahead, in a task of its own (see [`ReadAhead`]);
+/// `threads` inputs beyond the one being written are decoded at once (see [`decode_ahead`]).
 ///
 /// Values orc-rust cannot decode, or the writer cannot write, are [`OrcError::Decode`] or
 /// [`OrcError::Unsupported`]; an input whose decoded rows are not its footer's count is
@@ -77,6 +69,7 @@ pub async fn reencode<R, O, F, S>(
     sink: &mut S,
     mut options: WriterOptions,
     read_ahead: &ReadAhead,
+    threads: usize,
 ) -> Result<ReencodedOutput, OrcError>
 where
     R: RangeRead + Send + 'static,
@@ -84,32 +77,54 @@ where
     F: Future<Output = Result<R, OrcError>> + Send + 'static,
     S: Sink,
 {
-    let (opener, mut opens) = open_inputs(tails, open, read_ahead);
-    // Decoding (and digesting) runs in a task of its own, a few batches ahead of the encoding
-    // here: on a multi-threaded runtime the two take a core each, and neither waits on the
-    // other but for a full or empty queue.
+    let (driver, mut decodings) = decode_ahead(tails, open, read_ahead, threads);
     let rows: Vec<u64> = tails.iter().map(|t| t.rows).collect();
+    // Here, in input order: each batch digested (each column on a thread of its own) and
+    // encoded (likewise), while the inputs ahead decode in their tasks.
     let write = async move {
-        let first = next_input(&mut opens).await?;
-        options.bloom_filter_columns = first.decoder.bloom_columns.clone().unwrap_or_default();
-        let (decoded, mut batches) = mpsc::channel(DECODED_AHEAD);
-        let decoding = Task::spawn(decode_all(first, opens, rows, decoded));
+        let first = next_decoding(&mut decodings).await?;
+        options.bloom_filter_columns = first.bloom_columns.clone().unwrap_or_default();
+        let mut digester = Digester::new(&first.schema);
+        let mut recorded = StatisticsFold::default();
         let mut writer = OrcWriter::new(sink, options).await?;
-        while let Some((batch, zone)) = batches.recv().await {
-            if let Some(zone) = zone {
-                writer.set_zone(zone).await?;
+        let mut first = Some(first);
+        for (i, expected) in rows.into_iter().enumerate() {
+            let mut input = match first.take() {
+                Some(first) => first,
+                None => {
+                    // Test builds pause here (`compact::reading-inputs`) once the first input
+                    // is decoded, before the next is taken (inputs opened ahead have read
+                    // their ends).
+                    #[cfg(feature = "failpoints")]
+                    if i == 1 {
+                        fail::fail_point!("compact::reading-inputs");
+                    }
+                    next_decoding(&mut decodings).await?
+                }
+            };
+            while let Some((batch, zone)) = input.next().await {
+                digester.update(&batch, zone.as_ref())?;
+                if let Some(zone) = zone {
+                    writer.set_zone(zone).await?;
+                }
+                writer.write_batch(&as_written(batch)?).await?;
             }
-            writer.write_batch(&as_written(batch)?).await?;
+            let decoded = input.finish().await?;
+            recorded.add(&decoded.recorded);
+            if decoded.rows != expected {
+                return Err(OrcError::Decode(format!(
+                    "input {i}: {} rows decoded, its footer says {expected}",
+                    decoded.rows
+                )));
+            }
         }
-        // The queue closes when the decoding ends, whether it finished or failed.
-        let decoded = decoding.join().await?;
-        Ok::<_, OrcError>((writer, decoded))
+        Ok::<_, OrcError>((writer, digester, recorded.finish()))
     };
-    let opener = async {
-        opener.await;
+    let driver = async {
+        driver.await;
         Ok::<_, OrcError>(())
     };
-    let ((), (writer, (digester, recorded))) = tokio::try_join!(opener, write)?;
+    let ((), (writer, digester, recorded)) = tokio::try_join!(driver, write)?;
     let (written, _) = writer.finish().await?;
     // Independent of our decoder, `recorded`: what the original writers recorded about these
     // values. The table's own columns (the root's children): a union's count of non-null rows
@@ -138,53 +153,6 @@ where
         stripes: written.stripes,
         digests,
     })
-}
-
-/// Decodes every input, `first` and then the rest out of `opens`, in order: each batch is
-/// digested and handed to `decoded`, and each input's decoded rows are checked against its
-/// footer's count (`rows`); returns the digests and the inputs' recorded statistics, folded.
-/// Ends early, with `Ok`, when the encoding side has stopped listening.
-async fn decode_all<R: RangeRead + Send + 'static>(
-    first: Input<R>,
-    mut opens: Opens<usize, Input<R>>,
-    rows: Vec<u64>,
-    decoded: mpsc::Sender<(RecordBatch, Option<Zone>)>,
-) -> Result<(Digester, Vec<ColumnStatistics>), OrcError> {
-    let mut digester = Digester::new(&first.decoder.schema());
-    let mut recorded = StatisticsFold::default();
-    let mut input = first;
-    for (i, expected) in rows.into_iter().enumerate() {
-        if i > 0 {
-            // Test builds pause here (`compact::reading-inputs`) once the first input is
-            // decoded, before the next is taken (inputs opened ahead have read their ends).
-            #[cfg(feature = "failpoints")]
-            if i == 1 {
-                fail::fail_point!("compact::reading-inputs");
-            }
-            input = next_input(&mut opens).await?;
-        }
-        let mut rows = 0;
-        while let Some(batch) = input.decoder.next().await? {
-            let batch = as_decoded(batch)?;
-            let zone = input.decoder.zone().cloned();
-            digester.update(&batch, zone.as_ref())?;
-            rows += batch.num_rows() as u64;
-            if decoded.send((batch, zone)).await.is_err() {
-                return Ok((digester, recorded.finish()));
-            }
-        }
-        // Once decoded: which columns were healed is known only then.
-        recorded.add(&without_timestamp_bounds(
-            &input.recorded,
-            &input.decoder.healed(),
-        ));
-        if rows != expected {
-            return Err(OrcError::Decode(format!(
-                "input {i}: {rows} rows decoded, its footer says {expected}"
-            )));
-        }
-    }
-    Ok((digester, recorded.finish()))
 }
 
 #[cfg(test)]
@@ -217,6 +185,7 @@ mod tests {
             &mut sink,
             WriterOptions::from_tail(&t),
             &ReadAhead::default(),
+            2,
         ))
         .unwrap();
         assert_eq!(written.length, sink.data.len() as u64);
@@ -226,7 +195,7 @@ mod tests {
         let out = MemFile::new(sink.data.clone());
         let out_tail = block_on(read_tail(&out)).unwrap().unwrap();
         assert_eq!(out_tail.rows, 2 * t.rows);
-        let found = block_on(digest_file(out, &out_tail)).unwrap();
+        let found = block_on(digest_file(out, &out_tail, 2)).unwrap();
         written.digests.check(&found).unwrap();
 
         // The digests are those of the inputs' values in order: one input digested twice.
@@ -382,6 +351,7 @@ mod tests {
             &mut sink,
             WriterOptions::from_tail(&t),
             &ReadAhead::default(),
+            2,
         ))
         .unwrap_err();
         assert!(matches!(e, OrcError::Changed(_)), "{e}");

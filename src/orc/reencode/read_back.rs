@@ -3,7 +3,10 @@
 
 use std::sync::Arc;
 
+use futures::StreamExt;
+
 use crate::orc::error::OrcError;
+use crate::orc::io::copy::Task;
 use crate::orc::io::storage::RangeRead;
 use crate::orc::reencode::decode::Decoder;
 use crate::orc::tail::orc_tail::OrcTail;
@@ -13,13 +16,14 @@ use crate::orc::verify::value_hash::{Digester, Digests};
 ///
 /// A file whose stripes are all at most [`ONE_PASS_UP_TO`] bytes is decoded in one pass, a
 /// stripe fetched at a time. A larger stripe (a re-encoded output's are tens of MiB) is read
-/// back one top-level column at a time, a pass per column holding that column of a stripe:
-/// the column's bytes are read once either way, the tail and stripe footers once per column.
-pub async fn digest_file<R>(reader: R, tail: &OrcTail) -> Result<Digests, OrcError>
+/// back one top-level column at a time, a pass per column holding that column of a stripe,
+/// `threads` passes at once, each in a task of its own: the column's bytes are read once
+/// either way, the tail and stripe footers once per column.
+pub async fn digest_file<R>(reader: R, tail: &OrcTail, threads: usize) -> Result<Digests, OrcError>
 where
     R: RangeRead + Send + 'static,
 {
-    digest_in_passes(reader, tail, ONE_PASS_UP_TO).await
+    digest_in_passes(reader, tail, ONE_PASS_UP_TO, threads).await
 }
 
 /// Stripes up to this size are read back whole, all columns in one pass.
@@ -29,6 +33,7 @@ async fn digest_in_passes<R>(
     reader: R,
     tail: &OrcTail,
     one_pass_up_to: u64,
+    threads: usize,
 ) -> Result<Digests, OrcError>
 where
     R: RangeRead + Send + 'static,
@@ -43,9 +48,21 @@ where
         return digest(Decoder::open(reader, tail, 0).await?).await;
     }
     let reader = Arc::new(reader);
+    let tail = Arc::new(tail.clone());
+    // In column order whatever finishes first: the digests are listed as the columns are.
+    let mut passes = futures::stream::iter(0..columns)
+        .map(|column| {
+            let (reader, tail) = (Arc::clone(&reader), Arc::clone(&tail));
+            Task::spawn(async move {
+                digest(Decoder::open_column(reader, &tail, column).await?).await
+            })
+            .join()
+        })
+        .buffered(threads.max(1));
     let mut all = Digests::default();
-    for column in 0..columns {
-        let found = digest(Decoder::open_column(Arc::clone(&reader), tail, column).await?).await?;
+    let mut column = 0;
+    while let Some(found) = passes.next().await {
+        let found = found?;
         if column > 0 && found.rows != all.rows {
             return Err(OrcError::Decode(format!(
                 "column {column} reads back as {} rows, the first column as {}",
@@ -56,6 +73,7 @@ where
         all.columns.extend(found.columns);
         // Every pass reads every stripe footer: the zones are the same in each.
         all.zones = found.zones;
+        column += 1;
     }
     Ok(all)
 }
@@ -138,9 +156,9 @@ mod tests {
     #[test]
     fn column_by_column_digests_equal_one_pass() {
         let t = tail(ALL_TYPES_LZ4);
-        let whole = block_on(digest_file(MemFile::new(ALL_TYPES_LZ4), &t)).unwrap();
+        let whole = block_on(digest_file(MemFile::new(ALL_TYPES_LZ4), &t, 2)).unwrap();
         assert!(whole.columns.len() > 1);
-        let by_column = block_on(digest_in_passes(MemFile::new(ALL_TYPES_LZ4), &t, 0)).unwrap();
+        let by_column = block_on(digest_in_passes(MemFile::new(ALL_TYPES_LZ4), &t, 0, 2)).unwrap();
         assert_eq!(by_column, whole);
 
         let file = bytes::Bytes::from(stripes_of_64k());
@@ -148,10 +166,10 @@ mod tests {
             .unwrap()
             .unwrap();
         assert!(t.stripes.len() > 3, "{} stripes", t.stripes.len());
-        let whole = block_on(digest_file(MemFile::new(file.clone()), &t)).unwrap();
+        let whole = block_on(digest_file(MemFile::new(file.clone()), &t, 2)).unwrap();
         let largest = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let reader = Largest(MemFile::new(file), Arc::clone(&largest), t.content_end());
-        let by_column = block_on(digest_in_passes(reader, &t, 0)).unwrap();
+        let by_column = block_on(digest_in_passes(reader, &t, 0, 2)).unwrap();
         assert_eq!(by_column, whole);
         assert_eq!(whole.rows, 100_000);
         let stripe = t.stripes.iter().map(|s| s.length()).min().unwrap();

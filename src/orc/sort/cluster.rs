@@ -36,12 +36,12 @@ use crate::orc::error::OrcError;
 use crate::orc::io::copy::ReadAhead;
 use crate::orc::io::storage::{RangeRead, Sink};
 use crate::orc::reencode::decode::Decoder;
-use crate::orc::reencode::inputs::{as_decoded, as_written, next_input, open_inputs};
+use crate::orc::reencode::inputs::{as_written, decode_ahead, next_decoding};
 use crate::orc::reencode::output::ReencodedOutput;
 use crate::orc::reencode::write::{OrcWriter, WriterOptions};
 use crate::orc::sort::external::{Sorted, Sorter};
 use crate::orc::sort::order::{KeyMaker, RangeMeter, RowOrder, Sampler};
-use crate::orc::statistics::check::{contradictions, without_timestamp_bounds};
+use crate::orc::statistics::check::contradictions;
 use crate::orc::statistics::fold::StatisticsFold;
 use crate::orc::tail::orc_tail::OrcTail;
 use crate::orc::verify::value_hash::{Digester, RowsDigest};
@@ -53,6 +53,8 @@ pub struct ClusterOptions {
     /// Decoded bytes per sorted run; more rows spill to `spill_dir`.
     pub sort_memory: u64,
     pub spill_dir: PathBuf,
+    /// Inputs decoded at once beyond the one being sorted (see `decode_ahead`).
+    pub threads: usize,
 }
 
 /// The sorted rows of a group, written out an output at a time.
@@ -110,12 +112,12 @@ where
         RowOrder::ZOrder(columns) => sample(tails, first_tail, &open, columns).await?,
     };
 
-    let (opener, mut opens) = open_inputs(tails, &open, read_ahead);
+    let (driver, mut decodings) = decode_ahead(tails, &open, read_ahead, options.threads);
     let rows: Vec<u64> = tails.iter().map(|t| t.rows).collect();
     let decode = async move {
-        let mut input = next_input(&mut opens).await?;
-        let schema = input.decoder.schema();
-        let bloom_filter_columns = input.decoder.bloom_columns.clone().unwrap_or_default();
+        let first = next_decoding(&mut decodings).await?;
+        let schema = Arc::clone(&first.schema);
+        let bloom_filter_columns = first.bloom_columns.clone().unwrap_or_default();
         let keys = KeyMaker::new(&options.order, &schema, samples)?;
         let mut sorter = Sorter::new(Arc::clone(&schema), options.sort_memory, &options.spill_dir);
         let mut digest = RowsDigest::new(&schema);
@@ -124,30 +126,28 @@ where
         let mut recorded = StatisticsFold::default();
         let mut zone: Option<Option<Zone>> = None;
         let mut place = 0u64;
+        let mut first = Some(first);
         for (i, expected) in rows.into_iter().enumerate() {
-            if i > 0 {
-                input = next_input(&mut opens).await?;
-            }
-            let mut decoded = 0;
-            while let Some(batch) = input.decoder.next().await? {
-                let batch = as_decoded(batch)?;
-                same_zone(&mut zone, input.decoder.zone().cloned())?;
+            let mut input = match first.take() {
+                Some(first) => first,
+                None => next_decoding(&mut decodings).await?,
+            };
+            while let Some((batch, batch_zone)) = input.next().await {
+                same_zone(&mut zone, batch_zone)?;
                 digest.update(&batch)?;
                 before.add(&batch)?;
                 let n = batch.num_rows() as u64;
                 let batch_keys = keys.keys(&batch, place)?;
                 place += n;
-                decoded += n;
                 sorter.push(batch, batch_keys)?;
             }
             before.end_file();
-            recorded.add(&without_timestamp_bounds(
-                &input.recorded,
-                &input.decoder.healed(),
-            ));
-            if decoded != expected {
+            let decoded = input.finish().await?;
+            recorded.add(&decoded.recorded);
+            if decoded.rows != expected {
                 return Err(OrcError::Decode(format!(
-                    "input {i}: {decoded} rows decoded, its footer says {expected}"
+                    "input {i}: {} rows decoded, its footer says {expected}",
+                    decoded.rows
                 )));
             }
         }
@@ -161,12 +161,12 @@ where
             before.fractions(),
         ))
     };
-    let opener = async {
-        opener.await;
+    let driver = async {
+        driver.await;
         Ok::<_, OrcError>(())
     };
     let ((), (schema, bloom_filter_columns, sorted, decoded, recorded, zone, before)) =
-        tokio::try_join!(opener, decode)?;
+        tokio::try_join!(driver, decode)?;
     let types = &first_tail.footer.types;
     let roots = types.first().map_or(&[][..], |root| &root.subtypes[..]);
     Ok(Clustered {

@@ -24,6 +24,7 @@ use arrow::compute::interleave;
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::ipc::reader::FileReader;
 use arrow::ipc::writer::FileWriter;
+use rayon::prelude::*;
 
 use crate::orc::error::OrcError;
 
@@ -234,7 +235,9 @@ impl SortedRun {
                 })
             })
             .collect();
-        prefixed.sort_unstable_by(|a, b| {
+        // On the encoders' threads: no two keys are equal (each ends with the row's place), so
+        // any sort gives the one order.
+        prefixed.par_sort_unstable_by(|a, b| {
             (a.0, a.1).cmp(&(b.0, b.1)).then_with(|| {
                 keys[a.2 as usize]
                     .value(a.3 as usize)
@@ -295,7 +298,7 @@ fn take(
     picks: &[(usize, usize)],
 ) -> Result<RecordBatch, OrcError> {
     let columns = sources
-        .iter()
+        .par_iter()
         .map(|arrays| interleave(arrays, picks))
         .collect::<Result<Vec<ArrayRef>, _>>()
         .map_err(|e| OrcError::Decode(format!("ordering rows: {e}")))?;

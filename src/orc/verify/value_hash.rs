@@ -19,16 +19,18 @@
 
 use std::ops::Range;
 
-use arrow::array::{Array, AsArray, RecordBatch};
+use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use arrow::datatypes::{
     DataType, Date32Type, Decimal128Type, Field, Float32Type, Float64Type, Int16Type, Int32Type,
     Int64Type, Int8Type, Schema, TimeUnit, TimestampMicrosecondType, TimestampMillisecondType,
     TimestampNanosecondType, TimestampSecondType,
 };
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::orc::encoding::timestamp::Zone;
+use crate::orc::encoding::PARALLEL_FROM_ROWS;
 use crate::orc::error::{OrcError, VerifyFailure};
 use crate::orc::marks::TIMESTAMP_NANOS;
 
@@ -103,8 +105,8 @@ pub struct Digester {
     /// Which top-level columns are timestamps carried as decimals (marks::TIMESTAMP_NANOS).
     timestamps: Vec<bool>,
     rows: u64,
-    /// One column's canonical bytes for one batch, reused.
-    buffer: Vec<u8>,
+    /// Each column's canonical bytes for one batch, reused.
+    buffers: Vec<Vec<u8>>,
 }
 
 impl Digester {
@@ -119,7 +121,7 @@ impl Digester {
                 .collect(),
             timestamps: schema.fields().iter().map(|f| is_timestamp(f)).collect(),
             rows: 0,
-            buffer: Vec::new(),
+            buffers: vec![Vec::new(); schema.fields().len()],
         }
     }
 
@@ -133,16 +135,30 @@ impl Digester {
                 self.columns.len()
             )));
         }
-        let columns = self.columns.iter_mut().zip(&self.timestamps);
-        for (((_, hasher), &timestamp), column) in columns.zip(batch.columns()) {
-            self.buffer.clear();
-            encode(
-                column.as_ref(),
-                timestamp,
-                0..column.len(),
-                &mut self.buffer,
-            )?;
-            hasher.update(&self.buffer);
+        // Each column has its own hasher: on the encoders' threads at once, the same digests.
+        let digest = |((((_, hasher), &timestamp), column), buffer): (
+            ((&mut (String, Xxh3), &bool), &ArrayRef),
+            &mut Vec<u8>,
+        )| {
+            buffer.clear();
+            encode(column.as_ref(), timestamp, 0..column.len(), buffer)?;
+            hasher.update(buffer);
+            Ok::<_, OrcError>(())
+        };
+        if batch.num_rows() >= PARALLEL_FROM_ROWS && self.columns.len() > 1 {
+            self.columns
+                .par_iter_mut()
+                .zip(self.timestamps.par_iter())
+                .zip(batch.columns().par_iter())
+                .zip(self.buffers.par_iter_mut())
+                .try_for_each(digest)?;
+        } else {
+            self.columns
+                .iter_mut()
+                .zip(&self.timestamps)
+                .zip(batch.columns())
+                .zip(self.buffers.iter_mut())
+                .try_for_each(digest)?;
         }
         self.rows += batch.num_rows() as u64;
         if let Some(zone) = zone {
@@ -180,7 +196,6 @@ pub struct RowsDigest {
     rows: u64,
     sum: u128,
     timestamps: Vec<bool>,
-    buffer: Vec<u8>,
 }
 
 impl RowsDigest {
@@ -192,15 +207,29 @@ impl RowsDigest {
     }
 
     pub fn update(&mut self, batch: &RecordBatch) -> Result<(), OrcError> {
-        for row in 0..batch.num_rows() {
-            self.buffer.clear();
-            for (column, &timestamp) in batch.columns().iter().zip(&self.timestamps) {
-                encode(column.as_ref(), timestamp, row..row + 1, &mut self.buffer)?;
+        // A sum: slices of the rows summed on the encoders' threads at once add up alike.
+        let sum_of = |rows: Range<usize>| {
+            let mut buffer = Vec::new();
+            let mut sum = 0u128;
+            for row in rows {
+                buffer.clear();
+                for (column, &timestamp) in batch.columns().iter().zip(&self.timestamps) {
+                    encode(column.as_ref(), timestamp, row..row + 1, &mut buffer)?;
+                }
+                sum = sum.wrapping_add(xxhash_rust::xxh3::xxh3_128(&buffer));
             }
-            self.sum = self
-                .sum
-                .wrapping_add(xxhash_rust::xxh3::xxh3_128(&self.buffer));
-        }
+            Ok::<_, OrcError>(sum)
+        };
+        let rows = batch.num_rows();
+        let slices: Vec<Range<usize>> = (0..rows)
+            .step_by(PARALLEL_FROM_ROWS)
+            .map(|start| start..(start + PARALLEL_FROM_ROWS).min(rows))
+            .collect();
+        let sums = slices
+            .into_par_iter()
+            .map(sum_of)
+            .collect::<Result<Vec<u128>, OrcError>>()?;
+        self.sum = sums.into_iter().fold(self.sum, u128::wrapping_add);
         self.rows += batch.num_rows() as u64;
         Ok(())
     }

@@ -6,11 +6,13 @@ use std::ops::Range;
 use arrow::array::{Array, ArrayRef, AsArray, UInt32Array};
 use arrow::datatypes::DataType;
 use orc_rust::proto::{self, column_encoding::Kind as Encoding};
+use rayon::prelude::*;
 
 use super::super::settings::Settings;
 use super::super::statistics::Kind as StatsKind;
 use super::{mismatch, ColumnWriter, Common, StripeParts};
 use crate::orc::encoding::byte_rle::ByteRle;
+use crate::orc::encoding::PARALLEL_FROM_ROWS;
 use crate::orc::encoding::rle_v2::IntRleV2;
 use crate::orc::error::OrcError;
 use crate::orc::marks::NULL_UNION_ROW;
@@ -132,8 +134,18 @@ impl Shape for Struct {
             }
         }
         for run in valid_runs(array) {
-            for (child, column) in children.iter_mut().zip(array.columns()) {
-                child.write(&column.slice(run.start, run.len()))?;
+            let write = |(child, column): (&mut Box<dyn ColumnWriter>, &ArrayRef)| {
+                child.write(&column.slice(run.start, run.len()))
+            };
+            // The fields encode (and compress) on the encoders' threads at once: each writes
+            // only its own streams, so the bytes are the same as one after the other.
+            if run.len() >= PARALLEL_FROM_ROWS && children.len() > 1 {
+                children
+                    .par_iter_mut()
+                    .zip(array.columns())
+                    .try_for_each(write)?;
+            } else {
+                children.iter_mut().zip(array.columns()).try_for_each(write)?;
             }
         }
         Ok(())
