@@ -203,7 +203,7 @@ async fn run_verify(
         &options.hdfs(),
         table,
         partition,
-        *checksums,
+        checksums,
         options.threads,
     )
     .await?;
@@ -412,14 +412,15 @@ fn main() -> ProcessExit {
         Ok(options) => options,
         Err(e) => return failed(&e),
     };
-    // The CPU work runs on the runtime's threads (decoding ahead, reading back: async tasks)
-    // and on the encoders' pool (a batch's columns at once); --threads sizes both. The
-    // command's own future runs on this thread, one of the runtime's --threads.
+    // The CPU work runs in the runtime's tasks (inputs decoded ahead, columns read back) and
+    // on the encoders' pool (a batch's columns at once); --threads sizes both. The command's
+    // own future runs on this thread, which waits while the encoders work. One thread is
+    // this one alone: every task takes its turn on it.
     let runtime = match options.threads {
         1 => tokio::runtime::Builder::new_current_thread(),
         n => {
             let mut multi = tokio::runtime::Builder::new_multi_thread();
-            multi.worker_threads(n - 1);
+            multi.worker_threads(n);
             multi
         }
     }

@@ -388,13 +388,10 @@ pub async fn execute(
     // the batches in flight are busy, so it must not wait for their connections.
     let planner = pool.get().await;
     let planner = &*planner;
-    // The threads are shared by the partitions staged at once; a lone partition gets them all.
-    let staged_at_once = options.parallel.min(plan.runs.len()).max(1);
+    // The threads and the sort memory are the run's, shared by the partitions staged at once.
+    let staged_at_once = options.parallel.min(plan.runs.len());
     let options = &BatchOptions {
-        compact: CompactOptions {
-            threads: options.threads.div_ceil(staged_at_once).max(1),
-            ..options.compact.clone()
-        },
+        compact: options.compact.shared_by(staged_at_once, options.threads),
         ..options.clone()
     };
     let planned = futures::stream::iter(by_table(plan.runs))

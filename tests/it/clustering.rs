@@ -18,7 +18,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use crate::common::hdfs::{files_in, loc};
+use crate::common::hdfs::{files_in, loc, read_file};
 use crate::common::orc_tools::java_rows;
 use crate::common::partition::{assert_untouched, Part};
 use crate::common::pyorc::cpp_read;
@@ -40,6 +40,8 @@ const ZORDER: &str = "dt=2026-11-02";
 const SPILL: &str = "dt=2026-11-03";
 /// The same shape: killed while spilling.
 const KILL: &str = "dt=2026-11-04";
+/// The same shape: sorted and re-encoded with 1, 2 and 4 threads.
+const THREADS: &str = "dt=2026-11-05";
 
 /// The ORC writers' default row index stride: a row group's rows.
 const ROW_GROUP: u64 = 10_000;
@@ -523,10 +525,11 @@ fn a_forced_spill_sorts_the_same_and_leaves_the_spill_dir_empty() {
 
 #[cfg(feature = "failpoints")]
 #[test]
-fn killed_while_spilling_leaves_the_partition_untouched_and_the_next_run_clears_the_spill() {
+fn killed_during_a_parallel_sort_leaves_the_partition_untouched_and_the_next_run_clears_the_spill() {
     let p = part(KILL);
     let dir = spill_dir("kill");
     let dir_text = dir.display().to_string();
+    // On two threads: the runs are sorted, and the inputs decoded, in parallel.
     let args = [
         "--sort-by",
         "customer_id",
@@ -534,6 +537,8 @@ fn killed_while_spilling_leaves_the_partition_untouched_and_the_next_run_clears_
         "1MiB",
         "--spill-dir",
         dir_text.as_str(),
+        "--threads",
+        "2",
     ];
     let before = p.state(false);
 
@@ -583,6 +588,51 @@ fn killed_while_spilling_leaves_the_partition_untouched_and_the_next_run_clears_
     let outputs = data_files(&p.location());
     assert_ascending("rows after the rerun", &java_rows(&outputs));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The partition's data files, in name order (a run's outputs in output order), whole.
+fn file_bytes(p: &Part) -> Vec<Vec<u8>> {
+    let location = p.location();
+    let mut names: Vec<String> = files_in(&location).into_iter().map(|(n, _)| n).collect();
+    names.sort();
+    names
+        .iter()
+        .filter(|n| !n.starts_with(['.', '_']))
+        .map(|n| read_file(&format!("{location}/{n}")))
+        .collect()
+}
+
+#[test]
+fn one_two_and_four_threads_write_the_same_bytes() {
+    let p = part(THREADS);
+    // A sort that spills (runs of 2 MiB whatever the threads) and a plain re-encode.
+    let ways: [&[&str]; 2] = [
+        &["--sort-by", "customer_id", "--sort-memory", "2MiB"],
+        &["--stripes", "rewrite"],
+    ];
+    for way in ways {
+        let mut written: Vec<(String, Vec<Vec<u8>>)> = Vec::new();
+        for threads in ["1", "2", "4"] {
+            let mut args = way.to_vec();
+            args.extend(["--threads", threads]);
+            compacted(&p, &args);
+            written.push((threads.to_string(), file_bytes(&p)));
+            p.ok("rollback", &[], 0);
+        }
+        let (_, one) = &written[0];
+        assert!(!one.is_empty(), "{way:?} wrote files");
+        for (threads, files) in &written[1..] {
+            assert!(
+                files == one,
+                "{way:?}: --threads {threads} wrote other bytes than --threads 1 ({} files, {} \
+                 bytes against {} files, {} bytes)",
+                files.len(),
+                files.iter().map(Vec::len).sum::<usize>(),
+                one.len(),
+                one.iter().map(Vec::len).sum::<usize>()
+            );
+        }
+    }
 }
 
 #[test]

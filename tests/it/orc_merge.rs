@@ -541,7 +541,7 @@ async fn reencode(input: &Path, output: &Path, stripe_size: u64) {
         let path = path.clone();
         async move { Ok(LocalFile::open(&path)) }
     };
-    let written = orc::reencode(&[&tail], open, &mut sink, options, &ReadAhead::default())
+    let written = orc::reencode(&[&tail], open, &mut sink, options, &ReadAhead::default(), 2)
         .await
         .unwrap();
     assert_eq!(written.length, std::fs::metadata(output).unwrap().len());

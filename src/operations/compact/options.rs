@@ -97,6 +97,28 @@ impl CompactOptions {
             .as_ref()
             .or_else(|| self.table_layouts.get(table))
     }
+
+    /// The options of one of `partitions` staged at once by a run of `threads` threads: each
+    /// gets its share of the threads (a lone partition all of them) and of every layout's
+    /// `sort_memory`, the budget of the whole run.
+    pub fn shared_by(&self, partitions: usize, threads: usize) -> CompactOptions {
+        let partitions = partitions.max(1);
+        let share = |layout: &Layout| Layout {
+            sort_memory: (layout.sort_memory / partitions as u64).max(1),
+            ..layout.clone()
+        };
+        CompactOptions {
+            threads: threads.div_ceil(partitions).max(1),
+            layout: self.layout.as_ref().map(share),
+            table_layouts: Arc::new(
+                self.table_layouts
+                    .iter()
+                    .map(|(table, layout)| (table.clone(), share(layout)))
+                    .collect(),
+            ),
+            ..self.clone()
+        }
+    }
 }
 
 /// `--min-stripe-size`'s default: stripes this small are read stripe by stripe by Hive, Spark
