@@ -161,9 +161,12 @@ impl Decoding {
         self.batches.recv().await
     }
 
-    /// The decoding's end: its rows and recorded statistics, or why it failed.
+    /// The decoding's end: its rows and recorded statistics, or why it failed. Batches not
+    /// taken are dropped, so a decoding still under way stops rather than waits for a reader.
     pub async fn finish(self) -> Result<Decoded, OrcError> {
-        self.task.join().await
+        let Decoding { batches, task, .. } = self;
+        drop(batches);
+        task.join().await
     }
 }
 

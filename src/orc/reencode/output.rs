@@ -11,8 +11,12 @@
 
 use std::future::Future;
 
+use arrow::record_batch::RecordBatch;
+use tokio::sync::mpsc;
+
+use crate::orc::encoding::timestamp::Zone;
 use crate::orc::error::{OrcError, VerifyFailure};
-use crate::orc::io::copy::ReadAhead;
+use crate::orc::io::copy::{ReadAhead, Task};
 use crate::orc::io::storage::{RangeRead, Sink};
 use crate::orc::reencode::inputs::{as_written, decode_ahead, next_decoding};
 use crate::orc::reencode::write::{OrcWriter, WriterOptions};
@@ -79,12 +83,19 @@ where
 {
     let (driver, mut decodings) = decode_ahead(tails, open, read_ahead, threads);
     let rows: Vec<u64> = tails.iter().map(|t| t.rows).collect();
-    // Here, in input order: each batch digested (each column on a thread of its own) and
-    // encoded (likewise), while the inputs ahead decode in their tasks.
+    // Here, in input order: each batch encoded (its columns at once) while a task of its own
+    // digests it (likewise) and the inputs ahead decode in theirs.
     let write = async move {
         let first = next_decoding(&mut decodings).await?;
         options.bloom_filter_columns = first.bloom_columns.clone().unwrap_or_default();
         let mut digester = Digester::new(&first.schema);
+        let (to_digest, mut digesting) = mpsc::channel::<(RecordBatch, Option<Zone>)>(2);
+        let digested = Task::spawn(async move {
+            while let Some((batch, zone)) = digesting.recv().await {
+                digester.update(&batch, zone.as_ref())?;
+            }
+            Ok::<_, OrcError>(digester)
+        });
         let mut recorded = StatisticsFold::default();
         let mut writer = OrcWriter::new(sink, options).await?;
         let mut first = Some(first);
@@ -103,7 +114,12 @@ where
                 }
             };
             while let Some((batch, zone)) = input.next().await {
-                digester.update(&batch, zone.as_ref())?;
+                if to_digest.send((batch.clone(), zone.clone())).await.is_err() {
+                    // Only a failed digest closes its queue: its error is the one returned.
+                    drop(to_digest);
+                    digested.join().await?;
+                    return Err(OrcError::Decode("the digest of the rows ended early".into()));
+                }
                 if let Some(zone) = zone {
                     writer.set_zone(zone).await?;
                 }
@@ -118,6 +134,8 @@ where
                 )));
             }
         }
+        drop(to_digest);
+        let digester = digested.join().await?;
         Ok::<_, OrcError>((writer, digester, recorded.finish()))
     };
     let driver = async {
