@@ -173,7 +173,15 @@ async fn verify_partition(
                 run.journal.run_id
             ));
         }
-        against_journal(hdfs, &snapshot, &run.journal, checksums, threads, &mut report).await?;
+        against_journal(
+            hdfs,
+            &snapshot,
+            &run.journal,
+            checksums,
+            threads,
+            &mut report,
+        )
+        .await?;
     } else {
         report
             .notes

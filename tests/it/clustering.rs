@@ -525,7 +525,7 @@ fn a_forced_spill_sorts_the_same_and_leaves_the_spill_dir_empty() {
 
 #[cfg(feature = "failpoints")]
 #[test]
-fn killed_during_a_parallel_sort_leaves_the_partition_untouched_and_the_next_run_clears_the_spill() {
+fn killed_in_a_parallel_sort_leaves_the_partition_untouched_and_the_next_run_clears_the_spill() {
     let p = part(KILL);
     let dir = spill_dir("kill");
     let dir_text = dir.display().to_string();

@@ -118,7 +118,9 @@ where
                     // Only a failed digest closes its queue: its error is the one returned.
                     drop(to_digest);
                     digested.join().await?;
-                    return Err(OrcError::Decode("the digest of the rows ended early".into()));
+                    return Err(OrcError::Decode(
+                        "the digest of the rows ended early".into(),
+                    ));
                 }
                 if let Some(zone) = zone {
                     writer.set_zone(zone).await?;

@@ -53,9 +53,9 @@ where
     let mut passes = futures::stream::iter(0..columns)
         .map(|column| {
             let (reader, tail) = (Arc::clone(&reader), Arc::clone(&tail));
-            Task::spawn(async move {
-                digest(Decoder::open_column(reader, &tail, column).await?).await
-            })
+            Task::spawn(
+                async move { digest(Decoder::open_column(reader, &tail, column).await?).await },
+            )
             .join()
         })
         .buffered(threads.max(1));

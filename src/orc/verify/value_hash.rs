@@ -101,12 +101,32 @@ fn runs(zones: &[(Zone, u64)]) -> String {
 /// Digests batches as they are decoded, in order.
 pub struct Digester {
     zones: Vec<(Zone, u64)>,
-    columns: Vec<(String, Xxh3)>,
-    /// Which top-level columns are timestamps carried as decimals (marks::TIMESTAMP_NANOS).
-    timestamps: Vec<bool>,
+    columns: Vec<ColumnHasher>,
     rows: u64,
-    /// Each column's canonical bytes for one batch, reused.
-    buffers: Vec<Vec<u8>>,
+}
+
+/// One top-level column's running digest.
+struct ColumnHasher {
+    name: String,
+    hasher: Xxh3,
+    /// Whether it holds timestamps carried as decimals (marks::TIMESTAMP_NANOS).
+    timestamp: bool,
+    /// Its canonical bytes for one batch, reused.
+    buffer: Vec<u8>,
+}
+
+impl ColumnHasher {
+    fn update(&mut self, column: &ArrayRef) -> Result<(), OrcError> {
+        self.buffer.clear();
+        encode(
+            column.as_ref(),
+            self.timestamp,
+            0..column.len(),
+            &mut self.buffer,
+        )?;
+        self.hasher.update(&self.buffer);
+        Ok(())
+    }
 }
 
 impl Digester {
@@ -117,11 +137,14 @@ impl Digester {
             columns: schema
                 .fields()
                 .iter()
-                .map(|f| (f.name().clone(), Xxh3::new()))
+                .map(|f| ColumnHasher {
+                    name: f.name().clone(),
+                    hasher: Xxh3::new(),
+                    timestamp: is_timestamp(f),
+                    buffer: Vec::new(),
+                })
                 .collect(),
-            timestamps: schema.fields().iter().map(|f| is_timestamp(f)).collect(),
             rows: 0,
-            buffers: vec![Vec::new(); schema.fields().len()],
         }
     }
 
@@ -136,29 +159,16 @@ impl Digester {
             )));
         }
         // Each column has its own hasher: on the encoders' threads at once, the same digests.
-        let digest = |((((_, hasher), &timestamp), column), buffer): (
-            ((&mut (String, Xxh3), &bool), &ArrayRef),
-            &mut Vec<u8>,
-        )| {
-            buffer.clear();
-            encode(column.as_ref(), timestamp, 0..column.len(), buffer)?;
-            hasher.update(buffer);
-            Ok::<_, OrcError>(())
-        };
         if batch.num_rows() >= PARALLEL_FROM_ROWS && self.columns.len() > 1 {
             self.columns
                 .par_iter_mut()
-                .zip(self.timestamps.par_iter())
                 .zip(batch.columns().par_iter())
-                .zip(self.buffers.par_iter_mut())
-                .try_for_each(digest)?;
+                .try_for_each(|(c, column)| c.update(column))?;
         } else {
             self.columns
                 .iter_mut()
-                .zip(&self.timestamps)
                 .zip(batch.columns())
-                .zip(self.buffers.iter_mut())
-                .try_for_each(digest)?;
+                .try_for_each(|(c, column)| c.update(column))?;
         }
         self.rows += batch.num_rows() as u64;
         if let Some(zone) = zone {
@@ -178,9 +188,9 @@ impl Digester {
             columns: self
                 .columns
                 .iter()
-                .map(|(name, h)| ColumnDigest {
-                    column: name.clone(),
-                    xxh3: h.digest(),
+                .map(|c| ColumnDigest {
+                    column: c.name.clone(),
+                    xxh3: c.hasher.digest(),
                 })
                 .collect(),
         }

@@ -12,8 +12,8 @@ use super::super::settings::Settings;
 use super::super::statistics::Kind as StatsKind;
 use super::{mismatch, ColumnWriter, Common, StripeParts};
 use crate::orc::encoding::byte_rle::ByteRle;
-use crate::orc::encoding::PARALLEL_FROM_ROWS;
 use crate::orc::encoding::rle_v2::IntRleV2;
+use crate::orc::encoding::PARALLEL_FROM_ROWS;
 use crate::orc::error::OrcError;
 use crate::orc::marks::NULL_UNION_ROW;
 
@@ -145,7 +145,10 @@ impl Shape for Struct {
                     .zip(array.columns())
                     .try_for_each(write)?;
             } else {
-                children.iter_mut().zip(array.columns()).try_for_each(write)?;
+                children
+                    .iter_mut()
+                    .zip(array.columns())
+                    .try_for_each(write)?;
             }
         }
         Ok(())
