@@ -120,11 +120,11 @@ pub(crate) struct Decoding {
 }
 
 /// What an input's decoding found once it ended.
-pub(crate) struct Decoded {
-    pub rows: u64,
+struct Decoded {
+    rows: u64,
     /// The file statistics its writer recorded, less the timestamp bounds of columns the
     /// decoder healed (which the file's values no longer meet).
-    pub recorded: Vec<ColumnStatistics>,
+    recorded: Vec<ColumnStatistics>,
 }
 
 impl Decoding {
@@ -161,12 +161,20 @@ impl Decoding {
         self.batches.recv().await
     }
 
-    /// The decoding's end: its rows and recorded statistics, or why it failed. Batches not
-    /// taken are dropped, so a decoding still under way stops rather than waits for a reader.
-    pub async fn finish(self) -> Result<Decoded, OrcError> {
+    /// The end of input `i`'s decoding: the statistics its writer recorded (see [`Decoded`]),
+    /// once its rows are the `expected` of its footer. Batches not taken are dropped, so a
+    /// decoding still under way stops rather than waits for a reader.
+    pub async fn finish(self, i: usize, expected: u64) -> Result<Vec<ColumnStatistics>, OrcError> {
         let Decoding { batches, task, .. } = self;
         drop(batches);
-        task.join().await
+        let decoded = task.join().await?;
+        if decoded.rows != expected {
+            return Err(OrcError::Decode(format!(
+                "input {i}: {} rows decoded, its footer says {expected}",
+                decoded.rows
+            )));
+        }
+        Ok(decoded.recorded)
     }
 }
 

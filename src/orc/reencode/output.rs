@@ -127,14 +127,7 @@ where
                 }
                 writer.write_batch(&as_written(batch)?).await?;
             }
-            let decoded = input.finish().await?;
-            recorded.add(&decoded.recorded);
-            if decoded.rows != expected {
-                return Err(OrcError::Decode(format!(
-                    "input {i}: {} rows decoded, its footer says {expected}",
-                    decoded.rows
-                )));
-            }
+            recorded.add(&input.finish(i, expected).await?);
         }
         drop(to_digest);
         let digester = digested.join().await?;

@@ -142,14 +142,7 @@ where
                 sorter.push(batch, batch_keys)?;
             }
             before.end_file();
-            let decoded = input.finish().await?;
-            recorded.add(&decoded.recorded);
-            if decoded.rows != expected {
-                return Err(OrcError::Decode(format!(
-                    "input {i}: {} rows decoded, its footer says {expected}",
-                    decoded.rows
-                )));
-            }
+            recorded.add(&input.finish(i, expected).await?);
         }
         Ok::<_, OrcError>((
             schema,
