@@ -30,10 +30,11 @@ use std::sync::Arc;
 use arrow::array::{AsArray, RecordBatch};
 use arrow::datatypes::SchemaRef;
 use orc_rust::proto::ColumnStatistics;
+use tokio::sync::mpsc;
 
 use crate::orc::encoding::timestamp::{is_utc, Zone};
 use crate::orc::error::OrcError;
-use crate::orc::io::copy::ReadAhead;
+use crate::orc::io::copy::{ReadAhead, Task};
 use crate::orc::io::storage::{RangeRead, Sink};
 use crate::orc::reencode::decode::Decoder;
 use crate::orc::reencode::inputs::{as_written, decode_ahead, next_decoding};
@@ -204,7 +205,21 @@ impl Clustered {
         if let Some(zone) = &self.zone {
             writer.set_zone(zone.clone()).await?;
         }
+        // What the rows are measured by runs in a task of its own, beside the encoding.
+        let (to_measure, mut measuring) = mpsc::channel::<RecordBatch>(2);
         let mut digester = Digester::new(&self.schema);
+        let (mut handed, mut after) = (std::mem::take(&mut self.handed), self.after.take());
+        let zone = self.zone.clone();
+        let measured = Task::spawn(async move {
+            while let Some(batch) = measuring.recv().await {
+                digester.update(&batch, zone.as_ref())?;
+                handed.update(&batch)?;
+                if let Some(after) = &mut after {
+                    after.add(&batch)?;
+                }
+            }
+            Ok::<_, OrcError>((digester, handed, after))
+        });
         let mut left = rows;
         while left > 0 {
             let keyed = match self.pending.take() {
@@ -223,14 +238,20 @@ impl Clustered {
             self.check_order(&keyed)?;
             let batch = keyed.project(&(0..self.schema.fields().len()).collect::<Vec<_>>())?;
             let batch = RecordBatch::try_new(Arc::clone(&self.schema), batch.columns().to_vec())?;
-            digester.update(&batch, self.zone.as_ref())?;
-            self.handed.update(&batch)?;
-            if let Some(after) = &mut self.after {
-                after.add(&batch)?;
-            }
             left -= batch.num_rows() as u64;
+            if to_measure.send(batch.clone()).await.is_err() {
+                // Only a failed measure closes its queue: its error is the one returned.
+                drop(to_measure);
+                measured.join().await?;
+                return Err(OrcError::Decode(
+                    "the digest of the rows ended early".into(),
+                ));
+            }
             writer.write_batch(&as_written(batch)?).await?;
         }
+        drop(to_measure);
+        let (digester, handed, after) = measured.join().await?;
+        (self.handed, self.after) = (handed, after);
         let (written, _) = writer.finish().await?;
         if let Some(after) = &mut self.after {
             after.end_file();
