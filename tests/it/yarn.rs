@@ -346,6 +346,8 @@ fn a_dry_run_submits_nothing_and_prints_the_job() {
     for want in [
         "mapreduce.map.speculative=false",
         "stream.map.input.ignoreKey=true",
+        // A vcore per --parallel partition (2 by default), which the task gets as --threads.
+        "mapreduce.map.cpu.vcores=2",
     ] {
         assert!(command.contains(&want), "{command:?}");
     }
