@@ -11,10 +11,10 @@ For each dataset, one after another, on the same files:
   spark        pyspark 3.5 local[2]: read, coalesce(n), write staging, count check,
                INSERT OVERWRITE through the metastore (or a directory swap with --spark-mode path)
 The re-encode sets (REENCODE_SETS) run a flow of their own instead, on one partition of tiny
-stripes: ours with --stripes rewrite, Apache ORC C++ (pyarrow) decoding and re-encoding local
-copies of the same files into one file, the Spark rewrite; then each output, copied to local
-disk, is read back (pyarrow whole and one column, a Spark scan decoding every column) and
-weighed.
+stripes: ours with --stripes rewrite, once per --threads count (1 and 2 unless told), Apache
+ORC C++ (pyarrow) decoding and re-encoding local copies of the same files into one file, the
+Spark rewrite; then each output (ours: the first count's), copied to local disk, is read back
+(pyarrow whole and one column, a Spark scan decoding every column) and weighed.
 Each command runs under /usr/bin/time -v while a sampler follows its process tree in /proc
 (JVMs started by Python are counted), and the NameNode's JMX, the DataNode's byte counters and
 the metastore's audit log are read before and after.
@@ -344,6 +344,12 @@ def run_ours(cluster, res, name, phase, table, extra):
     return out
 
 
+def threads_flag(args):
+    """compact's --threads for the sets other than the re-encode ones: only when given (one
+    count), so that they keep the tool's default otherwise."""
+    return ["--threads", args.threads] if args.threads else []
+
+
 def rollback(table, name):
     """Rolls the dataset's partition back to its original files (not timed); True when done."""
     rb = subprocess.run([TOOL, "rollback", "--table", table, "--partition", PARTITION, "--json"],
@@ -417,18 +423,18 @@ def run_dataset(cluster, name, args):
     # (b) ours, default verification (--verify full)
     # These sets measure stripe copy against a plain copy of the bytes: under the default
     # --stripes auto their tiny stripes would be re-encoded, which R and RBIG measure.
-    out = run_ours(cluster, res, name, "ours", table, ["--stripes", "copy"])
+    out = run_ours(cluster, res, name, "ours", table, ["--stripes", "copy", *threads_flag(args)])
 
     # (b') ours with --verify tail, on the same files: roll the partition back first (not timed;
     # the first run's files stay in its own directory, so the inputs are the same files).
     if out.get("status") == "compacted" and not args.skip_tail and rollback(table, name):
         out = run_ours(cluster, res, name, "ours_tail", table,
-                       ["--stripes", "copy", "--verify", "tail"])
+                       ["--stripes", "copy", "--verify", "tail", *threads_flag(args)])
 
     # (b'') the memory sets once more with the defaults, which re-encode their tiny stripes:
     # the memory bound holds for what an operator runs, not only for the stripe copy.
     if name in MEMORY_SETS and out.get("status") == "compacted" and rollback(table, name):
-        run_ours(cluster, res, name, "ours_auto", table, [])
+        run_ours(cluster, res, name, "ours_auto", table, threads_flag(args))
 
     # (d) ORC's own merge on local disk
     if not big and not args.skip_orc:
@@ -489,7 +495,7 @@ def generate(name, args, res):
     t0 = time.time()
     g = subprocess.run([os.path.join(ROOT, "scripts", "fixtures"), "--db", name,
                         "--set", GENERATED_AS.get(name, (name,))[0],
-                        "--bench-scale", str(args.scale), "--threads", str(args.threads),
+                        "--bench-scale", str(args.scale), "--threads", str(args.fixture_threads),
                         "--quiet", "--manifest", manifest], env=env, cwd=ROOT)
     if g.returncode != 0:
         raise SystemExit(f"generating {name} failed")
@@ -552,28 +558,45 @@ def run_reencode(cluster, name, args):
         log(f"{name}: written again by ORC C++: {part['total_bytes'] / 2**20:.0f} MiB")
     outputs = {}
 
-    out = run_ours(cluster, res, name, "ours", table, ["--stripes", "rewrite"])
-    if out.get("status") == "compacted":
-        outputs["ours"] = os.path.join(work, "ours")
-        fetch_local(out["new_location"], outputs["ours"])
-    # --repeats: the same partition compacted again from its original files (rolled back, not
-    # timed). A run's wall time on this machine varies by a second: each HDFS file close waits
+    # Ours once per --threads count (#46), in the order given, phase ours_t<N>; only the first
+    # run's output is read back. Between runs the partition is rolled back to its original
+    # files (not timed), as for --repeats: the same partition compacted again N times per
+    # count. A run's wall time on this machine varies by a second: each HDFS file close waits
     # 500 ms when the NameNode has not yet heard of its last block (hdfs-native's
     # COMPLETE_RETRY_DELAY_MS), a race each of our two closes loses about one time in four.
     # The partition is left as it was for the tools that follow.
-    walls = [res["phases"]["ours"]["wall_s"]]
-    for i in range(2, args.repeats + 1):
-        if not rollback(table, name):
+    compacted = False
+
+    def back():
+        nonlocal compacted
+        if compacted and rollback(table, name):
+            compacted = False
+        return not compacted
+
+    for n in args.thread_counts:
+        phase = f"ours_t{n}"
+        flags = ["--stripes", "rewrite", "--threads", str(n)]
+        if not back():
             break
-        r = measure(f"{name}.ours_{i}", [TOOL, "compact", "--table", table, "--partition",
-                                          PARTITION, "--json", "--stripes", "rewrite"], cluster,
-                    env=dict(os.environ, RUST_LOG="hive_orc_compactor=debug"))
-        if r["rc"] != 0:
-            break
-        walls.append(r["wall_s"])
-    res["phases"]["ours"]["walls"] = walls
-    if out.get("status") == "compacted":
-        rollback(table, name)
+        out = run_ours(cluster, res, name, phase, table, flags)
+        r = res["phases"][phase]
+        r.update(threads=n, walls=[r["wall_s"]])
+        compacted = out.get("status") == "compacted"
+        if compacted and "ours" not in outputs:
+            outputs["ours"] = os.path.join(work, "ours")
+            fetch_local(out["new_location"], outputs["ours"])
+        for i in range(2, args.repeats + 1):
+            if not compacted or not back():
+                break
+            again = measure(f"{name}.{phase}_{i}",
+                            [TOOL, "compact", "--table", table, "--partition", PARTITION,
+                             "--json", *flags], cluster,
+                            env=dict(os.environ, RUST_LOG="hive_orc_compactor=debug"))
+            compacted = last_json(again["stdout"]).get("status") == "compacted"
+            if again["rc"] != 0:
+                break
+            r["walls"].append(again["wall_s"])
+    back()
 
     pyarrow_reads = name not in NOT_FOR_PYARROW
     if not args.skip_pyarrow and pyarrow_reads:
@@ -643,19 +666,24 @@ def wall(phase):
     return statistics.median(phase.get("walls") or [phase["wall_s"]])
 
 
+def ours_runs(d):
+    """A re-encode set's runs of ours, (threads, phase), one per --threads count, as they ran."""
+    return [(r["threads"], r) for key, r in d["phases"].items() if key.startswith("ours_t")]
+
+
 def reencode_report(runs):
     lines = ["", "Stripe re-encode (`compact --stripes rewrite`, 64 MiB stripes) on partitions of "
              "tiny stripes; ORC C++ is pyarrow on a local-disk copy of the same files, writing "
              "one file:", "",
              "| dataset | tool | wall s | CPU s | peak RSS MiB | files before → after | rows |",
              "|---|---|--:|--:|--:|---|--:|"]
-    labels = {"ours": "hive-orc-compactor --stripes rewrite", "pyarrow": "ORC C++ (pyarrow, local)",
-              "spark": "Spark 3.5 rewrite"}
     for d in runs:
-        for key, label in labels.items():
-            r = d["phases"].get(key)
-            if not r:
-                continue
+        tools = [("ours", f"hive-orc-compactor --stripes rewrite --threads {n}", r)
+                 for n, r in ours_runs(d)]
+        tools += [(key, label, d["phases"][key]) for key, label in
+                  (("pyarrow", "ORC C++ (pyarrow, local)"), ("spark", "Spark 3.5 rewrite"))
+                  if key in d["phases"]]
+        for key, label, r in tools:
             bad = "" if r["rc"] == 0 else f" (exit {r['rc']})"
             if key == "spark" and r.get("timed_seconds"):
                 label += f" (rewrite alone {r['timed_seconds']:.1f} s)"
@@ -665,8 +693,9 @@ def reencode_report(runs):
             lines.append(f"| {d['what']} | {label}{bad} | {wall(r):.1f} | {r['cpu_s']:.1f} | "
                          f"{r['peak_rss_mib']:.0f} | {d['files_before']:,} → "
                          f"{r.get('files_after')} | {r.get('rows_after') or d['rows']:,} |")
-    lines += ["", "Reading the outputs back (local disk; pyarrow: median of 3 after one untimed "
-              f"pass, one column: `{READ_COLUMN}`; Spark: `sum(hash(*))`, every column decoded, "
+    lines += ["", "Reading the outputs back (ours: the first --threads count's output; local "
+              f"disk; pyarrow: median of 3 after one untimed pass, one column: `{READ_COLUMN}`; "
+              "Spark: `sum(hash(*))`, every column decoded, "
               "median of 5 rounds over every output after one untimed scan of each, and its "
               "sums must agree):", "",
               "| dataset | output | files | stripes | MiB | pyarrow whole s | pyarrow one column "
@@ -678,26 +707,33 @@ def reencode_report(runs):
                          f"{v['bytes'] / 2**20:,.1f} | {f(v.get('pyarrow_whole'))} | "
                          f"{f(v.get('pyarrow_column'))} | {f(v.get('spark_scan'))} | "
                          f"{v.get('sum_hash', '–')} |")
-    lines += ["", "| dataset | Spark / ours (wall; target ≥ 10) | Spark rewrite only / ours | "
-              "ORC C++ / ours (wall = throughput ratio; target ≥ 0.8) | ours / Spark output: "
-              "pyarrow whole, one column, Spark scan (target ≤ 1.2) | ours / Spark output bytes "
-              "(target ≤ 1.1) | ours peak RSS MiB (target < 512) |",
-              "|---|--:|--:|--:|---|--:|--:|"]
+    lines += ["", "Ours, one row per --threads count (wall: the median over --repeats; CPU: the "
+              "first run's). The read and byte ratios are of the first count's output, the one "
+              "read back:", "",
+              "| dataset | threads | ours wall s | ours CPU s | ours peak RSS MiB (target < 512) "
+              "| 1 thread / this (speed-up; #46: ≥ 1.7 at 2) | ORC C++ / ours (wall = "
+              "throughput ratio; target ≥ 0.8; #46: ≥ 1.6 at 2) | Spark / ours (wall; target ≥ "
+              "10) | Spark rewrite only / ours | ours / Spark output: pyarrow whole, one column, "
+              "Spark scan (target ≤ 1.2) | ours / Spark output bytes (target ≤ 1.1) |",
+              "|---|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|"]
+    ratio = lambda a, b: "–" if not a or not b else f"{a / b:.2f}"
     for d in runs:
         ph, rd = d["phases"], d["reads"]
-        o = ph.get("ours")
-        if not o or not o["wall_s"]:
-            continue
-        ratio = lambda a, b: "–" if not a or not b else f"{a / b:.2f}"
         sp, pa = ph.get("spark", {}), ph.get("pyarrow", {})
+        one = ph.get("ours_t1")
         mine, theirs = rd.get("ours", {}), rd.get("spark", {})
-        reads = ", ".join(ratio(mine.get(k), theirs.get(k))
-                          for k in ("pyarrow_whole", "pyarrow_column", "spark_scan"))
-        lines.append(f"| {d['what']} | {ratio(sp.get('wall_s'), wall(o))} | "
-                     f"{ratio(sp.get('timed_seconds'), wall(o))} | "
-                     f"{ratio(pa and wall(pa), wall(o))} | {reads} | "
-                     f"{ratio(mine.get('bytes'), theirs.get('bytes'))} | "
-                     f"{o['peak_rss_mib']:.0f} |")
+        for i, (n, o) in enumerate(ours_runs(d)):
+            if i == 0:
+                reads = ", ".join(ratio(mine.get(k), theirs.get(k))
+                                  for k in ("pyarrow_whole", "pyarrow_column", "spark_scan"))
+                size = ratio(mine.get("bytes"), theirs.get("bytes"))
+            else:
+                reads = size = "–"
+            lines.append(f"| {d['what']} | {n} | {wall(o):.2f} | {o['cpu_s']:.1f} | "
+                         f"{o['peak_rss_mib']:.0f} | {ratio(one and wall(one), wall(o))} | "
+                         f"{ratio(pa and wall(pa), wall(o))} | "
+                         f"{ratio(sp.get('wall_s'), wall(o))} | "
+                         f"{ratio(sp.get('timed_seconds'), wall(o))} | {reads} | {size} |")
     return lines
 
 
@@ -718,8 +754,10 @@ def run_partitions(cluster, name, args):
     for i, step in enumerate(PARTITION_SETS[name]):
         if i and step == "compact --all" and "compact --all --batch-size 1" in res["phases"]:
             rollback_all(table, [p["spec"] for p in parts], name)
+        cmd = PARTITION_STEPS[step]
         r = measure(f"{name}.{re.sub(r'[^A-Za-z0-9-]+', '_', step)}",
-                    [TOOL, *PARTITION_STEPS[step], "--table", table, "--json"], cluster)
+                    [TOOL, *cmd, *(threads_flag(args) if cmd[0] == "compact" else []),
+                     "--table", table, "--json"], cluster)
         out = last_json(r["stdout"])
         summary = out.get("summary", out)
         r["status"] = out.get("status")
@@ -822,17 +860,14 @@ def latest_rows(results, reencode, machine):
                      f"{o.get('nn_rpcs', '')} | {spark} | {'; '.join(orc) or 'not run'} |")
     for d in reencode:
         ph = d["phases"]
-        o = ph.get("ours")
-        if not o:
-            continue
         sp, pa = ph.get("spark"), ph.get("pyarrow")
-        spark = f"Spark {wall(sp):.1f} s: {fmt(ratio(wall(sp), wall(o)))}×" if sp else "not run"
-        orc = f"ORC C++ {wall(pa):.2f} s: {fmt(ratio(wall(pa), wall(o)))}" if pa else "not run"
-        runs = o.get("walls") or [o["wall_s"]]
-        lines.append(f"| {SET_LABELS.get(d['dataset'], d['dataset'])} | {d['what']} | {when} | "
-                     f"{machine['commit']} | {where} | median {wall(o):.2f} "
-                     f"({', '.join(f'{w:.2f}' for w in runs)}) | – | {o['peak_rss_mib']:.0f} | "
-                     f"{o.get('nn_rpcs', '')} | {spark} | {orc} |")
+        for n, o in ours_runs(d):
+            spark = f"Spark {wall(sp):.1f} s: {fmt(ratio(wall(sp), wall(o)))}×" if sp else "not run"
+            orc = f"ORC C++ {wall(pa):.2f} s: {fmt(ratio(wall(pa), wall(o)))}" if pa else "not run"
+            lines.append(f"| {SET_LABELS.get(d['dataset'], d['dataset'])} | {d['what']}, "
+                         f"--threads {n} | {when} | {machine['commit']} | {where} | median "
+                         f"{wall(o):.2f} ({', '.join(f'{w:.2f}' for w in o['walls'])}) | – | "
+                         f"{o['peak_rss_mib']:.0f} | {o.get('nn_rpcs', '')} | {spark} | {orc} |")
     return lines + [""]
 
 
@@ -964,7 +999,11 @@ def main():
     ap.add_argument("--big", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--sets", default="bench_a,bench_b,bench_c,bench_wide,bench_t100k,bench_w2k")
     ap.add_argument("--scale", type=float)
-    ap.add_argument("--threads", type=int, default=3)
+    # The fixture generator's parallel writers (scripts/fixtures --threads).
+    ap.add_argument("--fixture-threads", type=int, default=3)
+    # hive-orc-compactor compact --threads (#46): a list for the re-encode sets (default 1,2),
+    # one count for the others, passed only when given.
+    ap.add_argument("--threads")
     ap.add_argument("--spark-mode", choices=["hive", "path"], default="hive")
     ap.add_argument("--skip-spark", action="store_true")
     # Spark's own start-up (JVM, Ivy resolution of the Hive 3.1.3 client) is half a minute on
@@ -996,6 +1035,16 @@ def main():
     sets = [s for s in args.sets.split(",") if s]
     if args.big and "bench_big" not in sets:
         sets.append("bench_big")
+    try:
+        args.thread_counts = [int(n) for n in (args.threads or "1,2").split(",")]
+    except ValueError:
+        ap.error(f"--threads {args.threads}: a comma-separated list of counts")
+    if min(args.thread_counts) < 1:
+        ap.error("--threads: counts of at least 1")
+    others = [s for s in sets if s not in REENCODE_SETS]
+    if args.threads and len(args.thread_counts) > 1 and others:
+        ap.error(f"--threads {args.threads}: several counts are for the re-encode sets; "
+                 f"{','.join(others)} take one")
     machine = machine_facts()
     machine.update(load_start=round(os.getloadavg()[0], 2), others_start=other_load())
     results, many, reencode = [], [], []
