@@ -1028,10 +1028,6 @@ def main():
         # size it alone would take from half an hour to hours, so the full run measures it on
         # B (the small-file case, 640 MiB) and --scale 0.1 runs show it on A too.
         args.spark_sets = "bench_a" if args.quick else ("bench_b" if args.scale >= 1 else "bench_a,bench_b")
-    RESULTS, TOOL, RAWCOPY, VENV_PY = args.results, args.tool, args.rawcopy, args.venv_python
-    PYARROW_PY = args.pyarrow_python
-    os.makedirs(RESULTS, exist_ok=True)
-    cluster = Cluster()
     sets = [s for s in args.sets.split(",") if s]
     if args.big and "bench_big" not in sets:
         sets.append("bench_big")
@@ -1045,6 +1041,10 @@ def main():
     if args.threads and len(args.thread_counts) > 1 and others:
         ap.error(f"--threads {args.threads}: several counts are for the re-encode sets; "
                  f"{','.join(others)} take one")
+    RESULTS, TOOL, RAWCOPY, VENV_PY = args.results, args.tool, args.rawcopy, args.venv_python
+    PYARROW_PY = args.pyarrow_python
+    os.makedirs(RESULTS, exist_ok=True)
+    cluster = Cluster()
     machine = machine_facts()
     machine.update(load_start=round(os.getloadavg()[0], 2), others_start=other_load())
     results, many, reencode = [], [], []
