@@ -14,6 +14,8 @@ pub enum ExitCode {
     Refused,
     /// Something is changing it right now: retry later.
     Busy,
+    /// `analyze --fail-above`: a partition holds more files than the gate allows.
+    TooManyFiles,
     /// Usage error: bad flags or a malformed argument.
     Usage,
     /// Failed; the partition is untouched unless the message says otherwise.
@@ -33,6 +35,7 @@ impl ExitCode {
             ExitCode::Refused => 3,
             ExitCode::Busy => 4,
             ExitCode::VerificationFailed => 5,
+            ExitCode::TooManyFiles => 6,
         }
     }
 
@@ -67,8 +70,9 @@ mod tests {
             ExitCode::Refused,
             ExitCode::Busy,
             ExitCode::VerificationFailed,
+            ExitCode::TooManyFiles,
         ];
         let nums: Vec<i32> = all.iter().map(|c| c.code()).collect();
-        assert_eq!(nums, vec![0, 1, 2, 3, 4, 5]);
+        assert_eq!(nums, vec![0, 1, 2, 3, 4, 5, 6]);
     }
 }

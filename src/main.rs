@@ -149,11 +149,17 @@ async fn run_analyze(
             )
         })?;
     }
-    Ok(if report.total.errors > 0 {
-        ExitCode::Failed
-    } else {
-        ExitCode::Ok
-    })
+    // An unreadable table outranks the gate: it saw only part of the selection.
+    if report.total.errors > 0 {
+        return Ok(ExitCode::Failed);
+    }
+    if let Some(ratio) = analyze_options.fail_above {
+        let target = analyze_options.target_size;
+        if render::file_ratio_gate(&mut stderr(), &report, ratio, target)? {
+            return Ok(ExitCode::TooManyFiles);
+        }
+    }
+    Ok(ExitCode::Ok)
 }
 
 async fn run_rollback(

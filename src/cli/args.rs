@@ -13,8 +13,8 @@ use hive_orc_compactor::orc::{Compression, RowOrder};
 use hive_orc_compactor::resolve::TableName;
 
 use super::parse::{
-    parse_bytes, parse_codec, parse_duration, parse_rate, parse_sort_by, parse_stripe_size,
-    parse_stripes, parse_target_size, parse_verify, parse_zorder,
+    parse_bytes, parse_codec, parse_duration, parse_file_ratio, parse_rate, parse_sort_by,
+    parse_stripe_size, parse_stripes, parse_target_size, parse_verify, parse_zorder,
 };
 
 /// `--version`: the crate version, and for release builds the commit and target (build.rs).
@@ -167,10 +167,17 @@ rule. Output: an aligned table; --json one object per partition per line, then o
 figures as --json. --metrics-file writes per-table gauges for Prometheus (see \"Watching it\" in \
 the README).
 
-Exit codes: 0 (refusals are findings, not errors); 1 when a table or directory could not be read.
+--fail-above RATIO makes analyze a gate for pipelines: it names every partition holding more \
+than RATIO times its ideal file count (files_needed, at least 1) and exits 6, so a job that \
+writes a partition can fail before small files compound. Refused partitions count too: the \
+gate watches the files, not what compact may do (a refused table is one row, without files).
+
+Exit codes: 0 (refusals are findings, not errors); 1 when a table or directory could not be \
+read; 6 when --fail-above finds a partition over its ratio (1 wins: the gate saw only part).
 
 Examples:
   hive-orc-compactor analyze --table sales.events
+  hive-orc-compactor analyze --table sales.events --fail-above 3x
   hive-orc-compactor analyze --database sales --tables 'events_*' --json
   hive-orc-compactor analyze --table sales.events --deep --csv > events.csv
   hive-orc-compactor analyze --database sales --html census.html")]
@@ -185,6 +192,10 @@ Examples:
         deep: bool,
         #[command(flatten)]
         stripes: StripeArgs,
+        /// Exit 6, naming them, when partitions hold more than RATIO times their ideal file
+        /// count (e.g. 3x, 2.5)
+        #[arg(long, value_name = "RATIO", value_parser = parse_file_ratio)]
+        fail_above: Option<f64>,
         /// CSV instead of a table
         #[arg(long, conflicts_with = "json")]
         csv: bool,

@@ -222,11 +222,15 @@ impl Resolving<'_> {
                 sizes,
                 deep,
                 stripes,
+                fail_above,
                 html,
                 ..
             } => CommandOptions::Analyze {
                 html: html.clone(),
-                options: self.analyze(sizes, *deep, stripes)?,
+                options: AnalyzeOptions {
+                    fail_above: *fail_above,
+                    ..self.analyze(sizes, *deep, stripes)?
+                },
                 tables: tables(scope)?,
             },
             Command::Compact(args) => self.compact(args)?,
@@ -268,6 +272,7 @@ impl Resolving<'_> {
             stripes,
             min_stripe_size,
             stripe_size,
+            fail_above: None,
         })
     }
 

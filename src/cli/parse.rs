@@ -50,6 +50,19 @@ pub fn parse_target_size(s: &str) -> Result<u64, String> {
     Ok(size)
 }
 
+/// `--fail-above`: a multiple of a partition's ideal file count, as `3x` or `2.5`; below 1
+/// every partition with data would fail, so it is refused as a likely typo.
+pub fn parse_file_ratio(s: &str) -> Result<f64, String> {
+    let number = s.trim().trim_end_matches(['x', 'X']);
+    match number.parse::<f64>() {
+        Ok(r) if r.is_finite() && r >= 1.0 => Ok(r),
+        Ok(_) => Err(format!(
+            "'{s}' is below 1x: every partition with data would fail; use 1x or more (e.g. 3x)"
+        )),
+        Err(_) => Err(format!("'{s}' is not a ratio (examples: 3x, 2.5)")),
+    }
+}
+
 pub fn parse_verify(s: &str) -> Result<VerifyLevel, String> {
     s.parse()
 }
@@ -93,4 +106,21 @@ fn not_a_rate(given: &str) -> String {
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     config::parse_duration(s, Duration::from_secs(1))
         .ok_or_else(|| format!("'{s}' is not a duration (examples: 30s, 10m, 1h)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_ratios_read_with_or_without_x_and_at_least_one() {
+        assert_eq!(parse_file_ratio("3x"), Ok(3.0));
+        assert_eq!(parse_file_ratio("2.5"), Ok(2.5));
+        assert_eq!(parse_file_ratio("1X"), Ok(1.0));
+        assert!(parse_file_ratio("0.5x").unwrap_err().contains("below 1x"));
+        assert!(parse_file_ratio("three")
+            .unwrap_err()
+            .contains("not a ratio"));
+        assert!(parse_file_ratio("inf").is_err());
+    }
 }

@@ -41,6 +41,9 @@ pub struct AnalyzeOptions {
     pub stripes: Stripes,
     pub min_stripe_size: u64,
     pub stripe_size: u64,
+    /// The gate for pipelines: partitions holding more than this multiple of their ideal
+    /// file count are named, and the run exits with its own code.
+    pub fail_above: Option<f64>,
 }
 
 /// One partition, or an unpartitioned table's directory (`partition` empty), or a refused or
@@ -119,6 +122,13 @@ impl DeepPlan {
 }
 
 impl PartitionAnalysis {
+    /// Whether it holds more than `ratio` times its ideal file count. A partition with data
+    /// needs at least one file, so a lone empty file is not over any ratio; a refused one
+    /// counts like any other (the gate watches the files, whoever may compact them).
+    pub fn over_file_ratio(&self, ratio: f64) -> bool {
+        self.files as f64 > ratio * self.files_needed.max(1) as f64
+    }
+
     /// Files compaction would remove: the plan's count when there is one, else the estimate.
     pub fn removable_files(&self) -> usize {
         if !self.eligible {
@@ -219,6 +229,16 @@ pub struct AnalyzeReport {
     pub total: Totals,
     /// How long the analysis took, from the first metastore call to the last listing.
     pub seconds: f64,
+}
+
+impl AnalyzeReport {
+    /// The partitions `--fail-above` names, in the report's order (most excess files first).
+    pub fn over_file_ratio(&self, ratio: f64) -> Vec<&PartitionAnalysis> {
+        self.partitions
+            .iter()
+            .filter(|p| p.over_file_ratio(ratio))
+            .collect()
+    }
 }
 
 /// How the CLI follows a long analyze (a database can hold 100,000 partitions): how many

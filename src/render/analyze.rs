@@ -76,16 +76,17 @@ pub fn analyze(
             for p in &r.partitions {
                 json(out, p)?;
             }
-            json(
-                out,
-                &serde_json::json!({ "summary": {
-                    "tables": r.tables,
-                    "total": r.total,
-                    "size_buckets": BUCKET_FLOORS,
-                    "metastore_calls": calls,
-                    "seconds": r.seconds,
-                } }),
-            )
+            let mut summary = serde_json::json!({
+                "tables": r.tables,
+                "total": r.total,
+                "size_buckets": BUCKET_FLOORS,
+                "metastore_calls": calls,
+                "seconds": r.seconds,
+            });
+            if let Some(ratio) = options.fail_above {
+                summary["fail_above"] = gate_json(r, ratio);
+            }
+            json(out, &serde_json::json!({ "summary": summary }))
         }
         Format::Html => Ok(out.write_all(super::census_page::census_page(r, options).as_bytes())?),
         Format::Csv => {
@@ -116,6 +117,72 @@ pub fn analyze(
             Ok(())
         }
     }
+}
+
+/// `--fail-above` in the JSON summary: the ratio and every partition over it.
+fn gate_json(r: &AnalyzeReport, ratio: f64) -> serde_json::Value {
+    let over: Vec<serde_json::Value> = r
+        .over_file_ratio(ratio)
+        .iter()
+        .map(|p| {
+            serde_json::json!({
+                "table": p.table,
+                "partition": p.partition,
+                "location": p.location,
+                "files": p.files,
+                "files_needed": p.files_needed,
+            })
+        })
+        .collect();
+    serde_json::json!({ "ratio": ratio, "over": over })
+}
+
+/// Lines of the gate's findings named on stderr, whatever stdout's format; a thousand bad
+/// partitions would bury the summary, so the rest is a count (`--json` lists them all).
+const GATE_LINES: usize = 20;
+
+/// `--fail-above`'s findings on stderr: a line per partition over the ratio, saying what to do,
+/// then the verdict. Returns whether any partition is over.
+pub fn file_ratio_gate(
+    err: &mut dyn Write,
+    r: &AnalyzeReport,
+    ratio: f64,
+    target_size: u64,
+) -> std::io::Result<bool> {
+    let over = r.over_file_ratio(ratio);
+    for p in over.iter().take(GATE_LINES) {
+        let table = p.table.as_str();
+        let spec = p.partition.as_str();
+        writeln!(
+            err,
+            "{table} {spec}: {} where {} at the {} target would do, more than {ratio}x ({}): \
+             compact it (compact --table {table}{}) and make its writer write fewer files",
+            plural(p.files, "file"),
+            p.files_needed.max(1),
+            size(target_size),
+            p.location.as_deref().unwrap_or("no location"),
+            if spec.is_empty() {
+                String::new()
+            } else {
+                format!(" --partition '{spec}'")
+            },
+        )?;
+    }
+    if over.len() > GATE_LINES {
+        writeln!(
+            err,
+            "... and {} more (--json lists them all)",
+            over.len() - GATE_LINES
+        )?;
+    }
+    if !over.is_empty() {
+        writeln!(
+            err,
+            "--fail-above {ratio}x: {} over the ratio (exit 6)",
+            plural(over.len(), "partition")
+        )?;
+    }
+    Ok(!over.is_empty())
 }
 
 fn totals_line(out: &mut dyn Write, t: &Totals) -> std::io::Result<()> {
@@ -229,6 +296,7 @@ pub(crate) mod tests {
             stripes: hive_orc_compactor::operations::compact::Stripes::Auto,
             min_stripe_size: 8 << 20,
             stripe_size: 64 << 20,
+            fail_above: None,
         }
     }
 
@@ -349,5 +417,44 @@ pub(crate) mod tests {
         assert_eq!(summary["summary"]["total"]["removable_files"], 9);
         assert_eq!(summary["summary"]["tables"][0]["scope"], "d.t");
         assert_eq!(summary["summary"]["metastore_calls"]["total"], 5);
+        assert!(summary["summary"].get("fail_above").is_none());
+    }
+
+    #[test]
+    fn the_gate_names_each_partition_over_the_ratio_and_lists_them_in_json() {
+        let report = report();
+        let (_, err) = printed(|_, e| {
+            assert!(file_ratio_gate(e, &report, 5.0, 256 << 20)?);
+            Ok(())
+        });
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines.len(), 3, "{err}");
+        assert_eq!(
+            lines[0],
+            "d.t dt=1: 10 files where 1 at the 256.0 MiB target would do, more than 5x \
+             (hdfs://nn/t/dt=1): compact it (compact --table d.t --partition 'dt=1') and make \
+             its writer write fewer files"
+        );
+        assert_eq!(
+            lines[2],
+            "--fail-above 5x: 2 partitions over the ratio (exit 6)"
+        );
+        let (_, err) = printed(|_, e| {
+            assert!(!file_ratio_gate(e, &report, 10.0, 256 << 20)?);
+            Ok(())
+        });
+        assert_eq!(err, "", "10 files is not more than 10x one");
+
+        let gated = AnalyzeOptions {
+            fail_above: Some(2.5),
+            ..options()
+        };
+        let (out, _) = printed(|o, _| analyze(o, &report, Format::Json, &gated, &testing::calls()));
+        let summary = object(out.lines().last().unwrap());
+        let gate = &summary["summary"]["fail_above"];
+        assert_eq!(gate["ratio"], 2.5);
+        assert_eq!(gate["over"].as_array().unwrap().len(), 2);
+        assert_eq!(gate["over"][1]["partition"], "dt=2");
+        assert_eq!(gate["over"][1]["files_needed"], 1);
     }
 }

@@ -14,7 +14,7 @@ mod rollback;
 pub(crate) mod testing;
 mod verify;
 
-pub use analyze::{analyze, Surveying};
+pub use analyze::{analyze, file_ratio_gate, Surveying};
 pub use census_page::census_page;
 pub use cleanup::cleanup;
 pub use compact::{batch_summary, yarn_plan, Batch};

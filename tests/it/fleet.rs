@@ -155,10 +155,46 @@ fn analyze_figures_match_the_manifest() {
 fn selections_thresholds_budgets_and_shards() {
     let db = OwnDatabase::create("fleet_select", "fleet");
     let f = &db.fixtures;
+    analyze_fails_above_a_ratio_of_the_ideal_file_count(f);
     fresh_files_are_skipped_unless_named(f);
     min_files_and_max_avg_size_select(f);
     where_selects_and_limit_and_max_bytes_budget(f);
     shards_cover_the_candidates_once(f);
+}
+
+/// The pipeline gate, before anything is compacted: fleet_mix's partitions hold 1, 3 and 20
+/// small files (one file each would do); only the 20 are over 3x, nothing is over 20x.
+fn analyze_fails_above_a_ratio_of_the_ideal_file_count(f: &Fixtures) {
+    let mix = f.qualified("fleet_mix");
+    let o = run(&["analyze", "--table", &mix, "--fail-above", "3x", "--json"]);
+    assert_eq!(o.status.code(), Some(6), "{}", describe(&o));
+    let (rows, summary) = split(&o);
+    let over: Vec<&Value> = rows
+        .iter()
+        .filter(|r| r["files"].as_u64() > Some(3))
+        .collect();
+    assert_eq!(over.len(), 1, "{rows:?}");
+    assert_eq!(summary["fail_above"]["ratio"], 3.0);
+    assert_eq!(
+        summary["fail_above"]["over"][0]["partition"],
+        over[0]["partition"]
+    );
+    assert_eq!(summary["fail_above"]["over"][0]["files"], 20);
+    let err = stderr(&o);
+    let spec = over[0]["partition"].as_str().unwrap();
+    assert!(
+        err.contains(&format!(
+            "{mix} {spec}: 20 files where 1 at the 256.0 MiB target"
+        )) && err.contains("--fail-above 3x: 1 partition over the ratio (exit 6)"),
+        "{err}"
+    );
+
+    let o = run(&["analyze", "--table", &mix, "--fail-above", "20x"]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    assert!(!stderr(&o).contains("--fail-above"), "{}", stderr(&o));
+    let o = run(&["analyze", "--table", &mix, "--fail-above", "0.5x"]);
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+    assert!(stderr(&o).contains("below 1x"), "{}", stderr(&o));
 }
 
 /// Fresh files: the 1h default skips every partition of a selection, with the reason, but a
