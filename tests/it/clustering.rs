@@ -605,10 +605,11 @@ fn file_bytes(p: &Part) -> Vec<Vec<u8>> {
 #[test]
 fn one_two_and_four_threads_write_the_same_bytes() {
     let p = part(THREADS);
-    // A sort that spills (runs of 2 MiB whatever the threads) and a plain re-encode.
+    // A sort that spills (runs of 2 MiB whatever the threads) and a plain re-encode into
+    // outputs of about 4 MiB (two of the four files each), which more threads write at once.
     let ways: [&[&str]; 2] = [
         &["--sort-by", "customer_id", "--sort-memory", "2MiB"],
-        &["--stripes", "rewrite"],
+        &["--stripes", "rewrite", "--target-size", "4MiB"],
     ];
     for way in ways {
         let mut written: Vec<(String, Vec<Vec<u8>>)> = Vec::new();
@@ -621,6 +622,13 @@ fn one_two_and_four_threads_write_the_same_bytes() {
         }
         let (_, one) = &written[0];
         assert!(!one.is_empty(), "{way:?} wrote files");
+        if way.contains(&"--target-size") {
+            assert!(
+                one.len() > 1,
+                "{way:?} wrote {} file(s), not several",
+                one.len()
+            );
+        }
         for (threads, files) in &written[1..] {
             assert!(
                 files == one,

@@ -22,7 +22,7 @@
 //!
 //! The parts: [`options`] (what a run is told), [`plan`] (the plan as data, computed without
 //! side effects, including per output whether its stripes are copied or its rows re-encoded,
-//! and why), [`run`] (the I/O), [`write`] (how output files are made: the seam where the
+//! and why), [`run`] (the I/O), [`stage`] (step 4's files, several outputs at once), [`write`] (how output files are made: the seam where the
 //! stripe copy and the re-encode sit side by side), [`report`] (what `--json` prints) and
 //! [`record`] (the report made from the plan, which is what `--dry-run` prints, and from each
 //! step's result), [`progress`] (what a run tells the progress bar), and the small rules the
@@ -51,6 +51,7 @@ mod progress;
 mod record;
 pub mod report;
 mod run;
+mod stage;
 pub mod write;
 
 pub use batch::{compact_batch, plan_partition, Planned, Planning};

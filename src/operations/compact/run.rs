@@ -13,18 +13,19 @@ use anyhow::anyhow;
 use super::access::{keep_access, not_kept_warning};
 use super::options::{CompactOptions, VerifyLevel};
 use super::parameters::new_parameters;
-use super::plan::{check_one_acl, PartitionPlan, PlannedOutput};
+use super::plan::{check_one_acl, PartitionPlan};
 use super::progress::Progress;
 use super::report::CompactReport;
-use super::write::{write_clustered, OutputWriter, StagedOutput, Written};
+use super::stage::Staging;
+use super::write::{StagedOutput, Written};
 use crate::hdfs::{Access, Files, Hdfs, Location};
 use crate::journal::{self, Journal, JournalInput, JournalOutput};
 use crate::metastore::Metastore;
-use crate::operations::file_copy::{copy_file, hash_file};
+use crate::operations::file_copy::hash_file;
 use crate::operations::outcome::Stop;
 use crate::orc::{digest_file, read_tail, verify_output, verify_tail, ClusterSummary, OrcError};
 use crate::relocate::{set_location, PartitionStore, RelocateError, Relocated};
-use crate::run_dirs::{self, output_name, PARAM_PREVIOUS_LOCATION};
+use crate::run_dirs::{self, PARAM_PREVIOUS_LOCATION};
 use crate::snapshot::DataFile;
 
 /// One compaction of a planned partition, from staging to journal. The steps from the re-check
@@ -212,85 +213,22 @@ impl<'a> Run<'a> {
     async fn stage(&self, inherited: &Inherited) -> Result<Staged<'a>, Stop> {
         let started = Instant::now();
         let plan = self.plan;
-        let permission = inherited.file.permission;
         self.hdfs
             .mkdirs(&self.staging, inherited.dir.permission)
             .await?;
         let coded = self.check_redundancy().await?;
         let to_write = plan.bytes_to_write();
         self.progress.planned(to_write);
-        let mut outputs = Vec::new();
-        let mut sorted = Vec::new();
-        let layout = plan.layout.as_ref();
-        let mut n = 0;
-        while let Some(output) = plan.outputs.get(n) {
-            let ordered = layout.filter(|l| l.order.is_some());
-            if let (Some(layout), OutputWriter::Rewrite) = (ordered, output.way.writer) {
-                // The group's outputs are one sorted stream, cut where the plan cut its files.
-                let group: Vec<&PlannedOutput> = plan.outputs[n..]
-                    .iter()
-                    .take_while(|o| o.group == output.group)
-                    .collect();
-                let inputs: Vec<&DataFile> = group.iter().flat_map(|o| plan.inputs_of(o)).collect();
-                let targets: Vec<(Location, u64)> = (n..n + group.len())
-                    .zip(&group)
-                    .map(|(i, o)| (self.staging.child(&output_name(&self.id, i)), o.plan.rows))
-                    .collect();
-                let (made, summary) = write_clustered(
-                    self.hdfs,
-                    &output.way,
-                    &output.shape,
-                    &inputs,
-                    &targets,
-                    permission,
-                    self.options,
-                    layout,
-                )
-                .await?;
-                for ((target, _), (made, o)) in
-                    targets.into_iter().zip(made.into_iter().zip(&group))
-                {
-                    self.progress.written(o.plan.content_length);
-                    outputs.push((target, made));
-                }
-                sorted.push(summary);
-                n += group.len();
-                self.checkpoint()?;
-                continue;
-            }
-            let target = self.staging.child(&output_name(&self.id, n));
-            let made = OutputWriter::write(
-                self.hdfs,
-                &output.way,
-                &output.shape,
-                &plan.inputs_of(output),
-                &output.plan,
-                &target,
-                permission,
-                self.options,
-                layout,
-            )
-            .await?;
-            self.progress.written(output.plan.content_length);
-            outputs.push((target, made));
-            self.checkpoint()?;
-            n += 1;
-        }
-        let mut copies = Vec::new();
-        for source in plan.carried_files() {
-            let target = self.staging.child(&source.name);
-            let hash = copy_file(
-                self.hdfs,
-                source,
-                &target,
-                permission,
-                &self.options.read_ahead,
-            )
-            .await?;
-            self.progress.written(source.length);
-            copies.push((target, source, hash));
-            self.checkpoint()?;
-        }
+        let staging = Staging {
+            hdfs: self.hdfs,
+            dir: &self.staging,
+            run_id: &self.id,
+            permission: inherited.file.permission,
+            options: self.options,
+            progress: self.progress,
+        };
+        let (outputs, sorted) = staging.outputs(plan, || self.checkpoint()).await?;
+        let copies = staging.carried(plan, || self.checkpoint()).await?;
         tracing::debug!(
             outputs = outputs.len(),
             carried = copies.len(),
