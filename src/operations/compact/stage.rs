@@ -73,20 +73,21 @@ impl Staging<'_> {
         let target = |i: usize| self.dir.child(&output_name(self.run_id, i));
         match unit {
             Unit::One(i, output) => {
+                let target = target(i);
                 let made = OutputWriter::write(
                     self.hdfs,
                     &output.way,
                     &output.shape,
                     &plan.inputs_of(output),
                     &output.plan,
-                    &target(i),
+                    &target,
                     self.permission,
                     self.options,
                     plan.layout.as_ref(),
                 )
                 .await?;
                 self.progress.written(output.plan.content_length);
-                Ok((vec![(target(i), made)], None))
+                Ok((vec![(target, made)], None))
             }
             Unit::Sorted(first, group, layout) => {
                 let inputs: Vec<&DataFile> = group.iter().flat_map(|o| plan.inputs_of(o)).collect();
