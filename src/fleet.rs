@@ -388,6 +388,8 @@ pub struct Survey {
     pub block_size: Option<u64>,
     /// Data files smaller than the `small_file_size` the survey was taken with.
     pub small_files: usize,
+    /// Their bytes.
+    pub small_bytes: u64,
     /// The newest data file's modification time (ms since the epoch): a recent one means a
     /// writer may still be adding files.
     pub newest_modification: Option<u64>,
@@ -411,6 +413,15 @@ impl Survey {
         self.sizes
             .count
             .saturating_sub(self.files_needed(target_size))
+    }
+
+    /// Bytes in healthy files: all of them when the partition holds no more files than its
+    /// data needs, else those in files of at least the small-file size of the survey.
+    pub fn healthy_bytes(&self, target_size: u64) -> u64 {
+        match self.excess_files(target_size) {
+            0 => self.sizes.bytes,
+            _ => self.sizes.bytes - self.small_bytes,
+        }
     }
 
     pub fn mean_size(&self) -> u64 {
@@ -451,6 +462,7 @@ pub async fn survey(
         namenode_objects: 0,
         block_size: None,
         small_files: 0,
+        small_bytes: 0,
         newest_modification: None,
         refusal: None,
         error: None,
@@ -510,7 +522,9 @@ pub async fn survey(
             .map(|f| namenode_objects(f.length, f.block_size))
             .sum();
         s.block_size = listing.files.iter().filter_map(|f| f.block_size).max();
-        s.small_files = lengths.iter().filter(|&&l| l < small_file_size).count();
+        let small = lengths.iter().filter(|&&l| l < small_file_size);
+        s.small_files = small.clone().count();
+        s.small_bytes = small.sum();
         s.newest_modification = listing.files.iter().map(|f| f.modification_time).max();
     }
     // The same rule, and the same refusal worded the same, as compact's snapshot.

@@ -18,7 +18,7 @@ use hive_orc_compactor::operations::analyze::{self, AnalyzeOptions};
 use hive_orc_compactor::operations::batch::{self, BatchOptions};
 use hive_orc_compactor::operations::cleanup::{self, CleanupOptions};
 use hive_orc_compactor::operations::on_yarn::{self, YarnOptions};
-use hive_orc_compactor::operations::{iceberg, inspect};
+use hive_orc_compactor::operations::{history, iceberg, inspect};
 use hive_orc_compactor::operations::{rollback, verify};
 use hive_orc_compactor::resolve::TableName;
 use tracing::Instrument;
@@ -98,6 +98,12 @@ async fn run(options: &Options) -> anyhow::Result<ExitCode> {
             partition,
             checksums,
         } => run_verify(options, table, partition, *checksums).await,
+        CommandOptions::History { tables, options: o } => {
+            let metastore = options.connect().await?;
+            let report = history::history(&metastore, &options.hdfs(), tables, o).await?;
+            render::history(&mut stdout(), &report, o, options.format)?;
+            Ok(ExitCode::Ok)
+        }
         CommandOptions::Iceberg(command) => run_iceberg(options, command).await,
     }
 }

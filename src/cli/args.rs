@@ -227,8 +227,11 @@ zero-length files hold no rows and are dropped.
 Partitions: --partition specs, or a selection: --all, --where FILTER (evaluated by the \
 metastore), or --database DB [--tables GLOB] (all partitions of those tables, or --where). A \
 selection skips partitions by --min-files, --max-avg-size and --min-age (default 1h; typed \
-specs only with an explicit --min-age), compacts those with the most excess files first within \
---limit and --max-bytes, --parallel at a time, and ends with a summary. --shard K/N takes a \
+specs only with an explicit --min-age) and those suspended (their last --suspend-after attempts \
+failed), compacts those that give back the most NameNode objects per second of work first \
+within --budget (estimated time), --budget-bytes and --limit, each table with work getting its \
+share, --parallel at a time, records what it did in each table's history (see `history`), and \
+ends with a summary. --shard K/N takes a \
 stable 1/N of the candidates, so N hosts can share a database. SIGINT or SIGTERM: no new \
 partition starts, running ones stop before their swap (or finish if past it), exit 1.
 
@@ -240,9 +243,9 @@ Examples:
   hive-orc-compactor compact --table sales.events --partition 'dt=2026-11-01' --dry-run
   hive-orc-compactor compact --table sales.events --partition 'dt=2026-11-01' --partition 'dt=2026-11-02'
   hive-orc-compactor compact --table sales.events --where \"dt < '2026-11-01'\" --min-files 10
-  hive-orc-compactor compact --database sales --tables 'events_*' --parallel 4 --limit 500 --json")]
+  hive-orc-compactor compact --database sales --tables 'events_*' --parallel 4 --budget 2h --json")]
     #[command(group(clap::ArgGroup::new("what").required(true).args(["table", "database", "partitions_from"])))]
-    Compact(CompactArgs),
+    Compact(Box<CompactArgs>),
     /// Swap a compacted partition back to the files it had before
     #[command(long_about = "\
 Swaps a partition back to the location and parameters it had before the compaction it points \
@@ -336,6 +339,31 @@ Examples:
         dry_run: bool,
         #[command(flatten)]
         watch: Watch,
+    },
+    /// Show what past compact runs did: per run, per partition, and the table's files over time
+    #[command(long_about = "\
+Every compact run (not a dry run) records, in each table it surveyed or worked on, what it did \
+to each partition (status, reason, the way its outputs were made, files and bytes before and \
+after, seconds, the estimate it was admitted with) and the table as its survey found it (files, \
+bytes, health). The records live with the data, in <table location>/.hive-orc-compactor-history/ \
+(hidden from every engine), one file per run, the newest 31 runs kept; a run killed midway \
+leaves the partitions it finished, its end unset. compact learns its estimates from them and \
+suspends a partition whose last --suspend-after attempts failed. Read-only.
+
+Examples:
+  hive-orc-compactor history --table sales.events
+  hive-orc-compactor history --table sales.events --run 20261206T020000Z-1a2b3c4d
+  hive-orc-compactor history --database sales --partition 'dt=2026-11-01' --json")]
+    #[command(group(clap::ArgGroup::new("what").required(true).args(["table", "database"])))]
+    History {
+        #[command(flatten)]
+        scope: Scope,
+        /// Only this run (its id, as the list of runs shows it), partition by partition
+        #[arg(long, value_name = "RUN")]
+        run: Option<String>,
+        /// Only this partition's records, as SHOW PARTITIONS prints it
+        #[arg(long, value_name = "SPEC")]
+        partition: Option<String>,
     },
     /// Check a partition's files against the metastore's statistics and the run's journal
     #[command(long_about = "\
@@ -493,9 +521,22 @@ pub struct CompactArgs {
     /// Compact at most this many partitions in this run
     #[arg(long, value_name = "N")]
     pub limit: Option<usize>,
-    /// Read at most this many bytes of input in this run (e.g. 500GiB)
-    #[arg(long, value_name = "SIZE", value_parser = parse_bytes)]
-    pub max_bytes: Option<u64>,
+    /// Read at most this many bytes of input in this run (e.g. 500GiB); each selected table
+    /// with work gets its weight's share first [env: HOC_BUDGET_BYTES]
+    #[arg(long, visible_alias = "max-bytes", value_name = "SIZE", value_parser = parse_bytes, env = "HOC_BUDGET_BYTES", hide_env = true)]
+    pub budget_bytes: Option<u64>,
+    /// Admit no partition the estimates say would end the run after this long (e.g. 2h);
+    /// running partitions finish. Estimates use the rates past runs showed (see `history`)
+    /// [env: HOC_BUDGET]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, env = "HOC_BUDGET", hide_env = true)]
+    pub budget: Option<Duration>,
+    /// Skip a partition whose last N attempts failed, until its files change or
+    /// --retry-suspended (default 3; 0: never) [env: HOC_SUSPEND_AFTER]
+    #[arg(long, value_name = "N", env = "HOC_SUSPEND_AFTER", hide_env = true)]
+    pub suspend_after: Option<usize>,
+    /// Try suspended partitions again
+    #[arg(long)]
+    pub retry_suspended: bool,
     /// Partitions compacted at once, each with its own metastore connection (default 2)
     /// [env: HOC_PARALLEL]
     #[arg(long, value_name = "N", env = "HOC_PARALLEL", hide_env = true, value_parser = clap::value_parser!(u16).range(1..=64))]

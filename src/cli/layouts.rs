@@ -41,7 +41,11 @@ pub fn layouts(
     };
     let mut per_table = BTreeMap::new();
     for (name, keys) in &settings.table {
-        let layout = sorting.of_keys(&format!("[table.\"{name}\"]"), keys)?;
+        let keys = keys.layout();
+        if keys.is_empty() {
+            continue;
+        }
+        let layout = sorting.of_keys(&format!("[table.\"{name}\"]"), &keys)?;
         per_table.insert(name.to_ascii_lowercase(), layout);
     }
     Ok((for_every_table, per_table))

@@ -21,7 +21,7 @@ use hive_orc_compactor::orc::RowOrder;
 
 use super::args::YarnArgs;
 use super::parse::codec_name;
-use super::settings::{LayoutSettings, Settings};
+use super::settings::{LayoutSettings, Settings, TableSettings};
 
 /// What the job is made from, resolved by `options.rs`.
 pub struct JobInputs<'a> {
@@ -39,7 +39,7 @@ pub struct JobInputs<'a> {
     /// may have added files since this host looked.
     pub min_age: Option<Duration>,
     /// The config file's `[table."db.t"]` layouts, as written.
-    pub table_layouts: &'a BTreeMap<String, LayoutSettings>,
+    pub table_layouts: &'a BTreeMap<String, TableSettings>,
 }
 
 /// The job `--on-yarn` submits.

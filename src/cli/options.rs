@@ -16,11 +16,14 @@ use hive_orc_compactor::lock::{self, LockMode, LockOptions};
 use hive_orc_compactor::metastore::meter::{Calls, Meter};
 use hive_orc_compactor::metastore::{security::token, Metastore};
 use hive_orc_compactor::operations::analyze::AnalyzeOptions;
-use hive_orc_compactor::operations::batch::{BatchOptions, Budget, Thresholds};
+use hive_orc_compactor::operations::batch::{
+    Autopilot, BatchOptions, Budget, Thresholds, DEFAULT_SUSPEND_AFTER,
+};
 use hive_orc_compactor::operations::cleanup::CleanupOptions;
 use hive_orc_compactor::operations::compact::{
     CompactOptions, Stripes, DEFAULT_MIN_STRIPE_SIZE, DEFAULT_STRIPE_SIZE, WRITE_IN_PROGRESS_AGE,
 };
+use hive_orc_compactor::operations::history::HistoryOptions;
 use hive_orc_compactor::operations::iceberg;
 use hive_orc_compactor::operations::on_yarn::YarnOptions;
 use hive_orc_compactor::operations::token_lifetime;
@@ -106,6 +109,10 @@ pub enum CommandOptions {
         table: TableName,
         partition: String,
         checksums: bool,
+    },
+    History {
+        tables: Tables,
+        options: HistoryOptions,
     },
     Iceberg(IcebergOptions),
 }
@@ -244,6 +251,17 @@ impl Resolving<'_> {
                 dry_run: *dry_run,
             },
             Command::Cleanup { .. } => self.cleanup()?,
+            Command::History {
+                scope,
+                run,
+                partition,
+            } => CommandOptions::History {
+                tables: tables(scope)?,
+                options: HistoryOptions {
+                    run: run.clone(),
+                    partition: partition.clone(),
+                },
+            },
             Command::Verify {
                 table,
                 partition,
@@ -273,6 +291,7 @@ impl Resolving<'_> {
             min_stripe_size,
             stripe_size,
             fail_above: None,
+            suspend_after: self.settings.suspend_after.unwrap_or(DEFAULT_SUSPEND_AFTER),
         })
     }
 
@@ -463,7 +482,21 @@ impl Resolving<'_> {
             },
             budget: Budget {
                 limit: args.limit,
-                max_bytes: args.max_bytes,
+                bytes: args.budget_bytes,
+                time: match args.budget {
+                    Some(t) => Some(t),
+                    None => settings.budget()?,
+                },
+            },
+            autopilot: Autopilot {
+                suspend_after: args
+                    .suspend_after
+                    .or(settings.suspend_after)
+                    .unwrap_or(DEFAULT_SUSPEND_AFTER),
+                retry_suspended: args.retry_suspended,
+                weights: settings.weights(),
+                small_file_size: small_file_size(&args.sizes, settings)?,
+                record: !args.dry_run,
             },
             parallel,
             threads: self.threads(),
@@ -620,7 +653,10 @@ fn metrics(command: &Command) -> Option<Recorder> {
         Command::Iceberg(IcebergCommand::Check { watch, .. }) => (watch, "iceberg-check"),
         Command::Iceberg(IcebergCommand::Migrate { watch, .. }) => (watch, "iceberg-migrate"),
         Command::Iceberg(IcebergCommand::Revert { watch, .. }) => (watch, "iceberg-revert"),
-        Command::Inspect { .. } | Command::Rollback { .. } | Command::Verify { .. } => return None,
+        Command::Inspect { .. }
+        | Command::Rollback { .. }
+        | Command::Verify { .. }
+        | Command::History { .. } => return None,
         Command::Docs(_) => return None,
     };
     let path = watch.metrics_file.clone()?;

@@ -16,6 +16,8 @@
 //! stripes = "auto"
 //! min_stripe_size = "8MiB"
 //! stripe_size = "64MiB"
+//! budget = "2h"                                             # compact --budget
+//! suspend_after = 3                                         # compact --suspend-after
 //! yarn_dir = "hdfs:///user/etl/.hive-orc-compactor/yarn"   # compact --on-yarn and cleanup
 //! binaries_older_than = "30d"                               # cleanup
 //!
@@ -24,6 +26,7 @@
 //! sort_by = ["customer_id", "event_ts DESC"]   # or zorder = ["customer_id", "event_ts"]
 //! codec = "zstd"
 //! codec_level = 9
+//! weight = 2                                   # its share of the budgets (default 1)
 //! ```
 //!
 //! Every other flag of `compact` a run's tasks need has its key too, named as the flag:
@@ -99,9 +102,36 @@ pub struct Settings {
     pub yarn_token_margin: Option<String>,
     /// `cleanup --binaries-older-than`.
     pub binaries_older_than: Option<String>,
-    /// Per table (`db.table`): the layout its partitions are rewritten in.
+    /// `compact --budget` and `--suspend-after`.
+    pub budget: Option<String>,
+    pub suspend_after: Option<usize>,
+    /// Per table (`db.table`): the layout its partitions are rewritten in, and its weight.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub table: BTreeMap<String, LayoutSettings>,
+    pub table: BTreeMap<String, TableSettings>,
+}
+
+/// One table's `[table."db.t"]` section.
+#[derive(Debug, Default, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TableSettings {
+    pub sort_by: Option<Vec<String>>,
+    pub zorder: Option<Vec<String>>,
+    pub codec: Option<String>,
+    pub codec_level: Option<i32>,
+    /// The table's weight when budgets are shared among tables (default 1): a table of
+    /// weight 2 gets twice the share of one of weight 1.
+    pub weight: Option<f64>,
+}
+
+impl TableSettings {
+    pub fn layout(&self) -> LayoutSettings {
+        LayoutSettings {
+            sort_by: self.sort_by.clone(),
+            zorder: self.zorder.clone(),
+            codec: self.codec.clone(),
+            codec_level: self.codec_level,
+        }
+    }
 }
 
 /// A layout's keys: one table's `[table."db.t"]` section, or the top level's for every table.
@@ -154,6 +184,18 @@ impl Settings {
     /// The file's text, as [`Settings::load`] reads it back.
     pub fn to_toml(&self) -> anyhow::Result<String> {
         toml::to_string(self).context("writing the settings as TOML")
+    }
+
+    /// The tables' weights, by lower-cased `db.table`.
+    pub fn weights(&self) -> BTreeMap<String, f64> {
+        self.table
+            .iter()
+            .filter_map(|(name, t)| Some((name.to_ascii_lowercase(), t.weight?)))
+            .collect()
+    }
+
+    pub fn budget(&self) -> anyhow::Result<Option<Duration>> {
+        duration("budget", &self.budget)
     }
 
     pub fn metastore_rate(&self) -> anyhow::Result<Option<f64>> {
@@ -267,6 +309,9 @@ mod tests {
             Some(&["a".to_string(), "b DESC".into()][..])
         );
         assert_eq!(t.codec.as_deref(), Some("zstd"));
+        std::fs::write(&p, "[table.\"Sales.Events\"]\nweight = 3\n").unwrap();
+        let s = Settings::load(Some(&p)).unwrap();
+        assert_eq!(s.weights(), BTreeMap::from([("sales.events".into(), 3.0)]));
         std::fs::write(&p, "[table.\"a.b\"]\nsortby = [\"a\"]\n").unwrap();
         assert!(
             Settings::load(Some(&p)).is_err(),
@@ -295,9 +340,10 @@ mod tests {
         });
         written.table.insert(
             "sales.events".into(),
-            LayoutSettings {
+            TableSettings {
                 sort_by: Some(vec!["a".into(), "b DESC NULLS LAST".into()]),
-                ..LayoutSettings::default()
+                weight: Some(2.0),
+                ..TableSettings::default()
             },
         );
         let dir = tempfile::tempdir().unwrap();

@@ -21,6 +21,8 @@ use crate::eligibility::Rule;
 use crate::fleet::{self, Partitions, Selection, Survey, Tables};
 use crate::hdfs::Hdfs;
 use crate::metastore::Metastore;
+use crate::operations::autopilot::estimate::{Estimate, Listed};
+use crate::operations::autopilot::history::{self, Fingerprint, TableCensus, TableHistory};
 use crate::operations::compact::{self, CompactOptions, GroupReport, Quiet, Stripes};
 use crate::operations::outcome::Status;
 use crate::table::TableInfo;
@@ -44,6 +46,8 @@ pub struct AnalyzeOptions {
     /// The gate for pipelines: partitions holding more than this multiple of their ideal
     /// file count are named, and the run exits with its own code.
     pub fail_above: Option<f64>,
+    /// As `compact --suspend-after`: which partitions compact would skip as suspended.
+    pub suspend_after: usize,
 }
 
 /// One partition, or an unpartitioned table's directory (`partition` empty), or a refused or
@@ -68,8 +72,20 @@ pub struct PartitionAnalysis {
     pub eligible: bool,
     pub rule: Option<Rule>,
     pub reason: Option<String>,
+    /// Bytes in healthy files (see [`Totals::health`]).
+    pub healthy_bytes: u64,
+    /// What compacting it is expected to take, at the rates the table's history shows
+    /// (eligible partitions with files to remove).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub estimated_seconds: Option<f64>,
+    /// Why `compact` would skip it as suspended: its last attempts all failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suspended: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plan: Option<DeepPlan>,
+    /// The files as listed, which a suspension is judged against.
+    #[serde(skip)]
+    pub fingerprint: Option<Fingerprint>,
     /// File sizes now and after compaction; summed into the totals, where JSON shows them.
     #[serde(skip)]
     pub sizes_before: SizeHistogram,
@@ -171,6 +187,18 @@ pub struct Totals {
     pub files_by_size_after: SizeHistogram,
     /// Partitions or tables that could not be read.
     pub errors: usize,
+    /// Bytes in files of at least the small-file size.
+    pub healthy_bytes: u64,
+    /// 0-100: the share of the bytes in healthy files: in a partition holding no more files
+    /// than its data needs, all; else those of at least the small-file size (stripes are not
+    /// counted: that takes reading every tail, as `--deep` does).
+    pub health: u8,
+    /// The estimated seconds of work compaction needs to clear what it would remove (the
+    /// run's wall time is this divided by `--parallel`), and how many partitions that is.
+    pub backlog_seconds: f64,
+    pub backlog_partitions: usize,
+    /// Partitions `compact` would skip as suspended.
+    pub suspended: usize,
 }
 
 impl Totals {
@@ -193,6 +221,14 @@ impl Totals {
         self.files_by_size_before.merge(&p.sizes_before);
         self.files_by_size_after.merge(&p.sizes_after);
         self.errors += usize::from(!p.eligible && p.rule.is_none());
+        self.healthy_bytes += p.healthy_bytes;
+        if p.suspended.is_some() {
+            self.suspended += 1;
+        } else if let Some(e) = p.estimated_seconds {
+            self.backlog_seconds += e;
+            self.backlog_partitions += 1;
+        }
+        self.health = health(self.healthy_bytes, self.bytes);
     }
 
     /// Adds another scope's sums (a database's tables, say) to these.
@@ -219,7 +255,21 @@ impl Totals {
         self.files_by_size_before.merge(&o.files_by_size_before);
         self.files_by_size_after.merge(&o.files_by_size_after);
         self.errors += o.errors;
+        self.healthy_bytes += o.healthy_bytes;
+        self.backlog_seconds += o.backlog_seconds;
+        self.backlog_partitions += o.backlog_partitions;
+        self.suspended += o.suspended;
+        self.health = health(self.healthy_bytes, self.bytes);
     }
+}
+
+fn health(healthy: u64, bytes: u64) -> u8 {
+    TableCensus {
+        bytes,
+        healthy_bytes: healthy,
+        ..TableCensus::default()
+    }
+    .health()
 }
 
 #[derive(Debug, Serialize)]
@@ -227,8 +277,55 @@ pub struct AnalyzeReport {
     pub partitions: Vec<PartitionAnalysis>,
     pub tables: Vec<Totals>,
     pub total: Totals,
+    /// Each table's files over time, from the censuses its history holds (oldest first; a
+    /// table with none is left out).
+    pub trends: Vec<TableTrend>,
     /// How long the analysis took, from the first metastore call to the last listing.
     pub seconds: f64,
+}
+
+/// A table as past `compact` runs found it.
+#[derive(Debug, Clone, Serialize)]
+pub struct TableTrend {
+    pub table: String,
+    pub points: Vec<TrendPoint>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TrendPoint {
+    /// The run's id and start (RFC 3339).
+    pub run: String,
+    pub at: String,
+    pub files: usize,
+    pub bytes: u64,
+    pub mean_file_size: u64,
+    pub health: u8,
+    pub excess_files: usize,
+}
+
+impl TableTrend {
+    fn of(table: &str, history: &TableHistory) -> Option<TableTrend> {
+        let points: Vec<TrendPoint> = history
+            .runs
+            .iter()
+            .filter_map(|r| {
+                let c = r.census?;
+                Some(TrendPoint {
+                    run: r.run.clone(),
+                    at: r.started_at.clone(),
+                    files: c.files,
+                    bytes: c.bytes,
+                    mean_file_size: c.mean_file_size(),
+                    health: c.health(),
+                    excess_files: c.excess_files,
+                })
+            })
+            .collect();
+        (!points.is_empty()).then(|| TableTrend {
+            table: table.to_string(),
+            points,
+        })
+    }
 }
 
 impl AnalyzeReport {
@@ -272,6 +369,7 @@ pub async fn analyze(
     let started = std::time::Instant::now();
     let mut rows = Vec::new();
     let mut tables = Vec::new();
+    let mut trends = Vec::new();
     let selected = fleet::select(metastore, &selection).await?;
     tally.found(selected.iter().map(|t| t.candidates.len()).sum());
     for t in selected {
@@ -298,7 +396,11 @@ pub async fn analyze(
                 eligible: false,
                 rule,
                 reason: Some(reason),
+                healthy_bytes: 0,
+                estimated_seconds: None,
+                suspended: None,
                 plan: None,
+                fingerprint: None,
                 sizes_before: SizeHistogram::default(),
                 sizes_after: SizeHistogram::default(),
             });
@@ -310,17 +412,27 @@ pub async fn analyze(
                 tally.surveyed();
                 (row(&s, options.target_size), s.block_size)
             });
-        if options.deep {
-            let table = &t.table;
-            let deep: Vec<_> = table_rows
-                .map(|(r, block_size)| deepen(metastore, hdfs, table, r, block_size, options))
+        let table = &t.table;
+        let mut table_rows: Vec<(PartitionAnalysis, Option<u64>)> = if options.deep {
+            table_rows
+                .map(|(r, block_size)| async move {
+                    let r = deepen(metastore, hdfs, table, r, block_size, options).await;
+                    (r, block_size)
+                })
                 .buffered(DEEP_PLANS_IN_FLIGHT)
                 .collect()
-                .await;
-            rows.extend(deep);
+                .await
         } else {
-            rows.extend(table_rows.map(|(r, _)| r).collect::<Vec<_>>().await);
+            table_rows.collect().await
+        };
+        let history = history::read(hdfs, table, history::RUNS_KEPT)
+            .await
+            .unwrap_or_default();
+        trends.extend(TableTrend::of(&name, &history));
+        for (r, block_size) in &mut table_rows {
+            from_history(r, *block_size, &history, options);
         }
+        rows.extend(table_rows.into_iter().map(|(r, _)| r));
     }
     rows.sort_by(|a, b| {
         b.excess_files
@@ -348,6 +460,7 @@ pub async fn analyze(
         partitions: rows,
         tables: per_table,
         total,
+        trends,
         seconds: started.elapsed().as_secs_f64(),
     })
 }
@@ -383,9 +496,46 @@ fn row(s: &Survey, target_size: u64) -> PartitionAnalysis {
             .as_ref()
             .map(|r| r.reason.clone())
             .or(s.error.clone()),
+        healthy_bytes: s.healthy_bytes(target_size),
+        estimated_seconds: None,
+        suspended: None,
         plan: None,
+        fingerprint: Some(Fingerprint {
+            files: s.sizes.count,
+            bytes: s.sizes.bytes,
+            newest_modification: s.newest_modification,
+        }),
         sizes_before: s.histogram,
         sizes_after,
+    }
+}
+
+/// What the table's history says of a partition: whether `compact` would skip it as
+/// suspended, else what compacting it is expected to take.
+fn from_history(
+    row: &mut PartitionAnalysis,
+    block_size: Option<u64>,
+    history: &TableHistory,
+    options: &AnalyzeOptions,
+) {
+    if !row.eligible || row.removable_files() == 0 {
+        return;
+    }
+    row.suspended = history.suspension(
+        &row.partition,
+        row.fingerprint.as_ref(),
+        options.suspend_after,
+    );
+    if row.suspended.is_none() {
+        let listed = Listed {
+            files: row.files,
+            bytes: row.bytes,
+            namenode_objects: row.namenode_objects,
+            block_size,
+        };
+        let rates = history.rates(false, None);
+        let estimate = Estimate::of(&listed, options.target_size, 1, &rates, false);
+        row.estimated_seconds = Some(estimate.seconds);
     }
 }
 

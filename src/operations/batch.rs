@@ -14,9 +14,15 @@
 //! 4. Once `cancel` fires no partition starts (those left are reported skipped), and running
 //!    ones stop at their next safe point before the swap, or finish if already past it: no
 //!    partition is left half swapped, and the run counts as failed.
-//! 5. Thresholds and budgets are judged from one directory listing per partition, before any
-//!    ORC file is read; [`plan`] does nothing else, so it is what `--dry-run` starts from.
+//! 5. Thresholds and budgets are judged from one directory listing per partition and the
+//!    tables' history, before any ORC file is read; [`plan`] does nothing else, so it is what
+//!    `--dry-run` starts from. Partitions go by benefit per cost, each table with work first
+//!    within its share of the budgets ([`admission`]).
+//! 6. Every partition's report goes into its table's history as it ends, written after each
+//!    batch, so a killed run leaves what it finished ([`history`]); a dry run records nothing.
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytesize::ByteSize;
@@ -27,10 +33,14 @@ use crate::exit::ExitCode;
 use crate::fleet::{self, Candidate, Selection, Survey};
 use crate::hdfs::Hdfs;
 use crate::metastore::{Metastore, MetastorePool};
+use crate::operations::autopilot::admission::{self, Budgets, Spent};
+use crate::operations::autopilot::estimate::{Estimate, Listed, Rates};
+use crate::operations::autopilot::history::{self, Fingerprint, Recorder, TableCensus};
 use crate::operations::compact::{
     compact_batch, plan_partition, CompactOptions, CompactReport, Planned, Planning, Progress,
 };
 use crate::operations::outcome::Status;
+use crate::table::TableInfo;
 
 /// Partitions a run leaves alone, judged from their listing.
 #[derive(Debug, Clone, Default)]
@@ -87,14 +97,54 @@ pub struct Budget {
     /// At most this many partitions compacted.
     pub limit: Option<usize>,
     /// At most this many bytes of input (the partitions' data files) read.
-    pub max_bytes: Option<u64>,
+    pub bytes: Option<u64>,
+    /// No partition admitted that the estimates say would end the run after this long.
+    pub time: Option<Duration>,
 }
+
+impl Budget {
+    fn any(&self) -> bool {
+        self.limit.is_some() || self.bytes.is_some() || self.time.is_some()
+    }
+}
+
+/// What past runs (the table's history) decide for a run.
+#[derive(Debug, Clone)]
+pub struct Autopilot {
+    /// A partition whose last this many attempts failed is skipped as suspended; 0: never.
+    pub suspend_after: usize,
+    /// Try suspended partitions again.
+    pub retry_suspended: bool,
+    /// Each table's weight in the budgets' shares (`db.table`; 1 when absent).
+    pub weights: BTreeMap<String, f64>,
+    /// Files smaller than this count against a table's health.
+    pub small_file_size: u64,
+    /// Record the run in each table's history (not for a dry run, which changes nothing).
+    pub record: bool,
+}
+
+impl Default for Autopilot {
+    fn default() -> Self {
+        Autopilot {
+            suspend_after: DEFAULT_SUSPEND_AFTER,
+            retry_suspended: false,
+            weights: BTreeMap::new(),
+            small_file_size: 64 << 20,
+            record: true,
+        }
+    }
+}
+
+/// `--suspend-after`'s default: as many failures in a row as a nightly run meets in a
+/// long weekend.
+pub const DEFAULT_SUSPEND_AFTER: usize = 3;
 
 #[derive(Debug, Clone)]
 pub struct BatchOptions {
     pub compact: CompactOptions,
     pub thresholds: Thresholds,
     pub budget: Budget,
+    pub autopilot: Autopilot,
     /// Partitions compacted at once.
     pub parallel: usize,
     /// The run's threads (see [`CompactOptions::threads`]), shared by the partitions staged
@@ -116,16 +166,45 @@ pub struct StartBy {
 }
 
 /// What a run will do: partitions to compact, in order, and the ones already decided.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct BatchPlan {
     pub runs: Vec<Candidate>,
     /// Skipped partitions, refused tables, tables whose partitions could not be listed.
     pub decided: Vec<CompactReport>,
+    /// What the runs are expected to take, by [`Candidate::key`] (surveyed ones only).
+    pub estimates: BTreeMap<String, Estimate>,
+    /// The runs' files as the survey listed them, by key.
+    pub fingerprints: BTreeMap<String, Fingerprint>,
+    /// The surveyed tables, each with what its survey found.
+    pub census: Vec<(Arc<TableInfo>, TableCensus)>,
+    /// Keys of the partitions skipped as suspended, and tables all of whose partitions with
+    /// work are.
+    pub suspended: Vec<String>,
+    pub tables_suspended: Vec<String>,
+    /// The runs' estimates summed, and what the budgets left for later runs.
+    pub estimate: Option<RunEstimate>,
+    /// History files that could not be read: those runs do not count.
+    pub history_problems: Vec<String>,
 }
 
-/// Selects, surveys and filters; changes nothing. For a selection, partitions with the most
-/// excess files (at the target size) come first, so budgets go where they help most; typed
-/// specs keep their order.
+/// A run's estimate, as `--dry-run` shows it before and the summary beside the actual after.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RunEstimate {
+    /// The admitted partitions' work summed.
+    #[serde(flatten)]
+    pub admitted: Estimate,
+    /// Their wall time: the work spread over `--parallel`.
+    pub wall_seconds: f64,
+    /// What the budgets left for later runs.
+    pub left_for_later: Estimate,
+    /// Partitions whose rates were learnt from the history (the rest use the defaults).
+    pub learnt: usize,
+}
+
+/// Selects, surveys and filters; changes nothing but reading each selected table's history.
+/// For a selection, partitions that give back the most NameNode objects per second of work
+/// come first, within the budgets and each table's share of them; typed specs keep their
+/// order and are never suspended (they were asked for by name).
 pub async fn plan(
     metastore: &Metastore,
     hdfs: &Hdfs,
@@ -133,14 +212,15 @@ pub async fn plan(
     options: &BatchOptions,
 ) -> anyhow::Result<BatchPlan> {
     let typed = selection.partitions.named_one_by_one();
-    let mut decided = Vec::new();
+    let mut plan = BatchPlan::default();
     let mut candidates = Vec::new();
     for t in fleet::select(metastore, selection).await? {
         let name = t.table.qualified_name();
         if let Some(e) = t.error {
-            decided.push(CompactReport::not_run(&name, "", Status::Failed, e, None));
+            plan.decided
+                .push(CompactReport::not_run(&name, "", Status::Failed, e, None));
         } else if let (Some(r), false) = (&t.refusal, typed) {
-            decided.push(CompactReport::not_run(
+            plan.decided.push(CompactReport::not_run(
                 &name,
                 "",
                 Status::Refused,
@@ -148,7 +228,7 @@ pub async fn plan(
                 Some(r.rule),
             ));
         } else if t.table.partition_keys.is_empty() && !typed {
-            decided.push(CompactReport::not_run(
+            plan.decided.push(CompactReport::not_run(
                 &name,
                 "",
                 Status::Skipped,
@@ -160,28 +240,27 @@ pub async fn plan(
         }
     }
     let budget = &options.budget;
-    if typed && !options.thresholds.any() && budget.max_bytes.is_none() {
-        let limit = budget.limit.unwrap_or(usize::MAX);
-        for c in candidates.split_off(limit.min(candidates.len())) {
-            decided.push(over_budget(&c, "the partition limit"));
-        }
-        return Ok(BatchPlan {
-            runs: candidates,
-            decided,
-        });
+    if typed && !options.thresholds.any() && !budget.any() {
+        plan.runs = candidates;
+        return Ok(plan);
     }
     let target = options.compact.target_size;
+    let small = options.autopilot.small_file_size;
     let now = chrono::Utc::now().timestamp_millis().max(0) as u64;
     let mut eligible = Vec::new();
     // A partition the survey cannot judge goes to compact, which reports why in its own words.
     let mut unjudged = Vec::new();
-    let mut surveys = std::pin::pin!(fleet::surveys(metastore, hdfs, candidates, target));
+    let mut census: Vec<(Arc<TableInfo>, TableCensus)> = Vec::new();
+    let mut surveys = std::pin::pin!(fleet::surveys(metastore, hdfs, candidates, small));
     while let Some(s) = surveys.next().await {
         if !s.eligible() {
             unjudged.push(s.candidate);
-        } else if let Some(reason) = options.thresholds.skip(&s, now) {
+            continue;
+        }
+        count(&mut census, &s, target);
+        if let Some(reason) = options.thresholds.skip(&s, now) {
             let c = &s.candidate;
-            decided.push(CompactReport::not_run(
+            plan.decided.push(CompactReport::not_run(
                 &c.table.qualified_name(),
                 &c.name,
                 Status::Skipped,
@@ -192,27 +271,126 @@ pub async fn plan(
             eligible.push(s);
         }
     }
-    if !typed {
-        eligible.sort_by(|a, b| {
-            b.excess_files(target)
-                .cmp(&a.excess_files(target))
-                .then_with(|| a.candidate.key().cmp(&b.candidate.key()))
+    let tables: Vec<Arc<TableInfo>> = census.iter().map(|(t, _)| t.clone()).collect();
+    let histories = history::read_tables(hdfs, &tables, history::RUNS_READ_TO_PLAN).await;
+    plan.history_problems = histories
+        .values()
+        .flat_map(|h| h.unreadable.iter().cloned())
+        .collect();
+    let pooled = Rates::learn(
+        &histories
+            .values()
+            .flat_map(|h| h.samples())
+            .collect::<Vec<_>>(),
+        Rates::defaults(false),
+    );
+    let no_history = history::TableHistory::default();
+    let mut rates_of: BTreeMap<String, Rates> = BTreeMap::new();
+    let mut admissible = Vec::new();
+    let mut with_work: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    let mut learnt = 0;
+    for s in eligible {
+        let c = &s.candidate;
+        let (table, key) = (c.table.qualified_name(), c.key());
+        let fingerprint = Fingerprint {
+            files: s.sizes.count,
+            bytes: s.sizes.bytes,
+            newest_modification: s.newest_modification,
+        };
+        let history = histories.get(&table).unwrap_or(&no_history);
+        let work = with_work.entry(table.clone()).or_default();
+        work.0 += usize::from(s.excess_files(target) > 0);
+        let suspension = match typed || options.autopilot.retry_suspended {
+            true => None,
+            false => {
+                history.suspension(&c.name, Some(&fingerprint), options.autopilot.suspend_after)
+            }
+        };
+        if let Some(reason) = suspension {
+            work.0 += usize::from(s.excess_files(target) == 0);
+            work.1 += 1;
+            plan.suspended.push(key);
+            plan.decided.push(CompactReport::not_run(
+                &table,
+                &c.name,
+                Status::Skipped,
+                reason,
+                None,
+            ));
+            continue;
+        }
+        let layout = options.compact.layout_for(&table);
+        let sorted = layout.is_some_and(|l| l.order.is_some());
+        let laid_out = layout.is_some();
+        // Learnt once a table: the samples are every partition of its runs read.
+        let rates = *rates_of
+            .entry(table.clone())
+            .or_insert_with(|| history.rates(sorted, pooled));
+        learnt += usize::from(rates.learnt_from > 0);
+        let listed = Listed {
+            files: s.sizes.count,
+            bytes: s.sizes.bytes,
+            namenode_objects: s.namenode_objects,
+            block_size: s.block_size,
+        };
+        let estimate = Estimate::of(&listed, target, options.batch_size, &rates, laid_out);
+        plan.fingerprints.insert(key, fingerprint);
+        admissible.push(admission::Candidate {
+            item: s.candidate,
+            table,
+            estimate,
         });
     }
-    let mut runs = Vec::new();
-    let mut bytes = 0u64;
-    for s in eligible {
-        if budget.limit.is_some_and(|l| runs.len() >= l) {
-            decided.push(over_budget(&s.candidate, "the partition limit"));
-        } else if budget.max_bytes.is_some_and(|m| bytes + s.sizes.bytes > m) {
-            decided.push(over_budget(&s.candidate, "the byte budget"));
-        } else {
-            bytes += s.sizes.bytes;
-            runs.push(s.candidate);
-        }
+    plan.tables_suspended = with_work
+        .into_iter()
+        .filter(|(_, (all, suspended))| *suspended > 0 && all == suspended)
+        .map(|(t, _)| t)
+        .collect();
+    let parallel = options.parallel.max(1);
+    let budgets = Budgets {
+        partitions: budget.limit,
+        bytes: budget.bytes,
+        seconds: budget.time.map(|t| t.as_secs_f64() * parallel as f64),
+    };
+    let admission::Admission { admitted, left } =
+        admission::admit(admissible, &budgets, &options.autopilot.weights, !typed);
+    let mut estimate = RunEstimate {
+        learnt,
+        ..RunEstimate::default()
+    };
+    for (c, spent) in left {
+        estimate.left_for_later.add(&c.estimate);
+        plan.fingerprints.remove(&c.item.key());
+        plan.decided.push(over_budget(&c.item, spent.what()));
     }
-    runs.extend(unjudged);
-    Ok(BatchPlan { runs, decided })
+    for c in admitted {
+        estimate.admitted.add(&c.estimate);
+        plan.estimates.insert(c.item.key(), c.estimate);
+        plan.runs.push(c.item);
+    }
+    estimate.wall_seconds = estimate.admitted.seconds / parallel.min(plan.runs.len().max(1)) as f64;
+    plan.estimate = Some(estimate);
+    plan.census = census;
+    plan.runs.extend(unjudged);
+    Ok(plan)
+}
+
+/// Adds a surveyed partition to its table's census.
+fn count(census: &mut Vec<(Arc<TableInfo>, TableCensus)>, s: &Survey, target: u64) {
+    let table = &s.candidate.table;
+    let i = match census.iter().position(|(t, _)| Arc::ptr_eq(t, table)) {
+        Some(i) => i,
+        None => {
+            census.push((table.clone(), TableCensus::default()));
+            census.len() - 1
+        }
+    };
+    let c = &mut census[i].1;
+    c.partitions += 1;
+    c.files += s.sizes.count;
+    c.bytes += s.sizes.bytes;
+    c.healthy_bytes += s.healthy_bytes(target);
+    c.excess_files += s.excess_files(target);
 }
 
 fn over_budget(c: &Candidate, what: &str) -> CompactReport {
@@ -244,6 +422,15 @@ pub struct BatchSummary {
     pub interrupted: bool,
     /// `db.table/partition: status: reason` of every refused, busy or failed partition.
     pub attention: Vec<String>,
+    /// Partitions skipped as suspended, and tables whose partitions with work all are.
+    pub suspended: Vec<String>,
+    pub tables_suspended: Vec<String>,
+    /// What the plan expected the run to take (a selection's surveyed partitions): beside
+    /// `seconds` after a run, alone in a dry run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub estimate: Option<RunEstimate>,
+    /// History that could not be read or written: those runs do not count.
+    pub history_problems: Vec<String>,
     pub exit_code: i32,
 }
 
@@ -375,13 +562,29 @@ pub async fn execute(
     observer: &dyn Observer,
 ) -> BatchSummary {
     let started = Instant::now();
-    let mut summary = BatchSummary::default();
-    let mut report = |r: &CompactReport| {
-        observer.finished(r);
-        summary.add(r);
+    let mut summary = BatchSummary {
+        suspended: plan.suspended,
+        tables_suspended: plan.tables_suspended,
+        estimate: plan.estimate,
+        history_problems: plan.history_problems,
+        ..BatchSummary::default()
+    };
+    let recorder = options.autopilot.record.then(|| {
+        let worked_on = plan.runs.iter().map(|c| (c.table.clone(), None));
+        let surveyed = plan.census.into_iter().map(|(t, c)| (t, Some(c)));
+        let budget = options.budget.time.map(|t| t.as_secs_f64());
+        Recorder::new(hdfs, surveyed.chain(worked_on), budget)
+    });
+    let estimates = &plan.estimates;
+    let mut reporting = Reporting {
+        observer,
+        summary: &mut summary,
+        recorder,
+        estimates,
+        fingerprints: plan.fingerprints,
     };
     for r in &plan.decided {
-        report(r);
+        reporting.report(r);
     }
     // Planning's few metastore calls (resolving typed specs) share one connection of the
     // pool for the whole run; the batches take the others, one each. Planning pauses while
@@ -396,8 +599,18 @@ pub async fn execute(
     };
     let planned = futures::stream::iter(by_table(plan.runs))
         .map(|c| async move {
+            let table = c.table.qualified_name();
             if let Some(not) = not_started(options) {
-                return Planning::Done(Box::new(not.report(&c.table.qualified_name(), &c.name)));
+                return Planning::Done(Box::new(not.report(&table, &c.name)));
+            }
+            // Past the time budget by the estimate: left for a later run.
+            let expected = estimates.get(&c.key()).map_or(0.0, |e| e.seconds);
+            let late = options
+                .budget
+                .time
+                .is_some_and(|t| started.elapsed().as_secs_f64() + expected > t.as_secs_f64());
+            if late {
+                return Planning::Done(Box::new(over_budget(&c, Spent::Time.what())));
             }
             let (table, known) = (&c.table, c.partition.as_ref());
             plan_partition(planner, hdfs, table, &c.name, known, &options.compact).await
@@ -417,13 +630,48 @@ pub async fn execute(
         .buffer_unordered(in_flight));
     while let Some(done) = reports.next().await {
         for r in &done {
-            report(r);
+            reporting.report(r);
         }
+        reporting.flush().await;
+    }
+    let recorder = reporting.recorder.take();
+    drop(reporting);
+    if let Some(recorder) = recorder {
+        let problems = recorder.finish().await;
+        summary.history_problems.extend(problems);
     }
     summary.interrupted = options.compact.cancel.is_cancelled();
     summary.exit_code = summary.exit().code();
     summary.seconds = started.elapsed().as_secs_f64();
     summary
+}
+
+/// Each report as it comes: to the observer, the summary and the tables' history.
+struct Reporting<'a, 'h> {
+    observer: &'a dyn Observer,
+    summary: &'a mut BatchSummary,
+    recorder: Option<Recorder<'h>>,
+    estimates: &'a BTreeMap<String, Estimate>,
+    fingerprints: BTreeMap<String, Fingerprint>,
+}
+
+impl Reporting<'_, '_> {
+    fn report(&mut self, r: &CompactReport) {
+        self.observer.finished(r);
+        self.summary.add(r);
+        if let Some(recorder) = self.recorder.as_mut() {
+            let key = format!("{}/{}", r.outcome.table, r.outcome.partition);
+            let estimated = self.estimates.get(&key).map(|e| e.seconds);
+            recorder.record(r, estimated, self.fingerprints.remove(&key));
+        }
+    }
+
+    /// A batch has ended: its records go to HDFS, where a run killed later leaves them.
+    async fn flush(&mut self) {
+        if let Some(recorder) = self.recorder.as_mut() {
+            recorder.flush().await;
+        }
+    }
 }
 
 /// What the planning of a run yields: a final report, or a batch to compact.
@@ -569,6 +817,7 @@ mod tests {
             namenode_objects: 0,
             block_size: None,
             small_files: lengths.len(),
+            small_bytes: lengths.iter().sum(),
             newest_modification: Some(newest),
             refusal: None,
             error: None,

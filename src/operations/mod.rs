@@ -3,10 +3,12 @@
 //! the CLI prints as text or `--json`.
 
 pub mod analyze;
+pub mod autopilot;
 pub mod batch;
 pub mod cleanup;
 pub mod compact;
 pub mod file_copy;
+pub mod history;
 pub mod iceberg;
 pub mod inspect;
 pub mod on_yarn;

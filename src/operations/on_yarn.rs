@@ -191,7 +191,8 @@ pub async fn sift(
         dry_run: true,
         ..options.clone()
     };
-    let BatchPlan { runs, mut decided } = batch;
+    let mut batch = batch;
+    let runs = std::mem::take(&mut batch.runs);
     let planned = runs.len();
     let mut verdicts = futures::stream::iter(runs)
         .map(|c| {
@@ -218,13 +219,13 @@ pub async fn sift(
     let mut runs = Vec::new();
     while let Some((c, verdict)) = verdicts.next().await {
         match verdict {
-            Some(r) => decided.push(r),
+            Some(r) => batch.decided.push(r),
             None => runs.push(c),
         }
     }
     if options.cancel.is_cancelled() {
         // Interrupted while planning: the job is not submitted at all.
-        decided.extend(runs.drain(..).map(|c| {
+        batch.decided.extend(runs.drain(..).map(|c| {
             CompactReport::not_run(
                 &c.table.qualified_name(),
                 &c.name,
@@ -239,7 +240,7 @@ pub async fn sift(
         started.elapsed().as_secs_f64(),
         runs.len()
     );
-    BatchPlan { runs, decided }
+    BatchPlan { runs, ..batch }
 }
 
 /// A partition's verdict without the plan behind it: its status, reason and counts stay, the

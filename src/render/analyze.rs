@@ -33,7 +33,11 @@ fn analyze_cells(p: &PartitionAnalysis, deep: bool, human: bool) -> Vec<String> 
         cells.push(plan.map_or(String::new(), |d| d.ways()));
     }
     cells.push(match (&p.eligible, p.rule, &p.reason) {
-        (true, _, _) => "yes".into(),
+        (true, _, _) => match (&p.suspended, human) {
+            (None, _) => "yes".into(),
+            (Some(why), true) => format!("yes, {why}"),
+            (Some(_), false) => "suspended".into(),
+        },
         (false, Some(rule), Some(reason)) if human => format!("no [{}]: {reason}", rule.as_str()),
         (false, Some(rule), _) => format!("no [{}]", rule.as_str()),
         (false, None, reason) => format!("error: {}", reason.as_deref().unwrap_or("")),
@@ -210,6 +214,20 @@ fn totals_line(out: &mut dyn Write, t: &Totals) -> std::io::Result<()> {
         } else {
             String::new()
         }
+    )?;
+    writeln!(
+        out,
+        "  health {}/100; backlog: {}, about {:.0} s of work to clear{}",
+        t.health,
+        plural(t.backlog_partitions, "partition"),
+        t.backlog_seconds,
+        match t.suspended {
+            0 => String::new(),
+            n => format!(
+                "; {} suspended (compact --retry-suspended)",
+                plural(n, "partition")
+            ),
+        }
     )
 }
 
@@ -297,6 +315,7 @@ pub(crate) mod tests {
             min_stripe_size: 8 << 20,
             stripe_size: 64 << 20,
             fail_above: None,
+            suspend_after: 3,
         }
     }
 
@@ -317,7 +336,11 @@ pub(crate) mod tests {
             eligible: !refused,
             rule: refused.then_some(Rule::NotOrc),
             reason: refused.then(|| "it is text".to_string()),
+            healthy_bytes: 0,
+            estimated_seconds: (!refused).then_some(2.5),
+            suspended: None,
             plan: None,
+            fingerprint: None,
             sizes_before: SizeHistogram::of([1024; 10]),
             sizes_after: if refused {
                 SizeHistogram::of([1024; 10])
@@ -343,11 +366,17 @@ pub(crate) mod tests {
             files_by_size_before: SizeHistogram::of([1024; 20]),
             files_by_size_after: SizeHistogram::of([1024; 10].into_iter().chain([10 * 1024])),
             errors: 0,
+            healthy_bytes: 0,
+            health: 0,
+            backlog_seconds: 2.5,
+            backlog_partitions: 1,
+            suspended: 0,
         };
         AnalyzeReport {
             partitions: vec![row("dt=1", false), row("dt=2", true)],
             tables: vec![total.clone()],
             total,
+            trends: vec![],
             seconds: 1.25,
         }
     }
@@ -365,7 +394,8 @@ pub(crate) mod tests {
              no [not_orc]: it is text\n\
              \n\
              d.t: 2 partitions (1 eligible), 20 files (20.0 KiB), 20 small; compaction would \
-             remove 9 files (18 NameNode objects)\n\
+             remove 9 files (18 NameNode objects)\n  \
+             health 0/100; backlog: 1 partition, about 2 s of work to clear\n\
              metastore calls: 5 (get_table_req 3, lock 2)\n\
              analyzed in 1.2 s\n"
         );

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use hive_orc_compactor::census::{SizeHistogram, BUCKETS, BUCKET_FLOORS};
 use hive_orc_compactor::operations::analyze::{
-    AnalyzeOptions, AnalyzeReport, PartitionAnalysis, Totals,
+    AnalyzeOptions, AnalyzeReport, PartitionAnalysis, Totals, TrendPoint,
 };
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 
@@ -187,6 +187,85 @@ fn excess_chart(tables: &[&Totals]) -> Markup {
     }
 }
 
+/// One figure of a table over its runs: a line through a point per run, each point with its
+/// raw value in `data-v` and the run in its tooltip.
+fn trend_chart(
+    title: &str,
+    points: &[(&TrendPoint, u64)],
+    shown: impl Fn(u64) -> String,
+) -> Markup {
+    let (width, height) = (420.0, 150.0);
+    let (left, right, top, bottom) = (54.0, 12.0, 24.0, 22.0);
+    let plot_w = width - left - right;
+    let plot_h = height - top - bottom;
+    let max = points.iter().map(|(_, v)| *v).max().unwrap_or(0).max(1) as f64;
+    let x = |i: usize| match points.len() {
+        1 => left + plot_w / 2.0,
+        n => left + plot_w * i as f64 / (n - 1) as f64,
+    };
+    let y = |v: u64| top + plot_h * (1.0 - v as f64 / max);
+    let line: Vec<String> = points
+        .iter()
+        .enumerate()
+        .map(|(i, (_, v))| format!("{},{}", px(x(i)), px(y(*v))))
+        .collect();
+    // `2026-12-06 01:15` (UTC, as the runs record their start).
+    let day = |p: &TrendPoint| p.at.get(..16).unwrap_or(&p.at).replacen('T', " ", 1);
+    html! {
+        svg.trend width=(width) height=(height) role="img" aria-label=(title) {
+            text x="0" y="14" { (title) }
+            text x=(px(left - 4.0)) y=(px(top + 4.0)) text-anchor="end" font-size="9" {
+                (shown(max as u64))
+            }
+            text x=(px(left - 4.0)) y=(px(top + plot_h)) text-anchor="end" font-size="9" { "0" }
+            line x1=(left) y1=(px(top + plot_h)) x2=(px(left + plot_w)) y2=(px(top + plot_h))
+                stroke="#d8dee6" {}
+            polyline points=(line.join(" ")) fill="none" stroke="#2e6fb0" stroke-width="2" {}
+            @for (i, (p, v)) in points.iter().enumerate() {
+                circle.point data-run=(p.run) data-v=(v) cx=(px(x(i))) cy=(px(y(*v))) r="3"
+                    fill="#2e6fb0" {
+                    title { (p.at) ": " (shown(*v)) }
+                }
+            }
+            @if let (Some((first, _)), Some((last, _))) = (points.first(), points.last()) {
+                text x=(left) y=(px(height - 6.0)) font-size="9" { (day(first)) }
+                text x=(px(left + plot_w)) y=(px(height - 6.0)) text-anchor="end" font-size="9" {
+                    (day(last))
+                }
+            }
+        }
+    }
+}
+
+/// Files and their mean size per table over the runs its history holds: the daily metric.
+fn trends(r: &AnalyzeReport) -> Markup {
+    if r.trends.is_empty() {
+        return html! {};
+    }
+    html! {
+        h2 { "Over time" }
+        p.note {
+            "Each point is a compact run, as its survey found the table (from the table's \
+             history; the newest 31 runs)."
+        }
+        @for t in r.trends.iter().take(TABLE_HISTOGRAMS) {
+            h3 { (t.table) }
+            div.charts data-table=(t.table) {
+                (trend_chart(
+                    "data files",
+                    &t.points.iter().map(|p| (p, p.files as u64)).collect::<Vec<_>>(),
+                    |v| v.to_string(),
+                ))
+                (trend_chart(
+                    "mean file size",
+                    &t.points.iter().map(|p| (p, p.mean_file_size)).collect::<Vec<_>>(),
+                    size,
+                ))
+            }
+        }
+    }
+}
+
 /// The columns every totals row shows, in order: (header, cell).
 fn totals_cells(t: &Totals, deep: bool) -> Vec<(&'static str, Markup)> {
     let mean = t.bytes.checked_div(t.files as u64).unwrap_or(0);
@@ -348,6 +427,14 @@ fn summary(r: &AnalyzeReport, options: &AnalyzeOptions, title: &str) -> Markup {
             t.namenode_objects_removable,
             false,
         ),
+        ("health", "health (0-100)", u64::from(t.health), false),
+        (
+            "backlog_partitions",
+            "partitions in the backlog",
+            n(t.backlog_partitions),
+            false,
+        ),
+        ("suspended", "suspended partitions", n(t.suspended), false),
     ];
     html! {
         h1 { (title) }
@@ -497,6 +584,7 @@ pub fn census_page(r: &AnalyzeReport, options: &AnalyzeOptions) -> String {
             }
             body {
                 (summary(r, options, &title))
+                (trends(r))
                 (charts_and_tables(r, options.deep))
                 (refusals(r))
                 (partitions(r, options.deep))

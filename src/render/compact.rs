@@ -5,7 +5,7 @@ use std::io::Write;
 
 use hive_orc_compactor::binary_cache::Action;
 use hive_orc_compactor::metastore::meter::{Calls, Meter};
-use hive_orc_compactor::operations::batch::{self, BatchSummary};
+use hive_orc_compactor::operations::batch::{self, BatchSummary, RunEstimate};
 use hive_orc_compactor::operations::compact::{
     CompactReport, LayoutReport, OutputWriter, Progress, VerifyLevel,
 };
@@ -416,8 +416,58 @@ pub fn batch_summary(
         if s.interrupted { " (interrupted)" } else { "" }
     )?;
     calls_line(out, calls)?;
+    if let Some(e) = &s.estimate {
+        estimate_line(out, e)?;
+    }
     for a in &s.attention {
         writeln!(out, "  needs a look: {a}")?;
+    }
+    if !s.suspended.is_empty() {
+        writeln!(
+            out,
+            "  suspended: {} (--retry-suspended tries them again)",
+            plural(s.suspended.len(), "partition")
+        )?;
+    }
+    for t in &s.tables_suspended {
+        writeln!(
+            out,
+            "  needs a look: {t}: every partition with work is suspended"
+        )?;
+    }
+    for p in &s.history_problems {
+        writeln!(out, "  history: {p}")?;
+    }
+    Ok(())
+}
+
+/// What the plan expected: before a dry run's work, beside the actual after a run.
+fn estimate_line(out: &mut dyn Write, e: &RunEstimate) -> anyhow::Result<()> {
+    let a = &e.admitted;
+    writeln!(
+        out,
+        "  estimate: {} in about {:.0} s ({:.0} s of work), {} read, {} written, {} NameNode \
+         objects given back, about {} NameNode and {} metastore calls; rates learnt for {} of \
+         them",
+        plural(a.partitions, "partition"),
+        e.wall_seconds,
+        a.seconds,
+        size(a.bytes_read),
+        size(a.bytes_written),
+        a.namenode_objects_removed,
+        a.namenode_calls,
+        a.metastore_calls,
+        e.learnt,
+    )?;
+    let l = &e.left_for_later;
+    if l.partitions > 0 {
+        writeln!(
+            out,
+            "  left for later runs by the budget: {}, about {:.0} s of work, {} NameNode objects",
+            plural(l.partitions, "partition"),
+            l.seconds,
+            l.namenode_objects_removed
+        )?;
     }
     Ok(())
 }

@@ -142,6 +142,20 @@ impl Recorder {
                 for (name, help, v) in figures {
                     Self::table_gauge(t, "compact", name, help, &table.table, v);
                 }
+                let prefix = format!("{}/", table.table);
+                let suspended = s
+                    .suspended
+                    .iter()
+                    .filter(|k| k.starts_with(&prefix))
+                    .count();
+                Self::table_gauge(
+                    t,
+                    "compact",
+                    "suspended_partitions",
+                    "Partitions skipped as suspended (their last attempts all failed).",
+                    &table.table,
+                    suspended as f64,
+                );
                 let trouble = c.refused + c.busy + c.failed + c.verification_failed + c.dry_run;
                 if trouble == 0 && !s.interrupted {
                     self.succeeded(t, &table.table);
@@ -165,6 +179,10 @@ impl Recorder {
                     ("namenode_objects", "Inodes and blocks of the data files.", table.namenode_objects as f64),
                     ("namenode_objects_removable", "Inodes and blocks compaction would remove.", table.namenode_objects_removable as f64),
                     ("errors", "Partitions or tables that could not be read.", table.errors as f64),
+                    ("health", "Share of the bytes in healthy files, 0-100.", f64::from(table.health)),
+                    ("backlog_partitions", "Partitions with files to remove, not suspended.", table.backlog_partitions as f64),
+                    ("backlog_seconds", "Estimated seconds of work to clear the backlog.", table.backlog_seconds),
+                    ("suspended_partitions", "Partitions compact skips as suspended.", table.suspended as f64),
                 ];
                 for (name, help, v) in figures {
                     Self::table_gauge(t, "analyze", name, help, &table.scope, v);

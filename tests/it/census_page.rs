@@ -69,7 +69,7 @@ fn analyze_html_report_opens_in_chromium_with_the_json_figures() {
 
 /// The DOM of the page once Chromium ran its script, which drew the charts, and its screenshot
 /// at `shot`, checked to be a PNG of the window's size.
-fn rendered_by_chromium(page_arg: &str, shot: &std::path::Path) -> String {
+pub(crate) fn rendered_by_chromium(page_arg: &str, shot: &std::path::Path) -> String {
     let browser = Command::new(repo().join("scripts/browser"))
         .args([page_arg, shot.to_str().unwrap(), "1280x1800"])
         .output()
@@ -122,6 +122,9 @@ fn the_tables_and_the_total_show_the_summary(dom: &str, summary: &Value) {
         "excess_files",
         "removable_files",
         "namenode_objects_removable",
+        "health",
+        "backlog_partitions",
+        "suspended",
     ] {
         assert_eq!(
             cell(cards, field),

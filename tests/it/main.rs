@@ -23,6 +23,7 @@ pub mod common;
 mod docs;
 
 // Each of these says `#![cfg(feature = "cluster-tests")]`: it needs the local clusters.
+mod autopilot;
 mod batch;
 mod census_page;
 mod clustering;
