@@ -110,7 +110,9 @@ pub struct Settings {
     pub table: BTreeMap<String, TableSettings>,
 }
 
-/// One table's `[table."db.t"]` section.
+/// One table's `[table."db.t"]` section: a layout's keys (written out again, not a flattened
+/// [`LayoutSettings`], which serde cannot do in a struct that denies unknown keys) and its
+/// weight.
 #[derive(Debug, Default, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TableSettings {

@@ -77,7 +77,7 @@ pub struct PartitionAnalysis {
     /// What compacting it is expected to take, at the rates the table's history shows
     /// (eligible partitions with files to remove).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub estimated_seconds: Option<f64>,
+    pub estimate: Option<Estimate>,
     /// Why `compact` would skip it as suspended: its last attempts all failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub suspended: Option<String>,
@@ -193,10 +193,9 @@ pub struct Totals {
     /// than its data needs, all; else those of at least the small-file size (stripes are not
     /// counted: that takes reading every tail, as `--deep` does).
     pub health: u8,
-    /// The estimated seconds of work compaction needs to clear what it would remove (the
-    /// run's wall time is this divided by `--parallel`), and how many partitions that is.
-    pub backlog_seconds: f64,
-    pub backlog_partitions: usize,
+    /// What compaction needs to clear what it would remove: partitions, seconds of work (the
+    /// run's wall time is this divided by `--parallel`), bytes, calls, objects given back.
+    pub backlog: Estimate,
     /// Partitions `compact` would skip as suspended.
     pub suspended: usize,
 }
@@ -224,9 +223,8 @@ impl Totals {
         self.healthy_bytes += p.healthy_bytes;
         if p.suspended.is_some() {
             self.suspended += 1;
-        } else if let Some(e) = p.estimated_seconds {
-            self.backlog_seconds += e;
-            self.backlog_partitions += 1;
+        } else if let Some(e) = &p.estimate {
+            self.backlog.add(e);
         }
         self.health = health(self.healthy_bytes, self.bytes);
     }
@@ -256,8 +254,7 @@ impl Totals {
         self.files_by_size_after.merge(&o.files_by_size_after);
         self.errors += o.errors;
         self.healthy_bytes += o.healthy_bytes;
-        self.backlog_seconds += o.backlog_seconds;
-        self.backlog_partitions += o.backlog_partitions;
+        self.backlog.add(&o.backlog);
         self.suspended += o.suspended;
         self.health = health(self.healthy_bytes, self.bytes);
     }
@@ -397,7 +394,7 @@ pub async fn analyze(
                 rule,
                 reason: Some(reason),
                 healthy_bytes: 0,
-                estimated_seconds: None,
+                estimate: None,
                 suspended: None,
                 plan: None,
                 fingerprint: None,
@@ -497,7 +494,7 @@ fn row(s: &Survey, target_size: u64) -> PartitionAnalysis {
             .map(|r| r.reason.clone())
             .or(s.error.clone()),
         healthy_bytes: s.healthy_bytes(target_size),
-        estimated_seconds: None,
+        estimate: None,
         suspended: None,
         plan: None,
         fingerprint: Some(Fingerprint {
@@ -535,7 +532,7 @@ fn from_history(
         };
         let rates = history.rates(false, None);
         let estimate = Estimate::of(&listed, options.target_size, 1, &rates, false);
-        row.estimated_seconds = Some(estimate.seconds);
+        row.estimate = Some(estimate);
     }
 }
 

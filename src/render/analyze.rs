@@ -217,10 +217,11 @@ fn totals_line(out: &mut dyn Write, t: &Totals) -> std::io::Result<()> {
     )?;
     writeln!(
         out,
-        "  health {}/100; backlog: {}, about {:.0} s of work to clear{}",
+        "  health {}/100; backlog: {}, about {:.0} s of work to clear ({} to read){}",
         t.health,
-        plural(t.backlog_partitions, "partition"),
-        t.backlog_seconds,
+        plural(t.backlog.partitions, "partition"),
+        t.backlog.seconds,
+        size(t.backlog.bytes_read),
         match t.suspended {
             0 => String::new(),
             n => format!(
@@ -305,6 +306,7 @@ pub(crate) mod tests {
     use crate::render::testing::{self, assert_keys, object, printed};
     use hive_orc_compactor::census::SizeHistogram;
     use hive_orc_compactor::eligibility::Rule;
+    use hive_orc_compactor::operations::autopilot::estimate::Estimate;
 
     pub(crate) fn options() -> AnalyzeOptions {
         AnalyzeOptions {
@@ -337,7 +339,11 @@ pub(crate) mod tests {
             rule: refused.then_some(Rule::NotOrc),
             reason: refused.then(|| "it is text".to_string()),
             healthy_bytes: 0,
-            estimated_seconds: (!refused).then_some(2.5),
+            estimate: (!refused).then_some(Estimate {
+                partitions: 1,
+                seconds: 2.5,
+                ..Estimate::default()
+            }),
             suspended: None,
             plan: None,
             fingerprint: None,
@@ -368,8 +374,11 @@ pub(crate) mod tests {
             errors: 0,
             healthy_bytes: 0,
             health: 0,
-            backlog_seconds: 2.5,
-            backlog_partitions: 1,
+            backlog: Estimate {
+                partitions: 1,
+                seconds: 2.5,
+                ..Estimate::default()
+            },
             suspended: 0,
         };
         AnalyzeReport {
@@ -395,7 +404,7 @@ pub(crate) mod tests {
              \n\
              d.t: 2 partitions (1 eligible), 20 files (20.0 KiB), 20 small; compaction would \
              remove 9 files (18 NameNode objects)\n  \
-             health 0/100; backlog: 1 partition, about 2 s of work to clear\n\
+             health 0/100; backlog: 1 partition, about 2 s of work to clear (0 B to read)\n\
              metastore calls: 5 (get_table_req 3, lock 2)\n\
              analyzed in 1.2 s\n"
         );

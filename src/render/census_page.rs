@@ -429,9 +429,9 @@ fn summary(r: &AnalyzeReport, options: &AnalyzeOptions, title: &str) -> Markup {
         ),
         ("health", "health (0-100)", u64::from(t.health), false),
         (
-            "backlog_partitions",
+            "backlog.partitions",
             "partitions in the backlog",
-            n(t.backlog_partitions),
+            n(t.backlog.partitions),
             false,
         ),
         ("suspended", "suspended partitions", n(t.suspended), false),

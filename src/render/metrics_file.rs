@@ -180,8 +180,9 @@ impl Recorder {
                     ("namenode_objects_removable", "Inodes and blocks compaction would remove.", table.namenode_objects_removable as f64),
                     ("errors", "Partitions or tables that could not be read.", table.errors as f64),
                     ("health", "Share of the bytes in healthy files, 0-100.", f64::from(table.health)),
-                    ("backlog_partitions", "Partitions with files to remove, not suspended.", table.backlog_partitions as f64),
-                    ("backlog_seconds", "Estimated seconds of work to clear the backlog.", table.backlog_seconds),
+                    ("backlog_partitions", "Partitions with files to remove, not suspended.", table.backlog.partitions as f64),
+                    ("backlog_seconds", "Estimated seconds of work to clear the backlog.", table.backlog.seconds),
+                    ("backlog_bytes", "Bytes compaction would read to clear the backlog.", table.backlog.bytes_read as f64),
                     ("suspended_partitions", "Partitions compact skips as suspended.", table.suspended as f64),
                 ];
                 for (name, help, v) in figures {

@@ -317,6 +317,7 @@ fn corrupt_partition_is_suspended_then_resumes(f: &Fixtures) {
     let r = rows.iter().find(|r| r["partition"] == "n=0").unwrap();
     assert!(r["suspended"].is_string(), "{r}");
     assert_eq!(summary["total"]["suspended"], 1);
+    assert_eq!(summary["total"]["backlog"]["partitions"], 0, "{summary}");
     // --retry-suspended tries it again (and it is refused again).
     let o = compact(f, "ap_small1", &["--retry-suspended"]);
     let (rows, _) = split(&o);

@@ -123,7 +123,6 @@ fn the_tables_and_the_total_show_the_summary(dom: &str, summary: &Value) {
         "removable_files",
         "namenode_objects_removable",
         "health",
-        "backlog_partitions",
         "suspended",
     ] {
         assert_eq!(
