@@ -447,7 +447,7 @@ fn estimate_line(out: &mut dyn Write, e: &RunEstimate) -> anyhow::Result<()> {
     writeln!(
         out,
         "  estimate: {} in about {:.0} s ({:.0} s of work), {} read, {} written, {} NameNode \
-         objects given back, about {} NameNode and {} metastore calls; rates learnt for {} of \
+         objects given back, about {} NameNode and {:.0} metastore calls; rates learnt for {} of \
          them",
         plural(a.partitions, "partition"),
         e.wall_seconds,

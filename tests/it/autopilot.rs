@@ -129,6 +129,7 @@ fn budgets_fairness_history_and_suspension() {
                 "bytes_before",
                 "bytes_after",
                 "seconds",
+                "work_seconds",
             ] {
                 assert_eq!(p[field], r[field], "{t} {field}: {p} vs {r}");
             }

@@ -96,9 +96,9 @@ pub struct Estimate {
     /// NameNode calls: listings, one block-location lookup per input, per output its create,
     /// blocks and close, and the renames and re-listings of staging, publishing and checking.
     pub namenode_calls: u64,
-    /// Metastore calls: the partition read twice (plan and the re-check before the swap), and
-    /// per batch of partitions its lock, alter and unlock shared.
-    pub metastore_calls: u64,
+    /// Metastore calls: a partition's share of its batch's lock, re-read, alter and unlock
+    /// (partitions are read a page at a time, which is nothing per partition).
+    pub metastore_calls: f64,
     /// NameNode objects (inodes and blocks) given back.
     pub namenode_objects_removed: u64,
 }
@@ -112,6 +112,9 @@ pub struct Listed {
     pub namenode_objects: u64,
     pub block_size: Option<u64>,
 }
+
+/// A batch's metastore calls: its lock, the re-read of its partitions, their alter, the unlock.
+const CALLS_PER_BATCH: f64 = 4.0;
 
 /// What planning a partition takes per data file (its tail read) when its listing shows
 /// nothing to merge: it is planned, found with nothing to do, and left.
@@ -133,7 +136,6 @@ impl Estimate {
                 partitions: 1,
                 seconds: PLAN_SECONDS_PER_FILE * listed.files as f64,
                 namenode_calls: 2 + listed.files as u64,
-                metastore_calls: 1,
                 ..Estimate::default()
             };
         }
@@ -146,7 +148,7 @@ impl Estimate {
             bytes_read: listed.bytes,
             bytes_written: listed.bytes,
             namenode_calls: 8 + listed.files as u64 + outputs * (2 + blocks_each),
-            metastore_calls: 2 + 3_u64.div_ceil(batch_size.max(1) as u64),
+            metastore_calls: CALLS_PER_BATCH / batch_size.max(1) as f64,
             namenode_objects_removed: listed.namenode_objects.saturating_sub(objects_after),
         }
     }
@@ -212,7 +214,7 @@ mod tests {
         // Two outputs of 150 MiB, two blocks each: six objects left of 200.
         assert_eq!(e.namenode_objects_removed, 194);
         assert_eq!(e.namenode_calls, 8 + 100 + 2 * 4);
-        assert_eq!(e.metastore_calls, 3);
+        assert_eq!(e.metastore_calls, 4.0 / 50.0);
         assert!(e.value() > 0.0);
         let mut sum = Estimate::default();
         sum.add(&e);

@@ -107,6 +107,9 @@ pub struct PartitionRecord {
     pub bytes_before: u64,
     pub bytes_after: u64,
     pub seconds: f64,
+    /// Of those, its own work (see `CompactReport::work_seconds`): what rates are learnt from.
+    #[serde(default)]
+    pub work_seconds: f64,
     #[serde(default)]
     pub estimated_seconds: Option<f64>,
     /// The partition's files as listed before the run: a failure is forgiven once they change.
@@ -187,7 +190,7 @@ impl TableHistory {
             .iter()
             .flat_map(|r| &r.partitions)
             .filter(|p| p.status == Status::Compacted)
-            .map(|p| (p.bytes_before, p.seconds))
+            .map(|p| (p.bytes_before, p.work_seconds))
             .collect()
     }
 
@@ -319,7 +322,8 @@ pub async fn read_tables(
         .await
 }
 
-/// Records a run in the history of each table it surveyed or worked on, as its partitions end.
+/// Records a run in the history of each table it surveyed or worked on, as its partitions end
+/// (a table whose named partitions were all refused or skipped gets no record).
 pub struct Recorder<'a> {
     hdfs: &'a Hdfs,
     tables: BTreeMap<String, Entry>,
@@ -331,6 +335,10 @@ struct Entry {
     dir: Option<Location>,
     record: RunRecord,
     dirty: bool,
+    /// Whether the table gets a record at all: one the run surveyed, or one with a partition
+    /// it worked on. A run that only refused or skipped named partitions of a table writes
+    /// nothing there: a refusal leaves the table exactly as it was.
+    kept: bool,
 }
 
 impl<'a> Recorder<'a> {
@@ -347,8 +355,10 @@ impl<'a> Recorder<'a> {
         let mut out = BTreeMap::new();
         for (table, census) in tables {
             let name = table.qualified_name();
+            let kept = census.is_some();
             out.entry(name.clone()).or_insert_with(|| Entry {
                 dir: dir(&table),
+                kept,
                 record: RunRecord {
                     run: run.clone(),
                     table: name,
@@ -383,6 +393,7 @@ impl<'a> Recorder<'a> {
             return;
         };
         entry.dirty = true;
+        entry.kept |= !matches!(report.outcome.status, Status::Skipped | Status::Refused);
         if report.outcome.status == Status::Skipped {
             entry.record.skipped += 1;
             return;
@@ -398,6 +409,7 @@ impl<'a> Recorder<'a> {
             bytes_before: report.bytes_before,
             bytes_after: report.bytes_after,
             seconds: report.seconds,
+            work_seconds: report.work_seconds,
             estimated_seconds,
             fingerprint,
         });
@@ -406,7 +418,7 @@ impl<'a> Recorder<'a> {
     /// Writes the records changed since the last flush.
     pub async fn flush(&mut self) {
         let hdfs = self.hdfs;
-        for entry in self.tables.values_mut().filter(|e| e.dirty) {
+        for entry in self.tables.values_mut().filter(|e| e.dirty && e.kept) {
             entry.dirty = false;
             let Some(dir) = &entry.dir else { continue };
             if let Err(e) = write(hdfs, dir, &entry.record).await {
@@ -430,7 +442,7 @@ impl<'a> Recorder<'a> {
             entry.dirty = true;
         }
         self.flush().await;
-        for entry in self.tables.values() {
+        for entry in self.tables.values().filter(|e| e.kept) {
             let Some(dir) = &entry.dir else { continue };
             if let Err(e) = prune(self.hdfs, dir).await {
                 tracing::warn!("pruning the history in {dir}: {e:#}");
@@ -475,6 +487,7 @@ mod tests {
             bytes_before: 0,
             bytes_after: 0,
             seconds: 1.0,
+            work_seconds: 1.0,
             estimated_seconds: None,
             fingerprint: Some(Fingerprint {
                 files,
@@ -554,7 +567,7 @@ mod tests {
     fn rates_come_from_the_table_then_the_pool_then_the_defaults() {
         let mut compacted = record("p=1", Status::Compacted, 3);
         compacted.bytes_before = 1 << 30;
-        compacted.seconds = 12.0;
+        compacted.work_seconds = 12.0;
         let h = history(vec![vec![compacted.clone(), compacted.clone(), compacted]]);
         assert!((h.rates(false, None).seconds_per_gib - 10.0).abs() < 1e-6);
         let empty = TableHistory::default();

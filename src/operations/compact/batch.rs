@@ -86,6 +86,7 @@ pub async fn plan_partition(
     let planned = planned(metastore, hdfs, table, which, options, &mut report)
         .instrument(span)
         .await;
+    report.work_seconds = started.elapsed().as_secs_f64();
     match planned {
         Ok(Some(plan)) => Planning::Work(Box::new(Planned {
             report,
@@ -93,12 +94,12 @@ pub async fn plan_partition(
             started,
         })),
         Ok(None) => {
-            report.seconds = started.elapsed().as_secs_f64();
+            report.seconds = report.work_seconds;
             Planning::Done(Box::new(report))
         }
         Err(stop) => {
             report.outcome.stop(stop);
-            report.seconds = started.elapsed().as_secs_f64();
+            report.seconds = report.work_seconds;
             Planning::Done(Box::new(report))
         }
     }
@@ -175,7 +176,9 @@ pub async fn compact_batch<'p>(
                     return None;
                 }
                 member.began = true;
+                let staging = Instant::now();
                 let prepared = run.prepare(&mut member.report).instrument(span(plan)).await;
+                member.report.work_seconds += staging.elapsed().as_secs_f64();
                 prepared.map_err(|stop| member.stop = Some(stop)).ok()
             },
         );

@@ -130,6 +130,11 @@ pub struct CompactReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layout: Option<LayoutReport>,
     pub seconds: f64,
+    /// Of those, the partition's own work: its planning, and its staging through verification
+    /// (steps 4 to 6), not the waits for its batch's locks, swap and other partitions. What
+    /// the autopilot learns its rates from.
+    #[serde(default)]
+    pub work_seconds: f64,
 }
 
 /// What a run with a layout did beyond merging.
@@ -186,6 +191,7 @@ impl CompactReport {
             stripes: None,
             layout: None,
             seconds: 0.0,
+            work_seconds: 0.0,
         }
     }
 }
