@@ -583,9 +583,7 @@ pub async fn execute(
         estimates,
         fingerprints: plan.fingerprints,
     };
-    for r in &plan.decided {
-        reporting.report(r);
-    }
+    reporting.report(&plan.decided).await;
     // Planning's few metastore calls (resolving typed specs) share one connection of the
     // pool for the whole run; the batches take the others, one each. Planning pauses while
     // the batches in flight are busy, so it must not wait for their connections.
@@ -629,10 +627,7 @@ pub async fn execute(
         })
         .buffer_unordered(in_flight));
     while let Some(done) = reports.next().await {
-        for r in &done {
-            reporting.report(r);
-        }
-        reporting.flush().await;
+        reporting.report(&done).await;
     }
     let recorder = reporting.recorder.take();
     drop(reporting);
@@ -656,20 +651,21 @@ struct Reporting<'a, 'h> {
 }
 
 impl Reporting<'_, '_> {
-    fn report(&mut self, r: &CompactReport) {
-        self.observer.finished(r);
-        self.summary.add(r);
+    /// Reports that ended together (a batch): recorded and written to HDFS first, where a run
+    /// killed later leaves them, then shown, so a partition's failure stays the last word on
+    /// stderr after any warning the history's write gave.
+    async fn report(&mut self, reports: &[CompactReport]) {
         if let Some(recorder) = self.recorder.as_mut() {
-            let key = format!("{}/{}", r.outcome.table, r.outcome.partition);
-            let estimated = self.estimates.get(&key).map(|e| e.seconds);
-            recorder.record(r, estimated, self.fingerprints.remove(&key));
-        }
-    }
-
-    /// A batch has ended: its records go to HDFS, where a run killed later leaves them.
-    async fn flush(&mut self) {
-        if let Some(recorder) = self.recorder.as_mut() {
+            for r in reports {
+                let key = format!("{}/{}", r.outcome.table, r.outcome.partition);
+                let estimated = self.estimates.get(&key).map(|e| e.seconds);
+                recorder.record(r, estimated, self.fingerprints.remove(&key));
+            }
             recorder.flush().await;
+        }
+        for r in reports {
+            self.observer.finished(r);
+            self.summary.add(r);
         }
     }
 }
