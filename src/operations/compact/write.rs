@@ -227,7 +227,7 @@ pub(super) async fn write_clustered(
             way: way.clone(),
         });
     }
-    let summary = clustered.finish().map_err(failed)?;
+    let summary = clustered.finish().await.map_err(failed)?;
     Ok((staged, summary))
 }
 

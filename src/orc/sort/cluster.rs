@@ -40,7 +40,7 @@ use crate::orc::reencode::decode::Decoder;
 use crate::orc::reencode::inputs::{as_written, decode_ahead, next_decoding};
 use crate::orc::reencode::output::ReencodedOutput;
 use crate::orc::reencode::write::{OrcWriter, WriterOptions};
-use crate::orc::sort::external::{Sorted, Sorter};
+use crate::orc::sort::external::{Feed, Sorter};
 use crate::orc::sort::order::{KeyMaker, RangeMeter, RowOrder, Sampler};
 use crate::orc::statistics::check::contradictions;
 use crate::orc::statistics::fold::StatisticsFold;
@@ -61,7 +61,7 @@ pub struct ClusterOptions {
 /// The sorted rows of a group, written out an output at a time.
 pub struct Clustered {
     order: RowOrder,
-    sorted: Sorted,
+    sorted: Feed,
     /// The batch cut at the end of the last output: the next output starts with it.
     pending: Option<RecordBatch>,
     schema: SchemaRef,
@@ -161,6 +161,7 @@ where
     };
     let ((), (schema, bloom_filter_columns, sorted, decoded, recorded, zone, before)) =
         tokio::try_join!(driver, decode)?;
+    let sorted = sorted.feed(options.threads);
     let types = &first_tail.footer.types;
     let roots = types.first().map_or(&[][..], |root| &root.subtypes[..]);
     Ok(Clustered {
@@ -224,7 +225,7 @@ impl Clustered {
         while left > 0 {
             let keyed = match self.pending.take() {
                 Some(b) => b,
-                None => self.sorted.next_batch().transpose()?.ok_or_else(|| {
+                None => self.sorted.next_batch().await.transpose()?.ok_or_else(|| {
                     OrcError::Decode(format!("the sorted rows ran out {left} rows early"))
                 })?,
             };
@@ -290,9 +291,9 @@ impl Clustered {
 
     /// Checks that every sorted row was written, and that the rows written are the rows decoded
     /// and agree with the inputs' recorded statistics.
-    pub fn finish(mut self) -> Result<ClusterSummary, OrcError> {
+    pub async fn finish(mut self) -> Result<ClusterSummary, OrcError> {
         let left = self.pending.take().map_or(0, |b| b.num_rows())
-            + match self.sorted.next_batch().transpose()? {
+            + match self.sorted.next_batch().await.transpose()? {
                 Some(b) => b.num_rows(),
                 None => 0,
             };
@@ -316,7 +317,7 @@ impl Clustered {
                 wrong.join("; ")
             )));
         }
-        let (spilled_runs, spilled_bytes) = self.sorted.spilled();
+        let (spilled_runs, spilled_bytes) = self.sorted.spilled().await?;
         Ok(ClusterSummary {
             rows: handed.0,
             rows_digest: handed.1,

@@ -202,6 +202,65 @@ impl Sorted {
     }
 }
 
+/// The sorted rows handed over a batch at a time: with more than one thread, merged ahead on a
+/// thread of their own (two batches ahead), since the merge's heap is one thread's work that
+/// otherwise takes turns with the encoding of what it hands over. The batches are the same either
+/// way.
+pub enum Feed {
+    InTurn(Box<Sorted>),
+    Ahead {
+        batches: tokio::sync::mpsc::Receiver<Result<RecordBatch, OrcError>>,
+        /// Ends when every batch is handed over, the merge fails or `batches` is dropped, and
+        /// gives back the sort, whose drop removes its spill directory.
+        merger: tokio::task::JoinHandle<Sorted>,
+    },
+}
+
+impl Sorted {
+    /// Hands the rows over, merged ahead when `threads` allow (see [`Feed`]); runs in the
+    /// runtime.
+    pub fn feed(mut self, threads: usize) -> Feed {
+        if threads < 2 {
+            return Feed::InTurn(Box::new(self));
+        }
+        let (handing, batches) = tokio::sync::mpsc::channel(2);
+        let merger = tokio::task::spawn_blocking(move || {
+            while let Some(batch) = self.next_batch() {
+                let failed = batch.is_err();
+                if handing.blocking_send(batch).is_err() || failed {
+                    break;
+                }
+            }
+            self
+        });
+        Feed::Ahead { batches, merger }
+    }
+}
+
+impl Feed {
+    /// The next batch in key order, its keys as the last column.
+    pub async fn next_batch(&mut self) -> Option<Result<RecordBatch, OrcError>> {
+        match self {
+            Feed::InTurn(sorted) => sorted.next_batch(),
+            Feed::Ahead { batches, .. } => batches.recv().await,
+        }
+    }
+
+    /// The runs spilled and their bytes; stops the merge if rows were left.
+    pub async fn spilled(self) -> Result<(usize, u64), OrcError> {
+        match self {
+            Feed::InTurn(sorted) => Ok(sorted.spilled()),
+            Feed::Ahead { batches, merger } => {
+                drop(batches);
+                let sorted = merger.await.map_err(|e| {
+                    OrcError::Decode(format!("the merge of the sorted runs stopped: {e}"))
+                })?;
+                Ok(sorted.spilled())
+            }
+        }
+    }
+}
+
 /// One gathered run, handed over in key order a batch at a time (interleaved from the
 /// gathered batches: no second copy of the run).
 pub struct SortedRun {
@@ -529,21 +588,58 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         for memory in [u64::MAX, 20_000] {
             let all = values(30_000);
-            let (first, _) = batch(&all[..1]);
-            let mut sorter = Sorter::new(first.schema(), memory, dir.path());
-            for chunk in all.chunks(1000) {
-                let (b, k) = batch(chunk);
-                sorter.push(b, k).unwrap();
-            }
-            let spilled = sorter.runs.len();
-            let sorted = sorter.finish().unwrap();
-            assert_eq!(memory == u64::MAX, spilled == 0, "memory {memory}");
+            let sorted = sorted(&all, memory, dir.path());
+            assert_eq!(
+                memory == u64::MAX,
+                sorted.spilled().0 == 0,
+                "memory {memory}"
+            );
             let mut expected = all.clone();
             expected.sort();
             assert_eq!(drain(sorted), expected);
             // Dropped with the rows handed over: nothing left behind.
             assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
         }
+    }
+
+    /// A sort of `all` in runs of `memory` bytes under `dir`.
+    fn sorted(all: &[i64], memory: u64, dir: &Path) -> Sorted {
+        let (first, _) = batch(&all[..1]);
+        let mut sorter = Sorter::new(first.schema(), memory, dir);
+        for chunk in all.chunks(1000) {
+            let (b, k) = batch(chunk);
+            sorter.push(b, k).unwrap();
+        }
+        sorter.finish().unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn merged_ahead_the_batches_are_those_merged_in_turn() {
+        let dir = tempfile::tempdir().unwrap();
+        let all = values(30_000);
+        let mut in_turn = Vec::new();
+        for threads in [1, 2] {
+            let mut feed = sorted(&all, 20_000, dir.path()).feed(threads);
+            assert_eq!(matches!(feed, Feed::Ahead { .. }), threads == 2);
+            let mut batches = Vec::new();
+            while let Some(b) = feed.next_batch().await {
+                batches.push(b.unwrap());
+            }
+            let (runs, bytes) = feed.spilled().await.unwrap();
+            assert!(runs > 1 && bytes > 0);
+            // The merge gave the sort back and dropped it: its spill directory is gone.
+            assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+            if threads == 1 {
+                in_turn = batches;
+            } else {
+                assert_eq!(batches, in_turn);
+            }
+        }
+        // Stopped after one batch: the merge ends and its spill goes with it.
+        let mut feed = sorted(&all, 20_000, dir.path()).feed(2);
+        feed.next_batch().await.unwrap().unwrap();
+        feed.spilled().await.unwrap();
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
     #[test]
