@@ -54,7 +54,8 @@ pub struct ClusterOptions {
     /// Decoded bytes per sorted run; more rows spill to `spill_dir`.
     pub sort_memory: u64,
     pub spill_dir: PathBuf,
-    /// Inputs decoded at once beyond the one being sorted (see `decode_ahead`).
+    /// Inputs decoded at once beyond the one being sorted (see `decode_ahead`); from 2, the
+    /// merge of the runs also goes ahead of the encoders (see `Feed`).
     pub threads: usize,
 }
 
