@@ -51,11 +51,12 @@ use crate::orc::verify::value_hash::{Digester, RowsDigest};
 #[derive(Clone, Debug)]
 pub struct ClusterOptions {
     pub order: RowOrder,
-    /// Decoded bytes per sorted run; more rows spill to `spill_dir`.
+    /// Decoded bytes the sort holds; more rows spill to `spill_dir`.
     pub sort_memory: u64,
     pub spill_dir: PathBuf,
-    /// Inputs decoded at once beyond the one being sorted (see `decode_ahead`); from 2, the
-    /// merge of the runs also goes ahead of the encoders (see `Feed`).
+    /// Inputs decoded at once beyond the one being sorted (see `decode_ahead`); from 2, runs
+    /// also spill beside the gathering (see `Sorter`) and the merge of the runs goes ahead of
+    /// the encoders (see `Feed`).
     pub threads: usize,
 }
 
@@ -121,7 +122,12 @@ where
         let schema = Arc::clone(&first.schema);
         let bloom_filter_columns = first.bloom_columns.clone().unwrap_or_default();
         let keys = KeyMaker::new(&options.order, &schema, samples)?;
-        let mut sorter = Sorter::new(Arc::clone(&schema), options.sort_memory, &options.spill_dir);
+        let mut sorter = Sorter::new(
+            Arc::clone(&schema),
+            options.sort_memory,
+            &options.spill_dir,
+            options.threads,
+        );
         let mut digest = RowsDigest::new(&schema);
         let stride = first_tail.footer.row_index_stride.unwrap_or(10_000);
         let mut before = RangeMeter::new(&options.order, &schema, stride)?;

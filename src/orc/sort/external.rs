@@ -4,6 +4,11 @@
 //! the rows over in key order, a batch at a time. Memory holds one run being gathered, then one
 //! batch per spilled run.
 //!
+//! With more than one thread, a run is sorted and spilled on a thread of its own while the next
+//! gathers: the decoding no longer waits for each spill (a sort's serial part). Two runs then
+//! share the memory, each half of it, and spill in batches of half the rows, so the merge of
+//! twice as many runs holds what it held before.
+//!
 //! A sort of our own, not DataFusion's ExternalSorter: that is a query engine's worth of
 //! dependencies for one run-sort and one merge.
 //!
@@ -52,6 +57,7 @@ struct Gathered {
 /// The external sort of one group's rows.
 pub struct Sorter {
     schema: SchemaRef,
+    /// Bytes of a run.
     memory: usize,
     spill_root: PathBuf,
     spill: Option<SpillDir>,
@@ -59,19 +65,28 @@ pub struct Sorter {
     runs: Vec<PathBuf>,
     /// Bytes written to spill files so far.
     pub spilled_bytes: u64,
+    /// Whether runs spill on a thread of their own, beside the gathering of the next.
+    beside: bool,
+    /// The run being sorted and spilled beside the gathering: its bytes once written.
+    spilling: Option<std::thread::JoinHandle<Result<u64, OrcError>>>,
 }
 
 impl Sorter {
-    /// A sort of batches of `schema`, in runs of `memory` bytes, spilling under `spill_root`.
-    pub fn new(schema: SchemaRef, memory: u64, spill_root: &Path) -> Self {
+    /// A sort of batches of `schema` in `memory` bytes, spilling under `spill_root`; with
+    /// `threads` of 2 or more, runs spill beside the gathering (see the module's docs).
+    pub fn new(schema: SchemaRef, memory: u64, spill_root: &Path, threads: usize) -> Self {
+        let memory = usize::try_from(memory).unwrap_or(usize::MAX).max(2);
+        let beside = threads >= 2;
         Sorter {
             schema,
-            memory: usize::try_from(memory).unwrap_or(usize::MAX).max(1),
+            memory: if beside { memory / 2 } else { memory },
             spill_root: spill_root.to_path_buf(),
             spill: None,
             gathered: Gathered::default(),
             runs: Vec::new(),
             spilled_bytes: 0,
+            beside,
+            spilling: None,
         }
     }
 
@@ -94,6 +109,8 @@ impl Sorter {
         if gathered.batches.is_empty() {
             return Ok(());
         }
+        // One run spills at a time: the memory holds it and the one gathering.
+        self.wait_for_spill()?;
         if self.spill.is_none() {
             self.spill = Some(SpillDir::create(&self.spill_root)?);
         }
@@ -103,19 +120,42 @@ impl Sorter {
             .map(|s| s.path.clone())
             .unwrap_or_default();
         let path = dir.join(format!("run-{}.arrow", self.runs.len()));
+        self.runs.push(path.clone());
         let keyed = keyed_schema(&self.schema);
-        let written = (|| -> Result<u64, OrcError> {
-            let file = File::create(&path)?;
-            let mut writer = FileWriter::try_new(BufWriter::new(file), &keyed).map_err(arrow_io)?;
-            for batch in SortedRun::new(gathered, &keyed)? {
-                writer.write(&batch?).map_err(arrow_io)?;
-            }
-            writer.finish().map_err(arrow_io)?;
-            Ok(std::fs::metadata(&path)?.len())
-        })()
-        .map_err(|e| spill_failed(&dir, e))?;
-        self.spilled_bytes += written;
-        self.runs.push(path);
+        let rows = if self.beside {
+            BATCH_ROWS / 2
+        } else {
+            BATCH_ROWS
+        };
+        let spill = move || {
+            write_run(gathered, &keyed, &path, rows).map_err(|e| spill_failed(&dir, e))
+        };
+        if self.beside {
+            let thread = std::thread::Builder::new()
+                .name("spill".into())
+                .spawn(spill)
+                .map_err(OrcError::Io)?;
+            self.spilling = Some(thread);
+            Ok(())
+        } else {
+            self.count_spill(spill())
+        }
+    }
+
+    /// Waits for the run spilling beside the gathering, if any.
+    fn wait_for_spill(&mut self) -> Result<(), OrcError> {
+        match self.spilling.take() {
+            None => Ok(()),
+            Some(thread) => self.count_spill(thread.join().unwrap_or_else(|_| {
+                Err(OrcError::Decode(
+                    "the spill of a sorted run panicked: a bug; nothing was published".into(),
+                ))
+            })),
+        }
+    }
+
+    fn count_spill(&mut self, written: Result<u64, OrcError>) -> Result<(), OrcError> {
+        self.spilled_bytes += written?;
         fail::fail_point!("compact::spilled-run", |_| Err(OrcError::Io(
             std::io::Error::other("injected failure after spilling a run")
         )));
@@ -131,6 +171,7 @@ impl Sorter {
             return Ok(Sorted::Memory(SortedRun::new(gathered, &keyed)?, self));
         }
         self.spill_run()?;
+        self.wait_for_spill()?;
         let mut cursors = Vec::new();
         for path in &self.runs {
             let file = File::open(path).map_err(|e| spill_failed(path, e.into()))?;
@@ -144,6 +185,33 @@ impl Sorter {
         let merge = Merge::new(cursors, keyed)?;
         Ok(Sorted::Merged(merge, self))
     }
+}
+
+impl Drop for Sorter {
+    /// A run still spilling is waited for, so the spill directory is removed after it.
+    fn drop(&mut self) {
+        if let Some(thread) = self.spilling.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Sorts a run and writes it to `path` in batches of `rows`; its bytes.
+fn write_run(
+    gathered: Gathered,
+    keyed: &SchemaRef,
+    path: &Path,
+    rows: usize,
+) -> Result<u64, OrcError> {
+    let file = File::create(path)?;
+    let mut writer = FileWriter::try_new(BufWriter::new(file), keyed).map_err(arrow_io)?;
+    let mut run = SortedRun::new(gathered, keyed)?;
+    run.rows = rows;
+    for batch in run {
+        writer.write(&batch?).map_err(arrow_io)?;
+    }
+    writer.finish().map_err(arrow_io)?;
+    Ok(std::fs::metadata(path)?.len())
 }
 
 /// The schema of spilled and handed-over batches: the rows' columns, then the key.
@@ -268,6 +336,8 @@ pub struct SortedRun {
     /// (batch, row) of each row in key order.
     order: Vec<(u32, u32)>,
     at: usize,
+    /// Rows per batch handed over.
+    rows: usize,
     schema: SchemaRef,
 }
 
@@ -309,6 +379,7 @@ impl SortedRun {
             gathered,
             order,
             at: 0,
+            rows: BATCH_ROWS,
             schema: Arc::clone(schema),
         })
     }
@@ -321,7 +392,7 @@ impl Iterator for SortedRun {
         if self.at >= self.order.len() {
             return None;
         }
-        let end = (self.at + BATCH_ROWS).min(self.order.len());
+        let end = (self.at + self.rows).min(self.order.len());
         let picks: Vec<(usize, usize)> = self.order[self.at..end]
             .iter()
             .map(|&(b, r)| (b as usize, r as usize))
@@ -586,9 +657,9 @@ mod tests {
     #[test]
     fn rows_come_out_in_key_order_in_memory_and_through_spilled_runs() {
         let dir = tempfile::tempdir().unwrap();
-        for memory in [u64::MAX, 20_000] {
+        for (memory, threads) in [(u64::MAX, 1), (20_000, 1), (u64::MAX, 2), (40_000, 2)] {
             let all = values(30_000);
-            let sorted = sorted(&all, memory, dir.path());
+            let sorted = sorted(&all, memory, dir.path(), threads);
             assert_eq!(
                 memory == u64::MAX,
                 sorted.spilled().0 == 0,
@@ -602,10 +673,10 @@ mod tests {
         }
     }
 
-    /// A sort of `all` in runs of `memory` bytes under `dir`.
-    fn sorted(all: &[i64], memory: u64, dir: &Path) -> Sorted {
+    /// A sort of `all` in `memory` bytes under `dir`, with `threads`.
+    fn sorted(all: &[i64], memory: u64, dir: &Path, threads: usize) -> Sorted {
         let (first, _) = batch(&all[..1]);
-        let mut sorter = Sorter::new(first.schema(), memory, dir);
+        let mut sorter = Sorter::new(first.schema(), memory, dir, threads);
         for chunk in all.chunks(1000) {
             let (b, k) = batch(chunk);
             sorter.push(b, k).unwrap();
@@ -614,12 +685,12 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn merged_ahead_the_batches_are_those_merged_in_turn() {
+    async fn spilled_beside_and_merged_ahead_the_batches_are_those_of_one_thread() {
         let dir = tempfile::tempdir().unwrap();
         let all = values(30_000);
         let mut in_turn = Vec::new();
         for threads in [1, 2] {
-            let mut feed = sorted(&all, 20_000, dir.path()).feed(threads);
+            let mut feed = sorted(&all, 20_000, dir.path(), threads).feed(threads);
             assert_eq!(matches!(feed, Feed::Ahead { .. }), threads == 2);
             let mut batches = Vec::new();
             while let Some(b) = feed.next_batch().await {
@@ -636,7 +707,7 @@ mod tests {
             }
         }
         // Stopped after one batch: the merge ends and its spill goes with it.
-        let mut feed = sorted(&all, 20_000, dir.path()).feed(2);
+        let mut feed = sorted(&all, 20_000, dir.path(), 2).feed(2);
         feed.next_batch().await.unwrap().unwrap();
         feed.spilled().await.unwrap();
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);

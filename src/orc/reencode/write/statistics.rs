@@ -163,17 +163,25 @@ impl Stats {
         }
     }
 
-    pub(crate) fn string(&mut self, v: &str) {
+    /// A string value's UTF-8 bytes (an arrow Utf8 array's, which are valid): compared as
+    /// bytes, which order as the strings do, and turned into a string only when they become a
+    /// bound. Checking each value's UTF-8 was a tenth of the sort's time on its main thread.
+    pub(crate) fn string(&mut self, v: &[u8]) {
         self.values += 1;
         if let Kind::String { range, total } = &mut self.kind {
             match range {
-                None => *range = Some((v.to_owned(), v.to_owned())),
+                None => {
+                    let v = String::from_utf8_lossy(v).into_owned();
+                    *range = Some((v.clone(), v));
+                }
                 Some((min, max)) => {
-                    if v < min.as_str() {
-                        v.clone_into(min);
+                    if v < min.as_bytes() {
+                        min.clear();
+                        min.push_str(&String::from_utf8_lossy(v));
                     }
-                    if v > max.as_str() {
-                        v.clone_into(max);
+                    if v > max.as_bytes() {
+                        max.clear();
+                        max.push_str(&String::from_utf8_lossy(v));
                     }
                 }
             }
@@ -479,8 +487,8 @@ mod tests {
             range: None,
             total: Some(0),
         });
-        s.string(&long_min);
-        s.string(&long_max);
+        s.string(long_min.as_bytes());
+        s.string(long_max.as_bytes());
         let p = s.to_proto().string_statistics.unwrap();
         assert_eq!(p.minimum, None);
         let lower = p.lower_bound.unwrap();

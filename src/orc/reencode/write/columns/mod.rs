@@ -66,6 +66,14 @@ impl StripeParts {
     pub(crate) fn data_stream(&mut self, kind: Kind, column: u32, bytes: Encoded) {
         self.stream(kind, column, bytes, false);
     }
+
+    /// Appends the parts of the columns after these.
+    fn append(&mut self, after: StripeParts) {
+        self.index.extend(after.index);
+        self.data.extend(after.data);
+        self.encodings.extend(after.encodings);
+        self.stats.extend(after.stats);
+    }
 }
 
 pub(crate) trait ColumnWriter: Send {

@@ -85,7 +85,19 @@ impl<S: Shape> ColumnWriter for Parent<S> {
     fn flush(&mut self, parts: &mut StripeParts) -> Result<(), OrcError> {
         self.common.flush(parts, self.shape.encoding(), None)?;
         self.shape.flush(self.common.id, parts)?;
-        self.children.iter_mut().try_for_each(|c| c.flush(parts))
+        // The children finish their streams (a dictionary's choice, the last compression) on
+        // the encoders' threads at once, each into parts of its own taken in column order: the
+        // same parts as one after the other, where the stripe's end was one thread's work.
+        let children = self
+            .children
+            .par_iter_mut()
+            .map(|c| {
+                let mut own = StripeParts::default();
+                c.flush(&mut own).map(|()| own)
+            })
+            .collect::<Result<Vec<_>, OrcError>>()?;
+        children.into_iter().for_each(|child| parts.append(child));
+        Ok(())
     }
 
     fn file_stats(&self, out: &mut Vec<proto::ColumnStatistics>) {

@@ -283,8 +283,7 @@ impl ColumnWriter for StringWriter {
     fn write(&mut self, array: &dyn Array) -> Result<(), OrcError> {
         let (dictionary, direct) = (&mut self.dictionary, &mut self.direct);
         each_bytes(&mut self.common, array, true, |c, v| {
-            // Utf8 arrays hold valid UTF-8, so this never fails.
-            c.group.string(std::str::from_utf8(v).unwrap_or_default());
+            c.group.string(v);
             if let Some(b) = c.bloom() {
                 b.add_bytes(v);
             }
