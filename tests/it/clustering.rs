@@ -42,6 +42,8 @@ const SPILL: &str = "dt=2026-11-03";
 const KILL: &str = "dt=2026-11-04";
 /// The same shape: sorted and re-encoded with 1, 2 and 4 threads.
 const THREADS: &str = "dt=2026-11-05";
+/// The same shape: its sorted outputs read back wrong.
+const READ_BACK: &str = "dt=2026-11-06";
 
 /// The ORC writers' default row index stride: a row group's rows.
 const ROW_GROUP: u64 = 10_000;
@@ -642,6 +644,55 @@ fn one_two_and_four_threads_write_the_same_bytes() {
             );
         }
     }
+}
+
+/// A sorted group writes its outputs one at a time, and each is read back once closed, while
+/// the next is written. Every batch's rows reversed on the way to the writer: the first output
+/// read back fails on its order-sensitive digests, and the run stops before the swap with the
+/// partition as it was.
+#[cfg(feature = "failpoints")]
+#[test]
+fn a_sorted_output_read_back_wrong_while_the_next_is_written_stops_the_run() {
+    use common::partition::assert_untouched;
+
+    let p = part(READ_BACK);
+    let before = p.state(true);
+    let out = tool(&p)
+        .args(p.args(
+            "compact",
+            &[
+                "--sort-by",
+                "customer_id",
+                "--target-size",
+                "1MiB",
+                "--threads",
+                "2",
+            ],
+        ))
+        .env("FAILPOINTS", "compact::rewrite-reorder=return")
+        .env("RUST_LOG", "hive_orc_compactor=debug")
+        .stdin(Stdio::null())
+        .output()
+        .expect("the binary runs");
+    assert_eq!(code(&out), 5, "{}", describe(&out));
+    let r = report(&out);
+    assert_eq!(r["status"], "verification-failed", "{r}");
+    assert!(r["reason"].as_str().unwrap().contains("digest"), "{r}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr
+            .matches("a sorted output read back as soon as it was closed")
+            .count()
+            > 1,
+        "{}",
+        describe(&out)
+    );
+    assert_untouched(
+        &p,
+        &before,
+        &p.state(true),
+        "a sorted output read back wrong",
+    );
 }
 
 #[test]

@@ -9,6 +9,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::anyhow;
+use hdfs_native::file::FileReader;
+use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
+use tokio::task::JoinSet;
+use tracing::Instrument;
 
 use super::access::{keep_access, not_kept_warning};
 use super::options::{CompactOptions, VerifyLevel};
@@ -16,14 +20,17 @@ use super::parameters::new_parameters;
 use super::plan::{check_one_acl, PartitionPlan};
 use super::progress::Progress;
 use super::report::CompactReport;
-use super::stage::Staging;
+use super::stage::{Closed, Staging};
 use super::write::{StagedOutput, Written};
 use crate::hdfs::{Access, Files, Hdfs, Location};
 use crate::journal::{self, Journal, JournalInput, JournalOutput};
 use crate::metastore::Metastore;
 use crate::operations::file_copy::hash_file;
 use crate::operations::outcome::Stop;
-use crate::orc::{digest_file, read_tail, verify_output, verify_tail, ClusterSummary, OrcError};
+use crate::orc::{
+    digest_file, read_tail, verify_output, verify_tail, ClusterSummary, OrcError, OrcTail,
+    ReencodedOutput,
+};
 use crate::relocate::{set_location, PartitionStore, RelocateError, Relocated};
 use crate::run_dirs::{self, PARAM_PREVIOUS_LOCATION};
 use crate::snapshot::DataFile;
@@ -83,6 +90,22 @@ impl Staged<'_> {
             .sum::<u64>()
             + self.copies.iter().map(|(_, s, _)| s.length).sum::<u64>()
     }
+}
+
+/// Step 5 for a re-encoded output read back: its tail against what the writer reported and
+/// the plan's `rows`, then every value against the digests of the rows handed to the writer;
+/// the rows it holds.
+async fn check_reencoded(
+    reader: Arc<FileReader>,
+    tail: &OrcTail,
+    written: &ReencodedOutput,
+    rows: u64,
+    threads: usize,
+) -> Result<u64, OrcError> {
+    written.check_tail(tail, rows)?;
+    let found = digest_file(reader, tail, threads).await?;
+    written.digests.check(&found)?;
+    Ok(tail.rows)
 }
 
 /// What step 8 changed: the partition parameters before and after the swap.
@@ -146,9 +169,13 @@ impl<'a> Run<'a> {
 
         // The ACL check's NameNode calls overlap the staging's reads and writes (the NameNode
         // is idle while a run stages). A refusal wins over a staging failure: it says what to
-        // change; either way the staging directory is removed.
-        let (staged, one_acl) = tokio::join!(
-            self.stage(&inherited),
+        // change; either way the staging directory is removed. Step 5 starts within step 4 for
+        // a sorted group's outputs, which are written one at a time: each is read back once
+        // closed, on the cores the next one's writing leaves idle.
+        let (closed, to_read_back) = mpsc::unbounded_channel();
+        let (staged, read_back, one_acl) = tokio::join!(
+            self.stage(&inherited, closed),
+            self.read_back_as_closed(to_read_back),
             check_one_acl(self.hdfs, &self.plan.snapshot)
         );
         one_acl?;
@@ -156,7 +183,7 @@ impl<'a> Run<'a> {
         report.record_staged(&staged.outputs, &staged.sorted);
         failpoint!("compact::after-stage");
 
-        let rows = self.verify(&staged).await?;
+        let rows = self.verify(&staged, read_back).await?;
         failpoint!("compact::after-verify");
         self.checkpoint()?;
 
@@ -210,7 +237,11 @@ impl<'a> Run<'a> {
 
     /// Step 4: write every planned output and copy every carried file into the staging
     /// directory.
-    async fn stage(&self, inherited: &Inherited) -> Result<Staged<'a>, Stop> {
+    async fn stage(
+        &self,
+        inherited: &Inherited,
+        closed: UnboundedSender<Closed>,
+    ) -> Result<Staged<'a>, Stop> {
         let started = Instant::now();
         let plan = self.plan;
         self.hdfs
@@ -226,6 +257,7 @@ impl<'a> Run<'a> {
             permission: inherited.file.permission,
             options: self.options,
             progress: self.progress,
+            closed,
         };
         let (outputs, sorted) = staging.outputs(plan, || self.checkpoint()).await?;
         let copies = staging.carried(plan, || self.checkpoint()).await?;
@@ -269,18 +301,72 @@ impl<'a> Run<'a> {
         }
     }
 
+    /// Step 5's reading back of the outputs `closed` tells of while step 4 goes on (see
+    /// [`Run::prepare`]), each in a task of its own; what each found, by its place in the plan.
+    async fn read_back_as_closed(
+        &self,
+        mut closed: UnboundedReceiver<Closed>,
+    ) -> BTreeMap<usize, Result<u64, Stop>> {
+        let mut reading = JoinSet::new();
+        let mut found = BTreeMap::new();
+        while let Some(c) = closed.recv().await {
+            tracing::debug!(output = %c.target, "a sorted output read back as soon as it was closed");
+            match self.open_output(&c.target).await {
+                Ok((reader, tail)) => {
+                    let threads = self.options.threads;
+                    let check = async move {
+                        let rows = check_reencoded(reader, &tail, &c.written, c.rows, threads)
+                            .await
+                            .map_err(|e| Stop::Verification(format!("{}: {e}", c.target)));
+                        (c.index, rows)
+                    };
+                    reading.spawn(check.in_current_span());
+                }
+                Err(stop) => {
+                    found.insert(c.index, Err(stop));
+                }
+            }
+        }
+        while let Some(done) = reading.join_next().await {
+            match done {
+                Ok((index, rows)) => {
+                    found.insert(index, rows);
+                }
+                // A read-back that panicked leaves its output unchecked: step 5 checks it.
+                Err(e) => tracing::warn!(error = %e, "reading an output back ended early"),
+            }
+        }
+        found
+    }
+
+    /// A staged output opened for reading back, and its tail.
+    async fn open_output(&self, target: &Location) -> Result<(Arc<FileReader>, OrcTail), Stop> {
+        let reader = Arc::new(self.hdfs.open(target).await?);
+        let tail = read_tail(&reader)
+            .await
+            .map_err(|e| Stop::Verification(format!("{target}: re-reading its tail: {e}")))?
+            .ok_or_else(|| Stop::Verification(format!("{target} is empty after writing")))?;
+        Ok((reader, tail))
+    }
+
     /// Step 5: read the staged files back from HDFS (every byte, or with `--verify tail` the
-    /// tails) and check them against the plan; returns the rows they hold.
-    async fn verify(&self, staged: &Staged<'_>) -> Result<u64, Stop> {
+    /// tails) and check them against the plan; returns the rows they hold. The outputs in
+    /// `read_back` were read back during step 4: what they gave is taken.
+    async fn verify(
+        &self,
+        staged: &Staged<'_>,
+        mut read_back: BTreeMap<usize, Result<u64, Stop>>,
+    ) -> Result<u64, Stop> {
         let started = Instant::now();
         let (hdfs, options) = (self.hdfs, self.options);
         let mut rows = 0;
-        for ((target, made), output) in staged.outputs.iter().zip(&self.plan.outputs) {
-            let reader = Arc::new(hdfs.open(target).await?);
-            let tail = read_tail(&reader)
-                .await
-                .map_err(|e| Stop::Verification(format!("{target}: re-reading its tail: {e}")))?
-                .ok_or_else(|| Stop::Verification(format!("{target} is empty after writing")))?;
+        let outputs = staged.outputs.iter().zip(&self.plan.outputs);
+        for (index, ((target, made), output)) in outputs.enumerate() {
+            if let Some(found) = read_back.remove(&index) {
+                rows += found?;
+                continue;
+            }
+            let (reader, tail) = self.open_output(target).await?;
             let failed = |e: OrcError| Stop::Verification(format!("{target}: {e}"));
             match (&made.written, options.verify) {
                 (Written::Copied(merged), VerifyLevel::Full) => {
@@ -294,16 +380,9 @@ impl<'a> Run<'a> {
                         .map_err(failed)?
                 }
                 (Written::Reencoded(reencoded), _) => {
-                    reencoded
-                        .check_tail(&tail, output.plan.rows)
-                        .map_err(failed)?;
-                    let found = digest_file(Arc::clone(&reader), &tail, options.threads)
+                    check_reencoded(reader, &tail, reencoded, output.plan.rows, options.threads)
                         .await
                         .map_err(failed)?;
-                    reencoded
-                        .digests
-                        .check(&found)
-                        .map_err(|e| failed(e.into()))?;
                 }
             }
             rows += tail.rows;

@@ -6,6 +6,7 @@
 //! bytes depend only on its place in the plan, not on what else runs.
 
 use futures::StreamExt;
+use tokio::sync::mpsc::UnboundedSender;
 
 use super::options::{CompactOptions, Layout};
 use super::plan::{PartitionPlan, PlannedOutput};
@@ -14,7 +15,7 @@ use super::write::{write_clustered, OutputWriter, StagedOutput};
 use crate::hdfs::{Hdfs, Location};
 use crate::operations::file_copy::copy_file;
 use crate::operations::outcome::Stop;
-use crate::orc::ClusterSummary;
+use crate::orc::{ClusterSummary, ReencodedOutput};
 use crate::run_dirs::output_name;
 use crate::snapshot::DataFile;
 
@@ -31,6 +32,18 @@ pub(super) struct Staging<'a> {
     pub permission: u16,
     pub options: &'a CompactOptions,
     pub progress: &'a dyn Progress,
+    /// Told of each output of a sorted group as it is closed, so step 5 can read it back while
+    /// the group's next outputs are written (a sorted group writes them one at a time).
+    pub closed: UnboundedSender<Closed>,
+}
+
+/// An output of a sorted group, closed in the staging directory.
+pub(super) struct Closed {
+    /// Its place in the plan's outputs.
+    pub index: usize,
+    pub target: Location,
+    pub rows: u64,
+    pub written: ReencodedOutput,
 }
 
 /// What one unit of work wrote: its outputs in plan order, and the sort's summary for a group.
@@ -104,6 +117,15 @@ impl Staging<'_> {
                     self.permission,
                     self.options,
                     layout,
+                    |k, written| {
+                        // Not listened to any more: step 5 reads it back with the others.
+                        let _ = self.closed.send(Closed {
+                            index: first + k,
+                            target: targets[k].0.clone(),
+                            rows: targets[k].1,
+                            written: written.clone(),
+                        });
+                    },
                 )
                 .await?;
                 for o in &group {

@@ -169,8 +169,9 @@ impl OutputWriter {
 
 /// Writes the outputs of one merge group put in `layout`'s order (the group's `inputs`, in
 /// listing order): every row decoded and sorted, then cut into `outputs` (target, rows) in
-/// turn, each with the rows the plan gave it. Returns one [`StagedOutput`] per output and what the
-/// sort did; a group whose values cannot be ordered fails the partition, naming why.
+/// turn, each with the rows the plan gave it; `closed(k, written)` is told as the `k`th is
+/// closed. Returns one [`StagedOutput`] per output and what the sort did; a group whose values
+/// cannot be ordered fails the partition, naming why.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn write_clustered(
     hdfs: &Hdfs,
@@ -181,6 +182,7 @@ pub(super) async fn write_clustered(
     permission: u16,
     options: &CompactOptions,
     layout: &Layout,
+    closed: impl Fn(usize, &ReencodedOutput),
 ) -> Result<(Vec<StagedOutput>, ClusterSummary), Stop> {
     let tails = tails_of(inputs);
     let Some(order) = &layout.order else {
@@ -213,15 +215,16 @@ pub(super) async fn write_clustered(
     .await
     .map_err(failed)?;
     let mut staged = Vec::new();
-    for (target, rows) in outputs {
+    for (k, (target, rows)) in outputs.iter().enumerate() {
         let writer_options = writer_options(&tails, shape, options, Some(layout));
         let mut writer = hdfs.create(target, permission).await?;
         let result = clustered
             .write_output(&mut writer, *rows, writer_options)
             .await;
-        let closed = close(writer, target).await;
+        let was_closed = close(writer, target).await;
         let written = result.map_err(failed)?;
-        closed?;
+        was_closed?;
+        closed(k, &written);
         staged.push(StagedOutput {
             written: Written::Reencoded(written),
             way: way.clone(),

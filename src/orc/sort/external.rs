@@ -127,9 +127,8 @@ impl Sorter {
         } else {
             BATCH_ROWS
         };
-        let spill = move || {
-            write_run(gathered, &keyed, &path, rows).map_err(|e| spill_failed(&dir, e))
-        };
+        let spill =
+            move || write_run(gathered, &keyed, &path, rows).map_err(|e| spill_failed(&dir, e));
         if self.beside {
             let thread = std::thread::Builder::new()
                 .name("spill".into())
