@@ -314,8 +314,9 @@ impl<'a> Run<'a> {
             match self.open_output(&c.target).await {
                 Ok((reader, tail)) => {
                     let threads = self.options.threads;
+                    let planned = self.plan.outputs.get(c.index).map_or(0, |o| o.plan.rows);
                     let check = async move {
-                        let rows = check_reencoded(reader, &tail, &c.written, c.rows, threads)
+                        let rows = check_reencoded(reader, &tail, &c.written, planned, threads)
                             .await
                             .map_err(|e| Stop::Verification(format!("{}: {e}", c.target)));
                         (c.index, rows)

@@ -42,7 +42,6 @@ pub(super) struct Closed {
     /// Its place in the plan's outputs.
     pub index: usize,
     pub target: Location,
-    pub rows: u64,
     pub written: ReencodedOutput,
 }
 
@@ -122,7 +121,6 @@ impl Staging<'_> {
                         let _ = self.closed.send(Closed {
                             index: first + k,
                             target: targets[k].0.clone(),
-                            rows: targets[k].1,
                             written: written.clone(),
                         });
                     },
