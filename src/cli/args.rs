@@ -731,7 +731,8 @@ pub struct LayoutArgs {
     #[arg(long, value_name = "SIZE", value_parser = parse_bytes, env = "HOC_SORT_MEMORY", hide_env = true)]
     pub sort_memory: Option<u64>,
     /// Where sorted runs spill (default: the system's temporary directory); needs up to the
-    /// partition's decoded size free [env: HOC_SPILL_DIR]
+    /// partition's decoded size free, half that when short of space (then LZ4-compressed)
+    /// [env: HOC_SPILL_DIR]
     #[arg(long, value_name = "DIR", env = "HOC_SPILL_DIR", hide_env = true)]
     pub spill_dir: Option<PathBuf>,
 }

@@ -40,7 +40,7 @@ use crate::orc::reencode::decode::Decoder;
 use crate::orc::reencode::inputs::{as_written, decode_ahead, next_decoding};
 use crate::orc::reencode::output::ReencodedOutput;
 use crate::orc::reencode::write::{OrcWriter, WriterOptions};
-use crate::orc::sort::external::{Feed, Sorter};
+use crate::orc::sort::external::{compress_spills, Feed, Sorter};
 use crate::orc::sort::order::{KeyMaker, RangeMeter, RowOrder, Sampler};
 use crate::orc::statistics::check::contradictions;
 use crate::orc::statistics::fold::StatisticsFold;
@@ -115,6 +115,15 @@ where
         RowOrder::ZOrder(columns) => sample(tails, first_tail, &open, columns).await?,
     };
 
+    let orc_bytes = tails.iter().map(|t| t.file_length).sum();
+    let compress = compress_spills(&options.spill_dir, orc_bytes);
+    if compress {
+        tracing::info!(
+            spill_dir = %options.spill_dir.display(),
+            orc_bytes,
+            "sorted runs spill LZ4-compressed: the spill directory may not hold them decoded"
+        );
+    }
     let (driver, mut decodings) = decode_ahead(tails, &open, read_ahead, options.threads);
     let rows: Vec<u64> = tails.iter().map(|t| t.rows).collect();
     let decode = async move {
@@ -126,6 +135,7 @@ where
             Arc::clone(&schema),
             options.sort_memory,
             &options.spill_dir,
+            compress,
             options.threads,
         );
         let mut digest = RowsDigest::new(&schema);
