@@ -12,6 +12,10 @@
 //! A sort of our own, not DataFusion's ExternalSorter: that is a query engine's worth of
 //! dependencies for one run-sort and one merge.
 //!
+//! The merge holds a batch of every run, so a big partition's hundreds of runs would take
+//! memory in proportion to its size: before it, runs are merged into fewer (on `threads` at
+//! once) until their batches fit the sort's memory ([`Sorter::merge_down`]).
+//!
 //! Runs spill LZ4-compressed when the spill directory might not hold them uncompressed (see
 //! [`compress_spills`]).
 //!
@@ -50,6 +54,10 @@ const KEY: &str = "hive-orc-compactor.sort-key";
 /// What a spill directory's name starts with.
 const SPILL_PREFIX: &str = "hive-orc-compactor-spill-";
 
+/// Runs the merge takes at once whatever the memory: a tiny `--sort-memory` would otherwise
+/// merge two runs at a time, rewriting the spill once per run.
+const MIN_FAN_IN: usize = 16;
+
 /// Decoded bytes per ORC byte a spill is planned for: the upper end of what partitions show
 /// (random-order events decode to about 5 times their ORC bytes, long runs of repeated values
 /// to 10).
@@ -79,14 +87,23 @@ struct Gathered {
 /// The external sort of one group's rows.
 pub struct Sorter {
     schema: SchemaRef,
-    /// Bytes of a run.
+    /// The sort's memory, and the bytes of a run (half of it when runs spill beside).
+    budget: usize,
     memory: usize,
     spill_root: PathBuf,
     spill: Option<SpillDir>,
     gathered: Gathered,
     runs: Vec<PathBuf>,
+    /// Runs spilled so far (the runs merged into fewer before the merge not counted).
+    sorted_runs: usize,
+    /// Spill files written so far, which names the next.
+    files: usize,
     /// Bytes written to spill files so far.
     pub spilled_bytes: u64,
+    /// The largest batch spilled, in memory (as gathered, its share of the sort's index
+    /// included).
+    batch_memory: usize,
+    threads: usize,
     /// Whether runs spill on a thread of their own, beside the gathering of the next.
     beside: bool,
     /// Whether runs spill LZ4-compressed (see [`compress_spills`]).
@@ -110,12 +127,17 @@ impl Sorter {
         let beside = threads >= 2;
         Sorter {
             schema,
+            budget: memory,
             memory: if beside { memory / 2 } else { memory },
             spill_root: spill_root.to_path_buf(),
             spill: None,
             gathered: Gathered::default(),
             runs: Vec::new(),
+            sorted_runs: 0,
+            files: 0,
             spilled_bytes: 0,
+            batch_memory: 0,
+            threads: threads.max(1),
             beside,
             compress,
             spilling: None,
@@ -143,25 +165,19 @@ impl Sorter {
         }
         // One run spills at a time: the memory holds it and the one gathering.
         self.wait_for_spill()?;
-        if self.spill.is_none() {
-            self.spill = Some(SpillDir::create(&self.spill_root)?);
-        }
-        let dir = self
-            .spill
-            .as_ref()
-            .map(|s| s.path.clone())
-            .unwrap_or_default();
-        let path = dir.join(format!("run-{}.arrow", self.runs.len()));
+        let (dir, path) = self.next_file()?;
         self.runs.push(path.clone());
+        self.sorted_runs += 1;
         let keyed = keyed_schema(&self.schema);
-        let rows = if self.beside {
-            BATCH_ROWS / 2
-        } else {
-            BATCH_ROWS
-        };
+        let rows = self.spill_rows();
+        let gathered_rows: usize = gathered.batches.iter().map(|b| b.num_rows()).sum();
+        self.batch_memory = self
+            .batch_memory
+            .max(gathered.bytes / gathered_rows.max(1) * rows.min(gathered_rows));
         let compress = self.compress;
         let spill = move || {
-            write_run(gathered, &keyed, &path, rows, compress).map_err(|e| spill_failed(&dir, e))
+            let run = SortedRun::new(gathered, &keyed)?.with_rows(rows);
+            write_batches(run, &keyed, &path, compress).map_err(|e| spill_failed(&dir, e))
         };
         if self.beside {
             let thread = std::thread::Builder::new()
@@ -173,6 +189,91 @@ impl Sorter {
         } else {
             self.count_spill(spill())
         }
+    }
+
+    /// Rows per spilled batch: half a batch when two runs share the memory, so that the merge
+    /// of twice as many runs holds what it would hold of one thread's.
+    fn spill_rows(&self) -> usize {
+        if self.beside {
+            BATCH_ROWS / 2
+        } else {
+            BATCH_ROWS
+        }
+    }
+
+    /// The spill directory (created at the first spill) and the path of its next file.
+    fn next_file(&mut self) -> Result<(PathBuf, PathBuf), OrcError> {
+        if self.spill.is_none() {
+            self.spill = Some(SpillDir::create(&self.spill_root)?);
+        }
+        let dir = self
+            .spill
+            .as_ref()
+            .map(|s| s.path.clone())
+            .unwrap_or_default();
+        let path = dir.join(format!("run-{}.arrow", self.files));
+        self.files += 1;
+        Ok((dir, path))
+    }
+
+    /// Merges runs into fewer until the merge's batches, one of each run, take at most the
+    /// sort's memory, or until [`MIN_FAN_IN`] are left. A batch read back is counted twice:
+    /// LZ4-compressed, the buffers that did not shrink are kept as read, and keep the bytes
+    /// they were read from alive beside it. With more than one thread, as many groups of runs
+    /// are merged at once, their runs together within the same bound. Rows come out the same
+    /// whatever the grouping: no two keys are equal.
+    fn merge_down(&mut self, keyed: &SchemaRef) -> Result<(), OrcError> {
+        let fan_in = (self.budget / (2 * self.batch_memory).max(1)).max(MIN_FAN_IN);
+        while self.runs.len() > fan_in {
+            // Merging m runs into `ways` takes m - ways away.
+            let excess = self.runs.len() - fan_in;
+            let mut ways = self.threads;
+            let mut m = (excess + ways).min(fan_in);
+            if m < 2 * ways {
+                ways = 1;
+                m = (excess + 1).min(fan_in);
+            }
+            let taken: Vec<PathBuf> = self.runs.drain(..m).collect();
+            let groups: Vec<&[PathBuf]> = taken.chunks(m.div_ceil(ways)).collect();
+            let mut outputs = Vec::new();
+            for _ in &groups {
+                outputs.push(self.next_file()?);
+            }
+            let rows = self.spill_rows();
+            let compress = self.compress;
+            let written = std::thread::scope(|scope| {
+                let merging: Vec<_> = groups
+                    .iter()
+                    .zip(&outputs)
+                    .map(|(group, (dir, path))| {
+                        scope.spawn(move || {
+                            let merge = Merge::new(open_runs(group)?, Arc::clone(keyed))?;
+                            write_batches(merge.with_rows(rows), keyed, path, compress)
+                                .map_err(|e| spill_failed(dir, e))
+                        })
+                    })
+                    .collect();
+                merging
+                    .into_iter()
+                    .map(|m| {
+                        m.join().unwrap_or_else(|_| {
+                            Err(OrcError::Decode(
+                                "a merge of sorted runs panicked: a bug; nothing was published"
+                                    .into(),
+                            ))
+                        })
+                    })
+                    .collect::<Vec<_>>()
+            });
+            for bytes in written {
+                self.spilled_bytes += bytes?;
+            }
+            for path in &taken {
+                std::fs::remove_file(path).map_err(|e| spill_failed(path, e.into()))?;
+            }
+            self.runs.extend(outputs.into_iter().map(|(_, path)| path));
+        }
+        Ok(())
     }
 
     /// Waits for the run spilling beside the gathering, if any.
@@ -205,17 +306,8 @@ impl Sorter {
         }
         self.spill_run()?;
         self.wait_for_spill()?;
-        let mut cursors = Vec::new();
-        for path in &self.runs {
-            let file = File::open(path).map_err(|e| spill_failed(path, e.into()))?;
-            let reader = FileReader::try_new(BufReader::new(file), None).map_err(arrow_io)?;
-            cursors.push(Cursor {
-                reader,
-                batch: None,
-                row: 0,
-            });
-        }
-        let merge = Merge::new(cursors, keyed)?;
+        self.merge_down(&keyed)?;
+        let merge = Merge::new(open_runs(&self.runs)?, keyed)?;
         Ok(Sorted::Merged(merge, self))
     }
 }
@@ -229,13 +321,26 @@ impl Drop for Sorter {
     }
 }
 
-/// Sorts a run and writes it to `path` in batches of `rows`, LZ4-compressed if `compress`; its
-/// bytes.
-fn write_run(
-    gathered: Gathered,
+/// Cursors at the start of the spilled runs `paths`.
+fn open_runs(paths: &[PathBuf]) -> Result<Vec<Cursor>, OrcError> {
+    let mut cursors = Vec::new();
+    for path in paths {
+        let file = File::open(path).map_err(|e| spill_failed(path, e.into()))?;
+        let reader = FileReader::try_new(BufReader::new(file), None).map_err(arrow_io)?;
+        cursors.push(Cursor {
+            reader,
+            batch: None,
+            row: 0,
+        });
+    }
+    Ok(cursors)
+}
+
+/// Writes sorted `batches` to the spill file `path`, LZ4-compressed if `compress`; its bytes.
+fn write_batches(
+    batches: impl Iterator<Item = Result<RecordBatch, OrcError>>,
     keyed: &SchemaRef,
     path: &Path,
-    rows: usize,
     compress: bool,
 ) -> Result<u64, OrcError> {
     let file = File::create(path)?;
@@ -244,9 +349,7 @@ fn write_run(
         .map_err(arrow_io)?;
     let mut writer =
         FileWriter::try_new_with_options(BufWriter::new(file), keyed, options).map_err(arrow_io)?;
-    let mut run = SortedRun::new(gathered, keyed)?;
-    run.rows = rows;
-    for batch in run {
+    for batch in batches {
         writer.write(&batch?).map_err(arrow_io)?;
     }
     writer.finish().map_err(arrow_io)?;
@@ -301,11 +404,13 @@ impl Sorted {
         }
     }
 
+    /// The runs sorted and spilled, and the bytes spilled (the runs merged into fewer
+    /// included).
     pub fn spilled(&self) -> (usize, u64) {
         let sorter = match self {
             Sorted::Memory(_, s) | Sorted::Merged(_, s) => s,
         };
-        (sorter.runs.len(), sorter.spilled_bytes)
+        (sorter.sorted_runs, sorter.spilled_bytes)
     }
 }
 
@@ -422,6 +527,12 @@ impl SortedRun {
             schema: Arc::clone(schema),
         })
     }
+
+    /// The same run, handed over in batches of `rows`.
+    fn with_rows(mut self, rows: usize) -> Self {
+        self.rows = rows;
+        self
+    }
 }
 
 impl Iterator for SortedRun {
@@ -526,6 +637,8 @@ pub struct Merge {
     /// The smallest key of each run not yet handed over.
     heap: BinaryHeap<HeapKey>,
     schema: SchemaRef,
+    /// Rows per batch handed over.
+    rows: usize,
 }
 
 impl Merge {
@@ -541,7 +654,14 @@ impl Merge {
             cursors,
             heap,
             schema,
+            rows: BATCH_ROWS,
         })
+    }
+
+    /// The same merge, handing over batches of `rows`.
+    fn with_rows(mut self, rows: usize) -> Self {
+        self.rows = rows;
+        self
     }
 
     fn next_batch(&mut self) -> Result<Option<RecordBatch>, OrcError> {
@@ -549,8 +669,8 @@ impl Merge {
         // while this batch filled.
         let mut held: Vec<RecordBatch> = Vec::new();
         let mut held_of: Vec<Option<usize>> = vec![None; self.cursors.len()];
-        let mut picks = Vec::with_capacity(BATCH_ROWS);
-        while picks.len() < BATCH_ROWS {
+        let mut picks = Vec::with_capacity(self.rows);
+        while picks.len() < self.rows {
             let Some(Reverse((_, mut key, run))) = self.heap.pop() else {
                 break;
             };
@@ -708,6 +828,15 @@ mod tests {
             let sorted = sorted(&all, memory, dir.path(), compress, threads);
             if memory == 20_000 {
                 spilled.push(sorted.spilled().1);
+            }
+            if let Sorted::Merged(merge, sorter) = &sorted {
+                // A run per pushed batch (each is over the memory), merged down to the fewest
+                // the merge takes (on two threads: two groups at once); the runs merged are
+                // gone.
+                assert_eq!(sorter.sorted_runs, 30);
+                assert_eq!(merge.cursors.len(), MIN_FAN_IN);
+                let dir = sorter.spill.as_ref().unwrap();
+                assert_eq!(std::fs::read_dir(&dir.path).unwrap().count(), MIN_FAN_IN);
             }
             assert_eq!(
                 memory == u64::MAX,
