@@ -162,10 +162,15 @@ where
             before.end_file();
             recorded.add(&input.finish(i, expected).await?);
         }
+        // Off the runtime: a big partition's runs merged into fewer take minutes, and with one
+        // thread the runtime is this thread, whose lock heartbeats must go on meanwhile.
+        let sorted = tokio::task::spawn_blocking(move || sorter.finish())
+            .await
+            .map_err(|e| OrcError::Decode(format!("the sort's last runs stopped: {e}")))??;
         Ok::<_, OrcError>((
             schema,
             bloom_filter_columns,
-            sorter.finish()?,
+            sorted,
             digest.finish(),
             recorded.finish(),
             zone.flatten(),
