@@ -103,9 +103,8 @@ pub struct Sorter {
     /// The largest batch spilled, in memory (as gathered, its share of the sort's index
     /// included).
     batch_memory: usize,
+    /// From 2, runs spill on a thread of their own, beside the gathering of the next.
     threads: usize,
-    /// Whether runs spill on a thread of their own, beside the gathering of the next.
-    beside: bool,
     /// Whether runs spill LZ4-compressed (see [`compress_spills`]).
     compress: bool,
     /// The run being sorted and spilled beside the gathering: its bytes once written.
@@ -124,6 +123,7 @@ impl Sorter {
         threads: usize,
     ) -> Self {
         let memory = usize::try_from(memory).unwrap_or(usize::MAX).max(2);
+        let threads = threads.max(1);
         let beside = threads >= 2;
         Sorter {
             schema,
@@ -137,8 +137,7 @@ impl Sorter {
             files: 0,
             spilled_bytes: 0,
             batch_memory: 0,
-            threads: threads.max(1),
-            beside,
+            threads,
             compress,
             spilling: None,
         }
@@ -179,7 +178,7 @@ impl Sorter {
             let run = SortedRun::new(gathered, &keyed)?.with_rows(rows);
             write_batches(run, &keyed, &path, compress).map_err(|e| spill_failed(&dir, e))
         };
-        if self.beside {
+        if self.beside() {
             let thread = std::thread::Builder::new()
                 .name("spill".into())
                 .spawn(spill)
@@ -191,10 +190,15 @@ impl Sorter {
         }
     }
 
+    /// Whether runs spill beside the gathering of the next (see the module's docs).
+    fn beside(&self) -> bool {
+        self.threads >= 2
+    }
+
     /// Rows per spilled batch: half a batch when two runs share the memory, so that the merge
     /// of twice as many runs holds what it would hold of one thread's.
     fn spill_rows(&self) -> usize {
-        if self.beside {
+        if self.beside() {
             BATCH_ROWS / 2
         } else {
             BATCH_ROWS
@@ -255,14 +259,7 @@ impl Sorter {
                     .collect();
                 merging
                     .into_iter()
-                    .map(|m| {
-                        m.join().unwrap_or_else(|_| {
-                            Err(OrcError::Decode(
-                                "a merge of sorted runs panicked: a bug; nothing was published"
-                                    .into(),
-                            ))
-                        })
-                    })
+                    .map(|m| joined(m.join(), "a merge of sorted runs"))
                     .collect::<Vec<_>>()
             });
             for bytes in written {
@@ -280,11 +277,7 @@ impl Sorter {
     fn wait_for_spill(&mut self) -> Result<(), OrcError> {
         match self.spilling.take() {
             None => Ok(()),
-            Some(thread) => self.count_spill(thread.join().unwrap_or_else(|_| {
-                Err(OrcError::Decode(
-                    "the spill of a sorted run panicked: a bug; nothing was published".into(),
-                ))
-            })),
+            Some(thread) => self.count_spill(joined(thread.join(), "the spill of a sorted run")),
         }
     }
 
@@ -319,6 +312,15 @@ impl Drop for Sorter {
             let _ = thread.join();
         }
     }
+}
+
+/// What a thread doing `what` gave back, its panic an error.
+fn joined<T>(result: std::thread::Result<Result<T, OrcError>>, what: &str) -> Result<T, OrcError> {
+    result.unwrap_or_else(|_| {
+        Err(OrcError::Decode(format!(
+            "{what} panicked: a bug; nothing was published"
+        )))
+    })
 }
 
 /// Cursors at the start of the spilled runs `paths`.
