@@ -225,7 +225,13 @@ impl RowsDigest {
             let mut columns = Vec::with_capacity(batch.num_columns());
             for (column, &timestamp) in batch.columns().iter().zip(&self.timestamps) {
                 let (mut bytes, mut ends) = (Vec::new(), Vec::with_capacity(rows.len()));
-                encode(column.as_ref(), timestamp, rows.clone(), &mut bytes, Some(&mut ends))?;
+                encode(
+                    column.as_ref(),
+                    timestamp,
+                    rows.clone(),
+                    &mut bytes,
+                    Some(&mut ends),
+                )?;
                 columns.push((bytes, ends));
             }
             let mut row = Vec::new();
@@ -284,7 +290,13 @@ fn encode(
                     let (start, end) = (a.value_offsets()[i], a.value_offsets()[i + 1]);
                     let (start, end) = (start as usize, end as usize);
                     length(end - start, out);
-                    encode(a.values().as_ref(), is_timestamp(item), start..end, out, None)?;
+                    encode(
+                        a.values().as_ref(),
+                        is_timestamp(item),
+                        start..end,
+                        out,
+                        None,
+                    )?;
                 }
                 ended(&mut ends, out);
             }
@@ -622,7 +634,11 @@ mod tests {
                 )),
             ),
         ]);
-        let columns: Vec<u64> = digest(&[many.clone()]).columns.iter().map(|c| c.xxh3).collect();
+        let columns: Vec<u64> = digest(&[many.clone()])
+            .columns
+            .iter()
+            .map(|c| c.xxh3)
+            .collect();
         let mut rows = RowsDigest::new(&many.schema());
         rows.update(&many).unwrap();
         let pinned: Vec<u64> = vec![0x5ca31a6b7bd7fa96, 0xaaeb618a5150c761, 0xdcf95fcfe170b854];
