@@ -16,13 +16,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use bytes::Bytes;
 use futures::future::Either;
 use futures::{StreamExt, TryStreamExt};
-use hdfs_native::file::FileReader;
-use hdfs_native::Client;
 use serde::Serialize;
 use tokio::sync::{Semaphore, SemaphorePermit};
 
 use crate::eligibility::{Refusal, Rule};
-use crate::hdfs::{same_acl, Entry, FsError, Hdfs, Listing, Location};
+use crate::hdfs::{same_acl, Client, Entry, FsError, Hdfs, Listing, Location, Reader};
 use crate::orc::{
     read_checked, read_tail, OrcError, OrcTail, RangeRead, SharedFooters, Task, SPECULATIVE_TAIL,
 };
@@ -120,7 +118,7 @@ impl Kept {
     fn peek(&self) -> Option<Source> {
         let kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         kept.as_ref().map(|source| match source {
-            Source::Reader(r) => Source::Reader(Arc::clone(r)),
+            Source::Reader(r) => Source::Reader(r.clone()),
             Source::Held { bytes, .. } => Source::Held {
                 bytes: bytes.clone(),
                 _budget: None,
@@ -132,7 +130,7 @@ impl Kept {
 /// Where an input's bytes are read from for the copy or re-encode.
 pub enum Source {
     /// An open reader: its block locations, no connection and no data.
-    Reader(Arc<FileReader>),
+    Reader(Reader),
     /// The whole file, read with its tail, and its share of [`HELD_BUDGET`] (given back when
     /// dropped; `None` for a look at bytes kept for another, see [`DataFile::peek`]).
     Held {
@@ -218,13 +216,13 @@ impl DataFile {
                 Ok(source) => source,
                 Err(client) => {
                     let reader = client.map_err(io)?.read(&location.path).await;
-                    Source::Reader(Arc::new(reader.map_err(|error| {
+                    Source::Reader(reader.map_err(|error| {
                         io(FsError::Io {
                             op: "opening",
                             location: location.to_string(),
                             error,
                         })
-                    })?))
+                    })?)
                 }
             };
             let now = source.length();
@@ -301,12 +299,12 @@ pub fn check_listing(dir: &Location, listing: Option<Listing>) -> Result<Listing
 
 /// The file whole when it is small enough that reading its tail reads all of it, its reader
 /// agrees with the listing's length and [`HELD_BUDGET`] has room; else its reader.
-async fn held_or_reader(reader: FileReader, listed: u64) -> Result<Source, OrcError> {
+async fn held_or_reader(reader: Reader, listed: u64) -> Result<Source, OrcError> {
     let length = reader.file_length() as u64;
     let budget = (length == listed && length <= SPECULATIVE_TAIL)
         .then(|| HELD_BUDGET.try_acquire_many(length as u32).ok())
         .flatten();
-    let reader = Source::Reader(Arc::new(reader));
+    let reader = Source::Reader(reader);
     let Some(budget) = budget else {
         return Ok(reader);
     };
@@ -341,7 +339,7 @@ async fn read_file(
             let source = if keep_readers {
                 held_or_reader(reader, entry.length).await?
             } else {
-                Source::Reader(Arc::new(reader))
+                Source::Reader(reader)
             };
             Ok((read_tail(&source).await?, source))
         };

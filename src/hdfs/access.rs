@@ -1,11 +1,12 @@
 //! Who may do what with a path: owner, group, permission bits and ACL, read and given to a copy.
 
 use hdfs_native::acl::AclEntry;
-use hdfs_native::{Client, HdfsError};
+use hdfs_native::HdfsError;
 
 use super::client::Hdfs;
 use super::error::FsError;
 use super::location::Location;
+use super::tasks::Client;
 
 /// Who may do what with a path: what a copy must carry to be used like the original.
 #[derive(Debug, Clone, PartialEq)]

@@ -4,10 +4,11 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use hdfs_native::{Client, ClientBuilder, HdfsError};
+use hdfs_native::{ClientBuilder, HdfsError};
 
 use super::error::FsError;
 use super::location::Location;
+use super::tasks::Client;
 
 /// The target of this module's log lines, the same from each of its files, as before they
 /// were split: what users filter and read them by.
@@ -135,10 +136,10 @@ impl Hdfs {
         if !overrides.is_empty() {
             builder = builder.with_config(overrides);
         }
-        let client = builder.build().map_err(|error| FsError::Client {
+        let client = Client::new(builder.build().map_err(|error| FsError::Client {
             fs: location.fs.clone(),
             error,
-        })?;
+        })?);
         clients.insert(location.fs.clone(), client.clone());
         Ok(client)
     }

@@ -5,8 +5,9 @@
 //! `location` (locations and their parents), `error` (failed calls in one line, and whether they
 //! may have happened), `listing` (listings, statuses, one directory under two names), `paths`
 //! (create, rename, trash, delete, and the ORC engine's reader and sink), `access` (owner,
-//! group, permission, ACL), `redundancy` (replicated or erasure coded) and `files` (the seam of
-//! a compaction's last calls; its in-memory double is `fake`).
+//! group, permission, ACL), `redundancy` (replicated or erasure coded), `files` (the seam of
+//! a compaction's last calls; its in-memory double is `fake`) and `tasks` (hdfs-native's calls,
+//! each run as a task of its own, so that none can hold hdfs-native's locks unpolled).
 
 mod access;
 mod client;
@@ -18,6 +19,7 @@ mod listing;
 mod location;
 mod paths;
 mod redundancy;
+mod tasks;
 
 pub use access::{same_acl, Access, NotKept};
 pub use client::{hadoop_user, observer_overrides, Hdfs, Probe};
@@ -26,3 +28,4 @@ pub use files::Files;
 pub use listing::{is_hidden, Entry, Listing};
 pub use location::Location;
 pub use redundancy::{redundancy_of, Redundancy};
+pub use tasks::{Client, Reader, Writer};

@@ -7,7 +7,6 @@ use std::io;
 use std::ops::Range;
 
 use bytes::Bytes;
-use hdfs_native::file::{FileReader, FileWriter};
 use hdfs_native::{HdfsError, WriteOptions};
 
 use super::client::{Hdfs, LOG_TARGET};
@@ -15,10 +14,11 @@ use super::error::FsError;
 use super::error::{ambiguous, describe, ez_rename_refusal, io_error};
 use super::location::ancestors;
 use super::location::Location;
+use super::tasks::{Reader, Writer};
 use crate::orc::{RangeRead, Sink};
 
 impl Hdfs {
-    pub async fn open(&self, file: &Location) -> Result<FileReader, FsError> {
+    pub async fn open(&self, file: &Location) -> Result<Reader, FsError> {
         let client = self.client(file)?;
         client
             .read(&file.path)
@@ -28,7 +28,7 @@ impl Hdfs {
 
     /// Creates a new file; fails if it exists. `permission` is applied as given (hdfs-native
     /// applies no umask).
-    pub async fn create(&self, file: &Location, permission: u16) -> Result<FileWriter, FsError> {
+    pub async fn create(&self, file: &Location, permission: u16) -> Result<Writer, FsError> {
         let client = self.client(file)?;
         let options = WriteOptions::default()
             .permission(u32::from(permission))
@@ -179,7 +179,7 @@ impl Hdfs {
 
 /// The ORC engine reads through this. It checks every range against `len()` before asking,
 /// which matters: `read_range` panics past the end of the file.
-impl RangeRead for FileReader {
+impl RangeRead for Reader {
     fn len(&self) -> impl Future<Output = io::Result<u64>> + Send {
         let len = self.file_length() as u64;
         async move { Ok(len) }
@@ -204,7 +204,7 @@ impl RangeRead for FileReader {
     }
 }
 
-impl Sink for FileWriter {
+impl Sink for Writer {
     async fn write(&mut self, data: Bytes) -> io::Result<()> {
         self.write_bytes(data).await.map(|_| ()).map_err(io_error)
     }

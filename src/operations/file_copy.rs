@@ -80,10 +80,7 @@ where
 }
 
 /// Closes a new file: only then has HDFS acknowledged all of it.
-pub(crate) async fn close(
-    mut writer: hdfs_native::file::FileWriter,
-    target: &Location,
-) -> Result<(), Stop> {
+pub(crate) async fn close(mut writer: crate::hdfs::Writer, target: &Location) -> Result<(), Stop> {
     writer
         .close()
         .await

@@ -10,8 +10,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::hdfs::Reader;
 use anyhow::anyhow;
-use hdfs_native::file::FileReader;
 use serde::Serialize;
 use tracing::Instrument;
 use xxhash_rust::xxh3::Xxh3;
@@ -343,7 +343,7 @@ async fn check_digests(
 
 /// XXH3-64 of `length` bytes at `offset`, read in bounded chunks.
 async fn xxh3_of(
-    reader: &FileReader,
+    reader: &Reader,
     offset: u64,
     length: u64,
     file: &Location,

@@ -151,6 +151,30 @@ fn analyze_figures_match_the_manifest() {
     );
 }
 
+/// A `buffered` stream polls the futures it started only while its consumer asks for the next
+/// item; a consumer busy with HDFS calls of its own leaves them waiting. hdfs-native hands its
+/// NameNode lock to the next future in line, and one in line but not polled again held it for
+/// good: `analyze --deep` hung so, about one run in fifteen. Here the first of eight listings
+/// on a new client takes the lock to connect and the others queue; none is polled again, and
+/// a ninth call must still be answered.
+#[test]
+fn hdfs_calls_left_unpolled_do_not_hold_up_the_others() {
+    let f = fixtures();
+    let dir = Location::parse(&f.table("ext_p3").partitions[0].location).unwrap();
+    rt().block_on(async {
+        let hdfs = Hdfs::new();
+        let mut started: Vec<_> = (0..8).map(|_| Box::pin(hdfs.list(&dir))).collect();
+        for listing in &mut started {
+            assert!(futures::poll!(listing.as_mut()).is_pending());
+        }
+        let answered = tokio::time::timeout(std::time::Duration::from_secs(60), hdfs.status(&dir));
+        assert!(
+            matches!(answered.await, Ok(Ok(Some(_)))),
+            "a call behind eight unpolled ones was not answered within a minute"
+        );
+    });
+}
+
 #[test]
 fn selections_thresholds_budgets_and_shards() {
     let db = OwnDatabase::create("fleet_select", "fleet");

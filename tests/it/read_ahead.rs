@@ -5,8 +5,8 @@
 //! futures queued beside the write: one of them was handed an hdfs-native mutex (the NameNode
 //! proxy's, or the cached server defaults) that the writer's next block needed, and nobody
 //! polled it. Those mutexes are contended when other tasks use the same client, so several
-//! copies run at once here, as `--parallel` runs partitions. Reads and opens now run as spawned
-//! tasks. A hang fails the test after a generous timeout instead of stalling the suite; the
+//! copies run at once here, as `--parallel` runs partitions. Every hdfs-native call now runs
+//! as a task of its own (`hdfs::Client`, `Reader`, `Writer`). A hang fails the test after a generous timeout instead of stalling the suite; the
 //! timeout is no performance claim.
 //!
 //! It runs in a process of its own (`HOC_TEST_ALONE=read_ahead`, as scripts/test runs it): four
@@ -23,7 +23,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt;
-use hdfs_native::{Client, ClientBuilder, WriteOptions};
+use hdfs_native::WriteOptions;
+use hive_orc_compactor::hdfs::{Client, Hdfs, Location};
 use hive_orc_compactor::orc::{copy_pieces, OrcError, Piece, ReadAhead};
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -99,16 +100,19 @@ async fn copy(client: Client, paths: Arc<Vec<String>>, out: String) -> Vec<u64> 
     sums
 }
 
+/// A client with nothing cached yet (server defaults, connections), as in a new process.
+fn new_client() -> Client {
+    let root = Location::parse(&format!("{}/", env("HDFS_URL"))).unwrap();
+    Hdfs::new().client(&root).unwrap()
+}
+
 #[test]
 fn many_small_inputs_read_far_ahead_of_writers_starting_new_blocks() {
     if !alone(&["read_ahead"]) {
         return;
     }
     rt().block_on(async {
-        let client = ClientBuilder::new()
-            .with_url(env("HDFS_URL"))
-            .build()
-            .unwrap();
+        let client = new_client();
         let dir = format!("/tmp/read-ahead-test-{}", std::process::id());
         client.mkdirs(&dir, 0o755, true).await.unwrap();
         let paths: Arc<Vec<String>> =
@@ -120,12 +124,8 @@ fn many_small_inputs_read_far_ahead_of_writers_starting_new_blocks() {
             .await;
 
         let outs: Vec<String> = (0..COPIES).map(|n| format!("{dir}/output-{n}")).collect();
-        // A client of their own, nothing cached in it yet (server defaults, connections), as
-        // in a new process: the first lookups are contended too.
-        let client = ClientBuilder::new()
-            .with_url(env("HDFS_URL"))
-            .build()
-            .unwrap();
+        // A client of their own: the first lookups are contended too.
+        let client = new_client();
         let copies = outs
             .iter()
             .map(|out| tokio::spawn(copy(client.clone(), Arc::clone(&paths), out.clone())));

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::hdfs::Reader;
 use anyhow::anyhow;
-use hdfs_native::file::FileReader;
 use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 use tokio::task::JoinSet;
 use tracing::Instrument;
@@ -96,7 +96,7 @@ impl Staged<'_> {
 /// the plan's `rows`, then every value against the digests of the rows handed to the writer;
 /// the rows it holds.
 async fn check_reencoded(
-    reader: Arc<FileReader>,
+    reader: Reader,
     tail: &OrcTail,
     written: &ReencodedOutput,
     rows: u64,
@@ -341,8 +341,8 @@ impl<'a> Run<'a> {
     }
 
     /// A staged output opened for reading back, and its tail.
-    async fn open_output(&self, target: &Location) -> Result<(Arc<FileReader>, OrcTail), Stop> {
-        let reader = Arc::new(self.hdfs.open(target).await?);
+    async fn open_output(&self, target: &Location) -> Result<(Reader, OrcTail), Stop> {
+        let reader = self.hdfs.open(target).await?;
         let tail = read_tail(&reader)
             .await
             .map_err(|e| Stop::Verification(format!("{target}: re-reading its tail: {e}")))?

@@ -9,12 +9,12 @@
 //! numbers, never by the file count, file sizes or piece sizes: at most `bytes_in_flight` plus the chunk being written. A file is opened
 //! only shortly before its bytes are needed, and closed once its last chunk is read.
 //!
-//! Why tasks, not a stream of futures polled beside the write: a future queued in a
-//! `buffered` stream may be handed one of hdfs-native's async mutexes (the NameNode proxy's, or
-//! the cached server defaults that a new DataNode connection and a new block of the writer both
-//! take) and then sit unpolled while the sink's write waits for that very mutex. A full-size
-//! benchmark hung that way (2026-11-30). A spawned task is polled by the runtime whatever the
-//! sink does; what this loop itself awaits are only its own semaphores and task handles.
+//! Why tasks, not a stream of futures polled beside the write: a future in a `buffered` stream
+//! is polled only while the loop asks for the next item, so reads would stall whenever the
+//! sink's write does. A spawned task is polled by the runtime whatever the sink does; what this
+//! loop itself awaits are only its own semaphores and task handles. (The same unpolled futures
+//! once hung a full-size benchmark, 2026-11-30, by holding one of hdfs-native's locks; every
+//! hdfs-native call is now a task of its own, see `hdfs::Client`.)
 //!
 //! Every chunk is hashed twice. On the read side, in the read itself, as the reader returned
 //! it; on the sink side, right before it is handed to the sink, which also checks that it is
