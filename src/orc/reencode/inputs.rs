@@ -1,10 +1,12 @@
 //! The inputs of a re-encode: opened a few ahead of the decoding, each with its decoder and
 //! the statistics its writer recorded, then decoded a few at once, each in a task of its own
-//! ([`decode_ahead`]), and their batches as handed on (where test builds can misread or
+//! ([`decode_ahead`]; with the rows' sort keys when clustering), and their batches as handed on (where test builds can misread or
 //! reorder them, for the verification to catch).
 
 use std::future::Future;
+use std::sync::Arc;
 
+use arrow::array::BinaryArray;
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 use orc_rust::proto::ColumnStatistics;
@@ -75,6 +77,14 @@ async fn next_input<R: RangeRead + Send + 'static>(
 /// neither waits on the other's every batch, few enough that memory holds only a handful.
 const DECODED_AHEAD: usize = 4;
 
+/// The sort keys of a batch whose first row is at the given place in the inputs, made in the
+/// batch's decoding task, so that keys are made on as many threads as inputs are decoded.
+pub(crate) type Keys =
+    Arc<dyn Fn(&RecordBatch, u64) -> Result<BinaryArray, OrcError> + Send + Sync>;
+
+/// A decoded batch, the writer time zone of its stripe, and its sort keys (with [`Keys`]).
+pub(crate) type Batch = (RecordBatch, Option<Zone>, Option<BinaryArray>);
+
 /// Every input of `tails` opened (as [`open_inputs`]) and decoded, `ahead` inputs beyond the
 /// one being read at once, each in a task of its own: on a multi-threaded runtime they take a
 /// thread each, while the reader takes them in order, so the rows come in input order
@@ -84,6 +94,7 @@ pub(crate) fn decode_ahead<'a, R, O, F>(
     open: O,
     read_ahead: &ReadAhead,
     ahead: usize,
+    keys: Option<Keys>,
 ) -> (
     impl Future<Output = ()> + 'a,
     mpsc::Receiver<Result<Decoding, OrcError>>,
@@ -97,8 +108,12 @@ where
     let (started, decodings) = mpsc::channel(ahead.max(1));
     let driver = async move {
         let start = async move {
-            for _ in tails {
-                let decoding = next_input(&mut opens).await.map(Decoding::start);
+            let mut first = 0;
+            for tail in tails {
+                let decoding = next_input(&mut opens)
+                    .await
+                    .map(|input| Decoding::start(input, keys.clone(), first));
+                first += tail.rows;
                 let failed = decoding.is_err();
                 if started.send(decoding).await.is_err() || failed {
                     break;
@@ -115,7 +130,7 @@ pub(crate) struct Decoding {
     pub schema: SchemaRef,
     /// The columns with bloom filters in the input's first stripe, when it was read.
     pub bloom_columns: Option<Vec<u32>>,
-    batches: mpsc::Receiver<(RecordBatch, Option<Zone>)>,
+    batches: mpsc::Receiver<Batch>,
     task: Task<Result<Decoded, OrcError>>,
 }
 
@@ -128,7 +143,12 @@ struct Decoded {
 }
 
 impl Decoding {
-    fn start<R: RangeRead + Send + 'static>(mut input: Input<R>) -> Self {
+    /// Starts decoding `input`, whose first row is at `first` in the inputs.
+    fn start<R: RangeRead + Send + 'static>(
+        mut input: Input<R>,
+        keys: Option<Keys>,
+        first: u64,
+    ) -> Self {
         let (queue, batches) = mpsc::channel(DECODED_AHEAD);
         let schema = input.decoder.schema();
         let bloom_columns = input.decoder.bloom_columns.clone();
@@ -136,10 +156,11 @@ impl Decoding {
             let mut rows = 0;
             while let Some(batch) = input.decoder.next().await? {
                 let batch = as_decoded(batch)?;
+                let batch_keys = keys.as_ref().map(|k| k(&batch, first + rows)).transpose()?;
                 rows += batch.num_rows() as u64;
                 let zone = input.decoder.zone().cloned();
                 // A reader that stopped listening has failed or been dropped: stop decoding.
-                if queue.send((batch, zone)).await.is_err() {
+                if queue.send((batch, zone, batch_keys)).await.is_err() {
                     break;
                 }
             }
@@ -155,9 +176,9 @@ impl Decoding {
         }
     }
 
-    /// The next batch and the writer time zone of its stripe; `None` once the input is
-    /// decoded or its decoding failed (see [`Decoding::finish`]).
-    pub async fn next(&mut self) -> Option<(RecordBatch, Option<Zone>)> {
+    /// The next batch (see [`Batch`]); `None` once the input is decoded or its decoding failed
+    /// (see [`Decoding::finish`]).
+    pub async fn next(&mut self) -> Option<Batch> {
         self.batches.recv().await
     }
 

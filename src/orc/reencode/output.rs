@@ -81,7 +81,7 @@ where
     F: Future<Output = Result<R, OrcError>> + Send + 'static,
     S: Sink,
 {
-    let (driver, mut decodings) = decode_ahead(tails, open, read_ahead, threads);
+    let (driver, mut decodings) = decode_ahead(tails, open, read_ahead, threads, None);
     let rows: Vec<u64> = tails.iter().map(|t| t.rows).collect();
     // Here, in input order: each batch encoded (its columns at once) while a task of its own
     // digests it (likewise) and the inputs ahead decode in theirs.
@@ -113,7 +113,7 @@ where
                     next_decoding(&mut decodings).await?
                 }
             };
-            while let Some((batch, zone)) = input.next().await {
+            while let Some((batch, zone, _)) = input.next().await {
                 if to_digest.send((batch.clone(), zone.clone())).await.is_err() {
                     // Only a failed digest closes its queue: its error is the one returned.
                     drop(to_digest);

@@ -3,7 +3,8 @@
 //! row groups overlap on the key and readers skip by min/max.
 //!
 //! [`cluster`] decodes every input once (for a z-order, the key columns once more before, to
-//! sample their values) into the external [`Sorter`]; [`Clustered::write_output`] then writes
+//! sample their values, `--threads` inputs at once) into the external [`Sorter`], each row's
+//! sort key made in its input's decoding task; [`Clustered::write_output`] then writes
 //! the next output of as many rows as asked from the sorted rows; [`Clustered::finish`] checks
 //! what was written against what was read.
 //!
@@ -28,7 +29,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use arrow::array::{AsArray, RecordBatch};
-use arrow::datatypes::SchemaRef;
+use arrow::datatypes::{Schema, SchemaRef};
+use arrow::row::OwnedRow;
+use futures::StreamExt;
 use orc_rust::proto::ColumnStatistics;
 use tokio::sync::mpsc;
 
@@ -37,11 +40,11 @@ use crate::orc::error::OrcError;
 use crate::orc::io::copy::{ReadAhead, Task};
 use crate::orc::io::storage::{RangeRead, Sink};
 use crate::orc::reencode::decode::Decoder;
-use crate::orc::reencode::inputs::{as_written, decode_ahead, next_decoding};
+use crate::orc::reencode::inputs::{as_written, decode_ahead, next_decoding, Keys};
 use crate::orc::reencode::output::ReencodedOutput;
 use crate::orc::reencode::write::{OrcWriter, WriterOptions};
 use crate::orc::sort::external::{compress_spills, Feed, Sorter};
-use crate::orc::sort::order::{KeyMaker, RangeMeter, RowOrder, Sampler};
+use crate::orc::sort::order::{sampled_rows, KeyMaker, RangeMeter, RowOrder, Sampler};
 use crate::orc::statistics::check::contradictions;
 use crate::orc::statistics::fold::StatisticsFold;
 use crate::orc::tail::orc_tail::OrcTail;
@@ -110,10 +113,15 @@ where
     let first_tail = tails
         .first()
         .ok_or_else(|| OrcError::Plan("an output without inputs".into()))?;
+    let schema = Decoder::open(open(0).await?, first_tail, 0).await?.schema();
     let samples = match &options.order {
         RowOrder::Sort(_) => Vec::new(),
-        RowOrder::ZOrder(columns) => sample(tails, first_tail, &open, columns).await?,
+        RowOrder::ZOrder(columns) => {
+            sample(tails, &schema, &open, columns, options.threads).await?
+        }
     };
+    let keys = KeyMaker::new(&options.order, &schema, samples)?;
+    let keys: Keys = Arc::new(move |batch: &RecordBatch, first: u64| keys.keys(batch, first));
 
     let orc_bytes = tails.iter().map(|t| t.file_length).sum();
     let compress = compress_spills(&options.spill_dir, orc_bytes);
@@ -124,13 +132,13 @@ where
             "sorted runs spill LZ4-compressed: the spill directory may not hold them decoded"
         );
     }
-    let (driver, mut decodings) = decode_ahead(tails, &open, read_ahead, options.threads);
+    let (driver, mut decodings) =
+        decode_ahead(tails, &open, read_ahead, options.threads, Some(keys));
     let rows: Vec<u64> = tails.iter().map(|t| t.rows).collect();
     let decode = async move {
         let first = next_decoding(&mut decodings).await?;
         let schema = Arc::clone(&first.schema);
         let bloom_filter_columns = first.bloom_columns.clone().unwrap_or_default();
-        let keys = KeyMaker::new(&options.order, &schema, samples)?;
         let mut sorter = Sorter::new(
             Arc::clone(&schema),
             options.sort_memory,
@@ -143,20 +151,18 @@ where
         let mut before = RangeMeter::new(&options.order, &schema, stride)?;
         let mut recorded = StatisticsFold::default();
         let mut zone: Option<Option<Zone>> = None;
-        let mut place = 0u64;
         let mut first = Some(first);
         for (i, expected) in rows.into_iter().enumerate() {
             let mut input = match first.take() {
                 Some(first) => first,
                 None => next_decoding(&mut decodings).await?,
             };
-            while let Some((batch, batch_zone)) = input.next().await {
+            while let Some((batch, batch_zone, batch_keys)) = input.next().await {
                 same_zone(&mut zone, batch_zone)?;
                 digest.update(&batch)?;
                 before.add(&batch)?;
-                let n = batch.num_rows() as u64;
-                let batch_keys = keys.keys(&batch, place)?;
-                place += n;
+                let batch_keys = batch_keys
+                    .ok_or_else(|| OrcError::Decode("a batch decoded without its keys".into()))?;
                 sorter.push(batch, batch_keys)?;
             }
             before.end_file();
@@ -351,32 +357,101 @@ impl Clustered {
     }
 }
 
-/// For a z-order, a sample of each key column's values over every input, each column decoded
-/// alone.
+/// The samples of a z-order's `columns`: the values of the rows [`sampled_rows`] names, each
+/// input's key columns decoded in a task of its own, `threads` inputs at once.
 async fn sample<R, O, F>(
     tails: &[&OrcTail],
-    first_tail: &OrcTail,
+    schema: &Schema,
     open: &O,
     columns: &[String],
+    threads: usize,
 ) -> Result<Vec<Sampler>, OrcError>
 where
     R: RangeRead + Send + 'static,
     O: Fn(usize) -> F,
     F: Future<Output = Result<R, OrcError>> + Send + 'static,
 {
-    let schema = Decoder::open(open(0).await?, first_tail, 0).await?.schema();
-    let mut samplers = Vec::new();
-    for path in columns {
-        let (mut sampler, top) = Sampler::new(&schema, path)?;
-        for (i, tail) in tails.iter().enumerate() {
-            let mut decoder = Decoder::open_column(open(i).await?, tail, top).await?;
-            while let Some(batch) = decoder.next().await? {
-                sampler.add(&batch)?;
-            }
+    let (mut samplers, tops): (Vec<Sampler>, Vec<usize>) = columns
+        .iter()
+        .map(|path| Sampler::new(schema, path))
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .unzip();
+    let picked = sampled_rows(tails.iter().map(|t| t.rows).sum());
+    let mut inputs = Vec::new();
+    let mut first = 0;
+    for (i, tail) in tails.iter().enumerate() {
+        let (from, to) = (
+            picked.partition_point(|&r| r < first),
+            picked.partition_point(|&r| r < first + tail.rows),
+        );
+        let picks: Vec<u64> = picked[from..to].iter().map(|r| r - first).collect();
+        first += tail.rows;
+        if !picks.is_empty() {
+            inputs.push((i, picks));
         }
-        samplers.push(sampler);
+    }
+    let shared = Arc::new((std::mem::take(&mut samplers), tops));
+    let mut found = futures::stream::iter(inputs)
+        .map(|(i, picks)| {
+            let readers: Vec<F> = shared.1.iter().map(|_| open(i)).collect();
+            let (tail, shared) = ((*tails[i]).clone(), Arc::clone(&shared));
+            Task::spawn(async move {
+                let (samplers, tops) = &*shared;
+                let mut values = Vec::new();
+                for ((sampler, &top), reader) in samplers.iter().zip(tops).zip(readers) {
+                    let decoder = Decoder::open_column(reader.await?, &tail, top).await?;
+                    values.push(sampled_values(decoder, sampler, &picks, tail.rows).await?);
+                }
+                Ok::<_, OrcError>(values)
+            })
+            .output()
+        })
+        .buffered(threads.max(1));
+    let mut kept: Vec<Vec<OwnedRow>> = vec![Vec::new(); columns.len()];
+    while let Some(values) = found.next().await {
+        let values = values.map_err(|e| OrcError::Decode(format!("sampling stopped: {e}")))??;
+        for (kept, values) in kept.iter_mut().zip(values) {
+            kept.extend(values);
+        }
+    }
+    drop(found);
+    let (mut samplers, _) = Arc::try_unwrap(shared)
+        .map_err(|_| OrcError::Decode("a sampling task outlived the sampling".into()))?;
+    for (sampler, values) in samplers.iter_mut().zip(kept) {
+        sampler.keep(values);
     }
     Ok(samplers)
+}
+
+/// The values at `picks` (ascending row positions) of one input's column; the input must hold
+/// the `rows` its footer says.
+async fn sampled_values<R: RangeRead + Send + 'static>(
+    mut decoder: Decoder<R>,
+    sampler: &Sampler,
+    picks: &[u64],
+    rows: u64,
+) -> Result<Vec<OwnedRow>, OrcError> {
+    let (mut values, mut seen, mut next) = (Vec::with_capacity(picks.len()), 0u64, 0);
+    while let Some(batch) = decoder.next().await? {
+        let n = batch.num_rows() as u64;
+        let here: Vec<u32> = picks[next..]
+            .iter()
+            .take_while(|&&p| p < seen + n)
+            .map(|&p| (p - seen) as u32)
+            .collect();
+        next += here.len();
+        if !here.is_empty() {
+            values.extend(sampler.values(&batch, &here)?);
+        }
+        seen += n;
+    }
+    if seen != rows {
+        return Err(OrcError::Decode(format!(
+            "an input decoded to {seen} rows where its footer says {rows}"
+        )));
+    }
+    Ok(values)
 }
 
 /// Checks that a batch decoded in `this_zone` may share stripes with those decoded before, in

@@ -23,7 +23,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use arrow::array::{make_array, Array, ArrayRef, AsArray, BinaryArray, BinaryBuilder, RecordBatch};
+use arrow::array::{
+    make_array, Array, ArrayRef, AsArray, BinaryArray, BinaryBuilder, RecordBatch, UInt32Array,
+};
 use arrow::buffer::NullBuffer;
 use arrow::compute::SortOptions;
 use arrow::datatypes::{DataType, Schema};
@@ -456,19 +458,41 @@ fn interleave(values: &[u16], out: &mut Vec<u8>) {
 /// a sample this size places the steps within a fraction of a percent of the true quantiles.
 const SAMPLE_SIZE: usize = 16_384;
 
-/// A uniform sample of one column's values (reservoir sampling, with a fixed seed, so the same
-/// inputs give the same sample), for a z-order's ranks.
+/// The places, in the inputs' order, of the rows a z-order samples (ascending): those a
+/// reservoir of [`SAMPLE_SIZE`] keeps of `rows` rows, its random numbers from splitmix64 with a
+/// fixed seed, so the same inputs give the same sample. Which rows a reservoir keeps depends on
+/// their count alone, not on their values: the inputs can then be read for their sample all at
+/// once, and give the sample one reservoir fed the rows in order would.
+pub fn sampled_rows(rows: u64) -> Vec<u64> {
+    let size = SAMPLE_SIZE as u64;
+    let mut kept: Vec<u64> = (0..rows.min(size)).collect();
+    // splitmix64: a few lines where a random-number crate would be a dependency for one use.
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    for row in size..rows {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        let slot = (z ^ (z >> 31)) % (row + 1);
+        if slot < size {
+            kept[slot as usize] = row;
+        }
+    }
+    kept.sort_unstable();
+    kept
+}
+
+/// A sample of one column's values (those of the rows [`sampled_rows`] names), for a z-order's
+/// ranks.
 pub struct Sampler {
     place: Place,
     converter: RowConverter,
     sample: Vec<OwnedRow>,
-    seen: u64,
-    state: u64,
 }
 
 impl Sampler {
-    /// A sampler of column `path` of `schema`; [`Sampler::add`] then takes batches of only that
-    /// column's top-level column (a decoder of one column).
+    /// A sampler of column `path` of `schema`; [`Sampler::values`] then takes batches of only
+    /// that column's top-level column (a decoder of one column).
     pub fn new(schema: &Schema, path: &str) -> Result<(Self, usize), OrcError> {
         let (mut place, data_type) = locate(schema, path)?;
         let top = place[0];
@@ -485,40 +509,25 @@ impl Sampler {
             place,
             converter,
             sample: Vec::new(),
-            seen: 0,
-            state: 0x9E37_79B9_7F4A_7C15,
         };
         Ok((sampler, top))
     }
 
-    /// Samples the rows of `batch`, a batch of the one top-level column.
-    pub fn add(&mut self, batch: &RecordBatch) -> Result<(), OrcError> {
+    /// The values at `picks` (positions in `batch`, a batch of the one top-level column).
+    pub fn values(&self, batch: &RecordBatch, picks: &[u32]) -> Result<Vec<OwnedRow>, OrcError> {
         let column = extract(batch.columns(), &self.place);
+        let picked = arrow::compute::take(&column, &UInt32Array::from(picks.to_vec()), None)
+            .map_err(arrow_error)?;
         let rows = self
             .converter
-            .convert_columns(&[column])
+            .convert_columns(&[picked])
             .map_err(arrow_error)?;
-        for row in rows.iter() {
-            self.seen += 1;
-            if self.sample.len() < SAMPLE_SIZE {
-                self.sample.push(row.owned());
-            } else {
-                let j = self.next_random() % self.seen;
-                if (j as usize) < SAMPLE_SIZE {
-                    self.sample[j as usize] = row.owned();
-                }
-            }
-        }
-        Ok(())
+        Ok(rows.iter().map(|r| r.owned()).collect())
     }
 
-    /// splitmix64: a few lines where a random-number crate would be a dependency for one use.
-    fn next_random(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+    /// Adds `values` (from [`Sampler::values`]) to the sample.
+    pub fn keep(&mut self, values: Vec<OwnedRow>) {
+        self.sample.extend(values);
     }
 
     fn finish(mut self) -> (RowConverter, Vec<OwnedRow>) {
@@ -625,6 +634,39 @@ mod tests {
         assert!((spread - 1.0).abs() < 1e-9, "{spread}");
     }
 
+    /// The rows [`sampled_rows`] names are those one reservoir keeps when fed the rows in order
+    /// (as z-orders sampled before their inputs were read at once): the same z-order as before.
+    #[test]
+    fn sampled_rows_are_what_one_reservoir_fed_in_order_keeps() {
+        let reservoir = |rows: u64| {
+            let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+            let mut sample = Vec::new();
+            for (seen, row) in (1..).zip(0..rows) {
+                if sample.len() < SAMPLE_SIZE {
+                    sample.push(row);
+                    continue;
+                }
+                state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+                let mut z = state;
+                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+                let j = (z ^ (z >> 31)) % seen;
+                if (j as usize) < SAMPLE_SIZE {
+                    sample[j as usize] = row;
+                }
+            }
+            sample.sort_unstable();
+            sample
+        };
+        for rows in [0, 5, SAMPLE_SIZE as u64, SAMPLE_SIZE as u64 + 1, 100_003] {
+            assert_eq!(sampled_rows(rows), reservoir(rows), "{rows} rows");
+        }
+        let picked = sampled_rows(1_000_000);
+        assert_eq!(picked.len(), SAMPLE_SIZE);
+        // Spread over all the rows, not bunched at the start.
+        assert!(picked.iter().filter(|&&r| r >= 500_000).count() > SAMPLE_SIZE / 3);
+    }
+
     #[test]
     fn zorder_interleaves_ranks_most_significant_bit_first() {
         let mut out = Vec::new();
@@ -648,7 +690,8 @@ mod tests {
         let mut samplers = Vec::new();
         for c in ["s", "h"] {
             let (mut s, top) = Sampler::new(&b.schema(), c).unwrap();
-            s.add(&b.project(&[top]).unwrap()).unwrap();
+            let all: Vec<u32> = (0..b.num_rows() as u32).collect();
+            s.keep(s.values(&b.project(&[top]).unwrap(), &all).unwrap());
             samplers.push(s);
         }
         let keys = KeyMaker::new(&order, &b.schema(), samplers)
