@@ -1,7 +1,7 @@
 //! The inputs of a re-encode: opened a few ahead of the decoding, each with its decoder and
 //! the statistics its writer recorded, then decoded a few at once, each in a task of its own
-//! ([`decode_ahead`]; with the rows' sort keys when clustering), and their batches as handed on (where test builds can misread or
-//! reorder them, for the verification to catch).
+//! ([`decode_ahead`]; with the rows' sort keys when clustering), and their batches as handed
+//! on (where test builds can misread or reorder them, for the verification to catch).
 
 use std::future::Future;
 use std::sync::Arc;

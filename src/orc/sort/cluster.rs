@@ -371,7 +371,7 @@ where
     O: Fn(usize) -> F,
     F: Future<Output = Result<R, OrcError>> + Send + 'static,
 {
-    let (mut samplers, tops): (Vec<Sampler>, Vec<usize>) = columns
+    let (samplers, tops): (Vec<Sampler>, Vec<usize>) = columns
         .iter()
         .map(|path| Sampler::new(schema, path))
         .collect::<Result<Vec<_>, _>>()?
@@ -391,7 +391,7 @@ where
             inputs.push((i, picks));
         }
     }
-    let shared = Arc::new((std::mem::take(&mut samplers), tops));
+    let shared = Arc::new((samplers, tops));
     let mut found = futures::stream::iter(inputs)
         .map(|(i, picks)| {
             let readers: Vec<F> = shared.1.iter().map(|_| open(i)).collect();
