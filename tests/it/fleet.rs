@@ -156,7 +156,8 @@ fn analyze_figures_match_the_manifest() {
 /// NameNode lock to the next future in line, and one in line but not polled again held it for
 /// good: `analyze --deep` hung so, about one run in fifteen. Here the first of eight listings
 /// on a new client takes the lock to connect and the others queue; none is polled again, and
-/// a ninth call must still be answered.
+/// a ninth call must still be answered. (A listing may be over at its one poll: on a busy
+/// machine a runtime worker can run the whole call before the test's thread polls it.)
 #[test]
 fn hdfs_calls_left_unpolled_do_not_hold_up_the_others() {
     let f = fixtures();
@@ -164,14 +165,19 @@ fn hdfs_calls_left_unpolled_do_not_hold_up_the_others() {
     rt().block_on(async {
         let hdfs = Hdfs::new();
         let mut started: Vec<_> = (0..8).map(|_| Box::pin(hdfs.list(&dir))).collect();
+        let mut over = 0;
         for listing in &mut started {
-            assert!(futures::poll!(listing.as_mut()).is_pending());
+            over += usize::from(futures::poll!(listing.as_mut()).is_ready());
         }
         let answered = tokio::time::timeout(std::time::Duration::from_secs(60), hdfs.status(&dir));
-        assert!(
-            matches!(answered.await, Ok(Ok(Some(_)))),
-            "a call behind eight unpolled ones was not answered within a minute"
-        );
+        match answered.await {
+            Ok(Ok(Some(_))) => {}
+            Ok(other) => panic!("the status of {dir}, {over} of 8 listings over: {other:?}"),
+            Err(_) => panic!(
+                "the status of {dir} was not answered within a minute behind 8 listings left \
+                 unpolled ({over} over at their one poll)"
+            ),
+        }
     });
 }
 
