@@ -19,9 +19,13 @@ use crate::common::partition::{assert_untouched, Part, State};
 use crate::common::*;
 use serde_json::Value;
 
-/// `scripts/test` runs these against its cluster's YARN; `SKIP_YARN=1` (a cluster started
-/// without `--yarn`) skips them, saying so.
+/// `scripts/test` runs these against its cluster's YARN, in a process of their own beside the
+/// main run (their jobs take turns: in the main run, a test waiting its turn held one of its two
+/// threads idle); `SKIP_YARN=1` (a cluster started without `--yarn`) skips them, saying so.
 fn skipped() -> bool {
+    if !common::alone(&["yarn"]) {
+        return true;
+    }
     if std::env::var("SKIP_YARN").as_deref() == Ok("1") {
         eprintln!("SKIP_YARN=1: skipped");
         return true;
@@ -299,6 +303,9 @@ fn a_config_file_table_layout_is_applied_by_the_tasks() {
 
 #[test]
 fn a_dry_run_submits_nothing_and_prints_the_job() {
+    if !common::alone(&["yarn"]) {
+        return;
+    }
     let db = database("yarn_dry");
     let parts = parts(&db, &ALL);
     let before: Vec<State> = parts.iter().map(|p| p.state(true)).collect();
@@ -733,6 +740,9 @@ fn dry_run_sends_only(
 /// What a task runs, on an empty share: nothing to report, exit 0.
 #[test]
 fn an_empty_work_list_is_nothing_to_do() {
+    if !common::alone(&["yarn"]) {
+        return;
+    }
     let o = run(&[
         "compact",
         "--partitions-from",
