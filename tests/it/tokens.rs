@@ -228,8 +228,9 @@ fn a_privacy_or_integrity_only_metastore_serves_token_and_kerberos_logins() {
         let token = rt()
             .block_on(ms.delegation_token("tester", &s.principal))
             .unwrap_or_else(|e| panic!("{protection}: {e}"));
-        // The HDFS token too is fetched after the restart: one fetched before both restarts
-        // (each up to half a minute) outlived the test cluster's 60 s renew interval.
+        // The HDFS token too is fetched after the restart: nothing renews it, and one fetched
+        // before both restarts (each up to half a minute) expired at the test cluster's 60 s
+        // renew interval.
         let own = dir.path().join(protection);
         std::fs::create_dir(&own).unwrap();
         let hdfs = hdfs_token(s, &own);
