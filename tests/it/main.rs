@@ -16,9 +16,10 @@
 //! the secured cluster's areas set this process's Kerberos login and HADOOP_CONF_DIR, which
 //! would reach every other test (and the login is set once: `kerberos` and `tokens` log in as
 //! the test client, `secure_yarn` as the YARN user; `tokens` restarts the secured metastore).
-//! `scripts/test` runs each of them in a process of its own, after the others or beside them.
-//! `yarn` runs so too, beside the others: its jobs take turns on the one YARN, and a test
-//! waiting its turn in this process held one of its threads idle.
+//! `scripts/test` runs each of them in a process of its own, beside the others: the fault
+//! areas, `read_ahead` and `meter` on a cluster of their own. `yarn` runs so too: its jobs take
+//! turns on the one YARN, and a test waiting its turn in this process held one of its threads
+//! idle.
 
 pub mod common;
 

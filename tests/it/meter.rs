@@ -3,7 +3,8 @@
 //! (`CLUSTER_HMS_METRICS_FILE`), with an `api_<method>` timer per Thrift method it served. A
 //! run's calls are the timers' growth from just before the run to just after it, so nothing
 //! else may call that metastore meanwhile: this area runs in a process of its own
-//! (`HOC_TEST_ALONE=meter`, after the others in scripts/test) and skips itself otherwise.
+//! (`HOC_TEST_ALONE=meter`; scripts/test runs it after the fault areas, on their cluster) and
+//! skips itself otherwise.
 //!
 //! `--metastore-rate` is checked here too: paced runs take at least as long as the rate says.
 
