@@ -86,8 +86,6 @@ pub struct Clustered {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ClusterSummary {
     pub rows: u64,
-    /// The order-insensitive digest of the rows (see [`RowsDigest`]).
-    pub rows_digest: u128,
     /// Sorted runs spilled to disk (0: the group was sorted in memory), and their bytes.
     pub spilled_runs: usize,
     pub spilled_bytes: u64,
@@ -348,7 +346,6 @@ impl Clustered {
         let (spilled_runs, spilled_bytes) = self.sorted.spilled().await?;
         Ok(ClusterSummary {
             rows: handed.0,
-            rows_digest: handed.1,
             spilled_runs,
             spilled_bytes,
             before: self.before,
