@@ -14,7 +14,8 @@
 //! the DataNode still down); and the next run, every DataNode back, completes. One more ending
 //! is accepted, checked as closely: the run swapped and then could not write its journal (a
 //! DataNode the NameNode still believes alive sits in every new block's pipeline, and
-//! hdfs-native cannot build a pipeline around it: see [`Ended::JournalLost`]).
+//! hdfs-native cannot build a pipeline around it: see [`Ended::JournalLost`]). A run that ended
+//! before its fault was done was not faulted: the test fails.
 //!
 //! The tests stop and start daemons of one cluster: they take turns (a lock), so they never
 //! overlap whatever `--test-threads` says. A killed DataNode is started again when its test
@@ -222,6 +223,16 @@ fn run_with_fault(part: &Part, failpoint: &str, fault: impl FnOnce(&str)) -> Out
     let acting = Instant::now();
     fault(&output);
     let acted = acting.elapsed();
+    // A run that ended before the fault was done was not faulted: its passing would prove
+    // nothing.
+    assert!(
+        !run.ended(),
+        "{failpoint}: the run ended before the fault was done ({:.1} s, from {:.1} s into the \
+         run): nothing was faulted; the machine is too slow for the {} s pause",
+        acted.as_secs_f64(),
+        (acting - t0).as_secs_f64(),
+        PAUSE.as_secs()
+    );
     let out = run.output();
     eprintln!(
         "{failpoint}: the fault took {:.1} s ({:.1} s into the run, the pause {} s); the run \

@@ -4,7 +4,8 @@
 //! (before the lock, while staging, at the swap, at cleanup) and every case ends the same way:
 //! the run compacted, or failed with the partition untouched; every row is still there (Java
 //! orc-tools counts them where the metastore points); no lock of ours is left to hold Hive's
-//! writers; and the next run completes.
+//! writers; and the next run completes. A run paused at a step must still be running once its
+//! database is down: one that had already ended was not faulted, and the test fails.
 //!
 //! The faults are made with `scripts/cluster metastore-db stop|start` and `hms restart` on the
 //! cluster `CLUSTER_DIR` names; the database faults need a database server (on the embedded
@@ -280,8 +281,12 @@ fn database_down_at(spec: &str, step: Step, down_for: Duration) {
             )
         }
         Step::Staging | Step::Swap => {
-            let child = start_paused(&part, step, Duration::from_secs(5));
+            let mut child = start_paused(&part, step, Duration::from_secs(5));
             let mut down = DatabaseDown::stop();
+            assert!(
+                child.try_wait().expect("wait").is_none(),
+                "{spec}: the run ended before the database was down: nothing was faulted"
+            );
             std::thread::sleep(down_for);
             down.start();
             let what = match step {
