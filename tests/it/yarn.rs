@@ -373,6 +373,24 @@ fn a_dry_run_submits_nothing_and_prints_the_job() {
     );
 }
 
+/// The task processes of this cluster's YARN: `hoc` processes (by name: the job client's command
+/// line holds the task's too) whose working directory is a container's, under the cluster's
+/// `yarn/` directory. The secure and fault clusters' tests run `hoc` beside this area, and a
+/// kill meant for a task here once landed on a secure job's task instead, failing both tests.
+#[cfg(feature = "failpoints")]
+fn yarn_task_pids() -> Vec<String> {
+    let yarn = std::path::Path::new(&env("CLUSTER_DIR")).join("yarn");
+    let yarn = std::fs::canonicalize(&yarn).unwrap_or(yarn);
+    let found = Command::new("pgrep").args(["-x", "hoc"]).output().unwrap();
+    String::from_utf8_lossy(&found.stdout)
+        .split_whitespace()
+        .filter(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd.starts_with(&yarn))
+        })
+        .map(str::to_string)
+        .collect()
+}
+
 #[cfg(feature = "failpoints")]
 #[test]
 fn a_task_killed_mid_partition_is_retried_and_nothing_is_lost_or_doubled() {
@@ -415,10 +433,7 @@ fn a_task_killed_mid_partition_is_retried_and_nothing_is_lost_or_doubled() {
             started.elapsed() < Duration::from_secs(240),
             "no task started"
         );
-        // By process name: the job client's command line holds the task's too.
-        let found = Command::new("pgrep").args(["-x", "hoc"]).output().unwrap();
-        let pids = String::from_utf8_lossy(&found.stdout).to_string();
-        if let Some(pid) = pids.split_whitespace().next() {
+        if let Some(pid) = yarn_task_pids().first() {
             std::thread::sleep(Duration::from_millis(1500));
             let k = Command::new("kill").args(["-9", pid]).status().unwrap();
             assert!(k.success());
