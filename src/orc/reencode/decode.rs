@@ -54,7 +54,7 @@ use prost::Message;
 
 use crate::orc::encoding::byte_rle::decode_booleans;
 use crate::orc::encoding::compress::{compress, decompress, Compression};
-use crate::orc::encoding::int_rle::{decode_signed, decode_unsigned};
+use crate::orc::encoding::int_rle::{all_unsigned, decode_signed, decode_unsigned};
 use crate::orc::encoding::rle_v2::encode as rle_v2_encode;
 use crate::orc::encoding::timestamp::{self, is_utc, Zone};
 use crate::orc::error::OrcError;
@@ -237,13 +237,10 @@ impl<R: RangeRead + Send> Chunks<R> {
             let bytes = self.bytes(nanos.clone()).await?;
             let what = "a timestamp's nanoseconds";
             let plain = decompress(compression, block_size, &bytes, what)?;
-            let stored_nanos = decode_unsigned(&plain, v2)?;
-            if stored_nanos
-                .iter()
-                .all(|&n| timestamp::stored_nanos(n).is_some())
-            {
+            if all_unsigned(&plain, v2, |n| timestamp::stored_nanos(n).is_some())? {
                 continue;
             }
+            let stored_nanos = decode_unsigned(&plain, v2)?;
             let refuse = |why: &str| {
                 OrcError::Decode(format!(
                     "column {column}, a timestamp, stores nanoseconds out of range in stripe \
