@@ -65,7 +65,7 @@ pub use sort::cluster::{cluster, ClusterOptions, ClusterSummary, Clustered};
 pub use sort::external::remove_stale_spills;
 pub use sort::order::{RowOrder, SortColumn};
 pub use statistics::fold::{merge_column_statistics, StatisticsFold};
-pub use statistics::ranges::stripe_lookup_fraction;
+pub use statistics::ranges::{column_id, stripe_lookup_fraction};
 pub use tail::orc_tail::{OrcTail, SharedFooters, StripeInfo, TailStatistics, ORC_MAGIC};
 pub use tail::read::{read_statistics_again, read_tail, read_tail_with_statistics};
 pub use verify::stripes::{verify_output, verify_tail};

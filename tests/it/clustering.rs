@@ -44,6 +44,8 @@ const KILL: &str = "dt=2026-11-04";
 const THREADS: &str = "dt=2026-11-05";
 /// The same shape: its sorted outputs read back wrong.
 const READ_BACK: &str = "dt=2026-11-06";
+/// The same shape: sorted by a column its files lack.
+const NO_COLUMN: &str = "dt=2026-11-07";
 
 /// The ORC writers' default row index stride: a row group's rows.
 const ROW_GROUP: u64 = 10_000;
@@ -705,4 +707,30 @@ fn stripes_copy_with_sort_by_is_a_usage_error() {
         &["--stripes", "copy", "--zorder", "customer_id,event_ts"],
     );
     assert_eq!(code(&out), 2, "{}", describe(&out));
+}
+
+/// A key column the files lack stops the partition while it is planned: `--dry-run` says so,
+/// and a run writes nothing.
+#[test]
+fn a_sort_key_the_files_lack_fails_the_plan_and_leaves_the_partition_untouched() {
+    use common::partition::assert_untouched;
+
+    let p = part(NO_COLUMN);
+    let before = p.state(true);
+    for extra in [
+        &["--sort-by", "customer_idd", "--dry-run"][..],
+        &["--zorder", "customer_id,no_such", "--dry-run"],
+        &["--sort-by", "customer_id,no_such"],
+    ] {
+        let out = compact(&p, extra);
+        assert_eq!(code(&out), 1, "compact {extra:?}: {}", describe(&out));
+        let r = report(&out);
+        assert_eq!(r["status"], "failed", "compact {extra:?}: {r}");
+        let reason = r["reason"].as_str().unwrap_or_default();
+        assert!(
+            reason.contains("has no column") && reason.contains(NO_COLUMN),
+            "compact {extra:?}: {r}"
+        );
+    }
+    assert_untouched(&p, &before, &p.state(true), "a sort key the files lack");
 }

@@ -131,6 +131,7 @@ pub(super) async fn plan(
     );
     check_no_write_in_progress(&snapshot, options.write_in_progress_age, SystemTime::now())?;
     check_one_mode(&snapshot)?;
+    check_order_columns(&snapshot, options.layout_for(&table.qualified_name()))?;
     if options.dry_run {
         check_one_acl(hdfs, &snapshot).await?;
     }
@@ -266,6 +267,31 @@ fn check_one_mode(snapshot: &Snapshot) -> Result<(), Stop> {
         )),
         None => Ok(()),
     }
+}
+
+/// The layout's key columns must be in every file: found here, a missing one (a typo, or a
+/// column added after some files were written) stops `--dry-run` too, not the write after other
+/// groups were staged.
+fn check_order_columns(snapshot: &Snapshot, layout: Option<&Layout>) -> Result<(), Stop> {
+    let Some(order) = layout.and_then(|l| l.order.as_ref()) else {
+        return Ok(());
+    };
+    for file in &snapshot.files {
+        let Some(tail) = &file.tail else { continue };
+        if let Some(column) = order
+            .columns()
+            .into_iter()
+            .find(|c| orc::column_id(tail, c).is_none())
+        {
+            return Err(Stop::Failed(anyhow!(
+                "{} has no column {column} to put the rows in {order}: name a column every \
+                 file has (--sort-by/--zorder, or the table's sort_by/zorder in the config \
+                 file), or compact this partition without them",
+                file.location()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// [`check_one_mode`] for the ACL entries, which take one NameNode call per file: a Hadoop 3
