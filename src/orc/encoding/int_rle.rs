@@ -27,7 +27,7 @@ pub(crate) fn decode_signed(bytes: &[u8], v2: bool) -> Result<Vec<i64>, OrcError
 /// Whether every value of an unsigned RLE stream (already decompressed) passes `test`; `v2` as
 /// for [`decode_unsigned`]. Decoded a run at a time into one buffer: the check of every
 /// stripe's timestamp nanoseconds (`Chunks::read_beside`), which almost always passes, had
-/// grown a vector of the stripe's values, a third of a sort's page faults.
+/// grown a vector of the stripe's values, nearly half of a sort's page faults.
 pub(crate) fn all_unsigned(
     bytes: &[u8],
     v2: bool,
