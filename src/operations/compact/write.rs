@@ -215,20 +215,53 @@ pub(super) async fn write_clustered(
     .await
     .map_err(failed)?;
     let mut staged = Vec::new();
-    for (k, (target, rows)) in outputs.iter().enumerate() {
-        let writer_options = writer_options(&tails, shape, options, Some(layout));
-        let mut writer = hdfs.create(target, permission).await?;
-        let result = clustered
-            .write_output(&mut writer, *rows, writer_options)
-            .await;
-        let was_closed = close(writer, target).await;
-        let written = result.map_err(failed)?;
-        was_closed?;
+    // A closed output is told of and staged as soon as HDFS has acknowledged it.
+    let land = |staged: &mut Vec<StagedOutput>, k, written: ReencodedOutput| {
         closed(k, &written);
         staged.push(StagedOutput {
             written: Written::Reencoded(written),
             way: way.clone(),
         });
+    };
+    // An output closes while the next is written: hdfs-native's close waits 500 ms whenever the
+    // NameNode has not yet heard from the DataNode about the last block, which the NameNode log
+    // shows for most of them, and the sort's threads would otherwise wait with it.
+    let mut closing = None;
+    for (k, (target, rows)) in outputs.iter().enumerate() {
+        let writer_options = writer_options(&tails, shape, options, Some(layout));
+        let write = async {
+            let mut writer = hdfs.create(target, permission).await?;
+            let result = clustered
+                .write_output(&mut writer, *rows, writer_options)
+                .await;
+            Ok::<_, Stop>((writer, result))
+        };
+        let previous = async {
+            if let Some((j, was_closed, written)) = closing.take() {
+                was_closed.await?;
+                land(&mut staged, j, written);
+            }
+            Ok::<_, Stop>(())
+        };
+        let (writer, result) = match tokio::join!(write, previous) {
+            (Ok((writer, result)), Ok(())) => (writer, result),
+            (Ok((writer, _)), Err(stop)) => {
+                let _ = close(writer, target).await;
+                return Err(stop);
+            }
+            (Err(stop), _) => return Err(stop),
+        };
+        match result {
+            Ok(written) => closing = Some((k, close(writer, target), written)),
+            Err(e) => {
+                let _ = close(writer, target).await;
+                return Err(failed(e));
+            }
+        }
+    }
+    if let Some((j, was_closed, written)) = closing {
+        was_closed.await?;
+        land(&mut staged, j, written);
     }
     let summary = clustered.finish().await.map_err(failed)?;
     Ok((staged, summary))
