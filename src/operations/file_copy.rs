@@ -81,6 +81,11 @@ where
 
 /// Closes a new file: only then has HDFS acknowledged all of it.
 pub(crate) async fn close(mut writer: crate::hdfs::Writer, target: &Location) -> Result<(), Stop> {
+    // Test builds fail here (`compact::closing-output`) as a close HDFS refused would: the file
+    // is left under construction, its writer dropped.
+    fail::fail_point!("compact::closing-output", |_| Err(Stop::Failed(anyhow!(
+        "closing {target}: injected failure at compact::closing-output"
+    ))));
     writer
         .close()
         .await

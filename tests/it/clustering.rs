@@ -46,6 +46,8 @@ const THREADS: &str = "dt=2026-11-05";
 const READ_BACK: &str = "dt=2026-11-06";
 /// The same shape: sorted by a column its files lack.
 const NO_COLUMN: &str = "dt=2026-11-07";
+/// The same shape: its sorted outputs fail to close.
+const CLOSE: &str = "dt=2026-11-08";
 
 /// The ORC writers' default row index stride: a row group's rows.
 const ROW_GROUP: u64 = 10_000;
@@ -694,6 +696,55 @@ fn a_sorted_output_read_back_wrong_while_the_next_is_written_stops_the_run() {
         &before,
         &p.state(true),
         "a sorted output read back wrong",
+    );
+}
+
+/// A sorted output closes while the next is written. A close that fails, beside the next
+/// output's write (the first close) or after it (the second), stops the run before the swap:
+/// the partition as it was, no staging left, and the next run compacts.
+#[cfg(feature = "failpoints")]
+#[test]
+fn a_sorted_output_that_fails_to_close_stops_the_run_and_leaves_the_partition_untouched() {
+    use common::partition::assert_untouched;
+
+    let p = part(CLOSE);
+    let args = [
+        "--sort-by",
+        "customer_id",
+        "--target-size",
+        "1MiB",
+        "--threads",
+        "2",
+    ];
+    let before = p.state(true);
+    for (failing, which) in [("return", "first"), ("1*off->return", "second")] {
+        let out = tool(&p)
+            .args(p.args("compact", &args))
+            .env("FAILPOINTS", format!("compact::closing-output={failing}"))
+            .stdin(Stdio::null())
+            .output()
+            .expect("the binary runs");
+        assert_eq!(code(&out), 1, "{which} close: {}", describe(&out));
+        let r = report(&out);
+        assert_eq!(r["status"], "failed", "{which} close: {r}");
+        let reason = r["reason"].as_str().unwrap_or("");
+        assert!(
+            reason.contains("closing ") && reason.contains("compact::closing-output"),
+            "{which} close: {r}"
+        );
+        assert!(r["new_location"].is_null(), "{which} close: {r}");
+        assert_untouched(
+            &p,
+            &before,
+            &p.state(true),
+            &format!("the {which} sorted output failed to close"),
+        );
+    }
+    let r = compacted(&p, &args);
+    assert_eq!(clustering(&r).by, "sort", "{r}");
+    assert_ascending(
+        "rows after the failed closes",
+        &java_rows(&data_files(&p.location())),
     );
 }
 
