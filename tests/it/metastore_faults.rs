@@ -137,6 +137,11 @@ fn start_paused(part: &Part, step: Step, pause: Duration) -> Child {
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_millis(1000));
+    // The fault that follows strikes a run still paused, not one already over.
+    assert!(
+        child.try_wait().expect("wait").is_none(),
+        "the run ended at its pause, before the fault: nothing would be faulted"
+    );
     child
 }
 
