@@ -650,6 +650,30 @@ fn one_two_and_four_threads_write_the_same_bytes() {
     }
 }
 
+/// A sort of a 4-file partition into several outputs of about 1 MiB, on two threads: one output
+/// is closed and read back while the next is written.
+#[cfg(feature = "failpoints")]
+const SORTED_OUTPUTS: [&str; 6] = [
+    "--sort-by",
+    "customer_id",
+    "--target-size",
+    "1MiB",
+    "--threads",
+    "2",
+];
+
+/// `compact` of `p` with `args` in a test build that fails at `failpoints`, logging at debug.
+#[cfg(feature = "failpoints")]
+fn compact_failing(p: &Part, args: &[&str], failpoints: &str) -> Output {
+    tool(p)
+        .args(p.args("compact", args))
+        .env("FAILPOINTS", failpoints)
+        .env("RUST_LOG", "hive_orc_compactor=debug")
+        .stdin(Stdio::null())
+        .output()
+        .expect("the binary runs")
+}
+
 /// A sorted group writes its outputs one at a time, and each is read back once closed, while
 /// the next is written. Every batch's rows reversed on the way to the writer: the first output
 /// read back fails on its order-sensitive digests, and the run stops before the swap with the
@@ -661,23 +685,7 @@ fn a_sorted_output_read_back_wrong_while_the_next_is_written_stops_the_run() {
 
     let p = part(READ_BACK);
     let before = p.state(true);
-    let out = tool(&p)
-        .args(p.args(
-            "compact",
-            &[
-                "--sort-by",
-                "customer_id",
-                "--target-size",
-                "1MiB",
-                "--threads",
-                "2",
-            ],
-        ))
-        .env("FAILPOINTS", "compact::rewrite-reorder=return")
-        .env("RUST_LOG", "hive_orc_compactor=debug")
-        .stdin(Stdio::null())
-        .output()
-        .expect("the binary runs");
+    let out = compact_failing(&p, &SORTED_OUTPUTS, "compact::rewrite-reorder=return");
     assert_eq!(code(&out), 5, "{}", describe(&out));
     let r = report(&out);
     assert_eq!(r["status"], "verification-failed", "{r}");
@@ -705,25 +713,11 @@ fn a_sorted_output_read_back_wrong_while_the_next_is_written_stops_the_run() {
 #[cfg(feature = "failpoints")]
 #[test]
 fn a_sorted_output_that_fails_to_close_stops_the_run_and_leaves_the_partition_untouched() {
-    use common::partition::assert_untouched;
-
     let p = part(CLOSE);
-    let args = [
-        "--sort-by",
-        "customer_id",
-        "--target-size",
-        "1MiB",
-        "--threads",
-        "2",
-    ];
     let before = p.state(true);
     for (failing, which) in [("return", "first"), ("1*off->return", "second")] {
-        let out = tool(&p)
-            .args(p.args("compact", &args))
-            .env("FAILPOINTS", format!("compact::closing-output={failing}"))
-            .stdin(Stdio::null())
-            .output()
-            .expect("the binary runs");
+        let failpoints = format!("compact::closing-output={failing}");
+        let out = compact_failing(&p, &SORTED_OUTPUTS, &failpoints);
         assert_eq!(code(&out), 1, "{which} close: {}", describe(&out));
         let r = report(&out);
         assert_eq!(r["status"], "failed", "{which} close: {r}");
@@ -740,7 +734,7 @@ fn a_sorted_output_that_fails_to_close_stops_the_run_and_leaves_the_partition_un
             &format!("the {which} sorted output failed to close"),
         );
     }
-    let r = compacted(&p, &args);
+    let r = compacted(&p, &SORTED_OUTPUTS);
     assert_eq!(clustering(&r).by, "sort", "{r}");
     assert_ascending(
         "rows after the failed closes",
