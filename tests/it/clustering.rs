@@ -707,15 +707,21 @@ fn a_sorted_output_read_back_wrong_while_the_next_is_written_stops_the_run() {
     );
 }
 
-/// A sorted output closes while the next is written. A close that fails, beside the next
-/// output's write (the first close) or after it (the second), stops the run before the swap:
+/// A sorted output closes while the next is written. A close that fails, the first (beside
+/// the next output's write) or the last (after every write), stops the run before the swap:
 /// the partition as it was, no staging left, and the next run compacts.
 #[cfg(feature = "failpoints")]
 #[test]
 fn a_sorted_output_that_fails_to_close_stops_the_run_and_leaves_the_partition_untouched() {
     let p = part(CLOSE);
+    // How many outputs the sort writes, so that the last close can be failed.
+    let r = compacted(&p, &SORTED_OUTPUTS);
+    let outputs = r["files_after"].as_u64().unwrap_or(0);
+    assert!(outputs >= 2, "several outputs: {r}");
+    p.ok("rollback", &[], 0);
     let before = p.state(true);
-    for (failing, which) in [("return", "first"), ("1*off->return", "second")] {
+    let last = format!("{}*off->return", outputs - 1);
+    for (failing, which) in [("return", "first"), (last.as_str(), "last")] {
         let failpoints = format!("compact::closing-output={failing}");
         let out = compact_failing(&p, &SORTED_OUTPUTS, &failpoints);
         assert_eq!(code(&out), 1, "{which} close: {}", describe(&out));
